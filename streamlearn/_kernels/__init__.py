@@ -1,0 +1,39 @@
+"""Compiled kernels: every ``numba.njit`` function of streamlearn lives below this package.
+
+Kernels take arrays and scalars (options coded as ints), mutate preallocated arrays in
+place and return counts. Nothing outside this package imports numba.
+"""
+
+from __future__ import annotations
+
+from streamlearn._kernels.engine import learn_stream, replay_pass
+from streamlearn._kernels.margins import buffer_margins
+from streamlearn._kernels.rows import canonicalize_rows, check_rows, decision_values, row_sqnorms
+from streamlearn._kernels.rules import (
+    RULE_AMARGITRON,
+    RULE_KOZINEC,
+    RULE_PAM,
+    RULE_PAUM,
+    RULE_PDM,
+    RULE_PERCEPTRON,
+    RULE_PFM,
+    RULE_TMARGITRON,
+)
+
+__all__ = [
+    "RULE_AMARGITRON",
+    "RULE_KOZINEC",
+    "RULE_PAM",
+    "RULE_PAUM",
+    "RULE_PDM",
+    "RULE_PERCEPTRON",
+    "RULE_PFM",
+    "RULE_TMARGITRON",
+    "buffer_margins",
+    "canonicalize_rows",
+    "check_rows",
+    "decision_values",
+    "learn_stream",
+    "replay_pass",
+    "row_sqnorms",
+]

@@ -1,0 +1,83 @@
+"""The replay buffer's storage: a ring of example slots over a ring arena of nonzeros.
+
+Slots (``slot_*`` arrays, one entry per example) hold where an example's nonzeros start
+in the arena, how many there are, its label, its slack count alpha_k and ||x_k||^2.
+``ring`` is int64 ``[first_slot, count, write_pos, evicted, unbuffered]``. Examples are
+kept in arrival order; each reserves max(nnz, 1) contiguous arena cells, so arena
+positions strictly increase from the oldest example to the newest, wrapping at most once.
+Adding an example evicts the oldest ones until there is a free slot and a free
+contiguous stretch of arena, so memory never exceeds what was allocated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from streamlearn._kernels._jit import kernel
+
+FIRST, COUNT, WRITE_POS, EVICTED, UNBUFFERED = 0, 1, 2, 3, 4
+
+
+@kernel(inline=True)
+def _evict_oldest(ring: np.ndarray, capacity: int) -> None:
+    ring[FIRST] = (ring[FIRST] + 1) % capacity
+    ring[COUNT] -= 1
+    ring[EVICTED] += 1
+
+
+@kernel(inline=True)
+def _free_position(reserve: int, slot_start: np.ndarray, arena_size: int, ring: np.ndarray) -> int:
+    """Where ``reserve`` cells fit without eviction, or -1."""
+    capacity = slot_start.shape[0]
+    count = ring[COUNT]
+    if count == capacity:
+        return -1
+    if count == 0:
+        return 0
+    oldest = slot_start[ring[FIRST]]
+    newest = slot_start[(ring[FIRST] + count - 1) % capacity]
+    write_pos = ring[WRITE_POS]
+    if newest < oldest:  # wrapped: the only free stretch is [write_pos, oldest)
+        return write_pos if oldest - write_pos >= reserve else -1
+    if arena_size - write_pos >= reserve:
+        return write_pos
+    return 0 if oldest >= reserve else -1
+
+
+@kernel(inline=True)
+def ring_append(
+    indices: np.ndarray,
+    values: np.ndarray,
+    lo: int,
+    hi: int,
+    label: float,
+    x_sqnorm: float,
+    buffer: tuple[Any, ...],
+    ring: np.ndarray,
+) -> int:
+    """Copy example ``indices[lo:hi], values[lo:hi]`` into the buffer; return its slot.
+
+    ``buffer`` is ``(slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm, arena_idx,
+    arena_val)``. The caller guarantees ``max(hi - lo, 1) <= arena size``.
+    """
+    slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm, arena_idx, arena_val = buffer
+    capacity = slot_start.shape[0]
+    reserve = max(hi - lo, 1)
+    pos = _free_position(reserve, slot_start, arena_idx.shape[0], ring)
+    while pos < 0:
+        _evict_oldest(ring, capacity)
+        pos = _free_position(reserve, slot_start, arena_idx.shape[0], ring)
+    slot = (ring[FIRST] + ring[COUNT]) % capacity
+    ring[COUNT] += 1
+    for j in range(hi - lo):
+        arena_idx[pos + j] = indices[lo + j]
+        arena_val[pos + j] = values[lo + j]
+    slot_start[slot] = pos
+    slot_len[slot] = hi - lo
+    slot_label[slot] = label
+    slot_alpha[slot] = 0.0
+    slot_sqnorm[slot] = x_sqnorm
+    ring[WRITE_POS] = pos + reserve
+    return slot

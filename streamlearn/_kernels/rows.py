@@ -1,0 +1,92 @@
+"""Row-wise checks and products on CSR arrays."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from streamlearn._kernels._jit import kernel
+
+ROW_OK, ROW_NOT_FINITE, ROW_NEGATIVE_INDEX, ROW_NOT_CANONICAL = 0, 1, 2, 3
+
+
+@kernel(allocates=True)
+def check_rows(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray) -> tuple[int, int]:
+    """First problem found, as (code, row); ``(ROW_OK, -1)`` when all rows are clean.
+
+    ``ROW_NOT_CANONICAL`` (indices not strictly increasing within a row) is reported only
+    when no worse problem exists anywhere: such rows can be repaired by
+    :func:`canonicalize_rows`.
+    """
+    unsorted_row = -1
+    for i in range(indptr.shape[0] - 1):
+        previous = -1
+        for j in range(indptr[i], indptr[i + 1]):
+            if not math.isfinite(values[j]):
+                return ROW_NOT_FINITE, i
+            if indices[j] < 0:
+                return ROW_NEGATIVE_INDEX, i
+            if indices[j] <= previous and unsorted_row < 0:
+                unsorted_row = i
+            previous = indices[j]
+    if unsorted_row >= 0:
+        return ROW_NOT_CANONICAL, unsorted_row
+    return ROW_OK, -1
+
+
+@kernel(allocates=True)
+def canonicalize_rows(
+    indptr: np.ndarray, indices: np.ndarray, values: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sort each row's indices and add up duplicates (scipy's canonical CSR form)."""
+    n = indptr.shape[0] - 1
+    out_ptr = np.zeros(n + 1, dtype=np.int64)
+    out_idx = np.empty(indices.shape[0], dtype=indices.dtype)
+    out_val = np.empty(values.shape[0], dtype=np.float64)
+    pos = 0
+    for i in range(n):
+        lo, hi = indptr[i], indptr[i + 1]
+        order = np.argsort(indices[lo:hi], kind="mergesort")
+        last = -1
+        for o in order:
+            j = lo + o
+            if indices[j] == last:
+                out_val[pos - 1] += values[j]
+            else:
+                out_idx[pos] = indices[j]
+                out_val[pos] = values[j]
+                last = indices[j]
+                pos += 1
+        out_ptr[i + 1] = pos
+    return out_ptr, out_idx[:pos], out_val[:pos]
+
+
+@kernel(allocates=True)
+def row_sqnorms(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """||x_i||^2 of every row."""
+    n = indptr.shape[0] - 1
+    out = np.empty(n)
+    for i in range(n):
+        acc = 0.0
+        for j in range(indptr[i], indptr[i + 1]):
+            acc += values[j] * values[j]
+        out[i] = acc
+    return out
+
+
+@kernel(allocates=True)
+def decision_values(
+    indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, w: np.ndarray, bias: float
+) -> np.ndarray:
+    """w . x_i + bias for every row; features beyond ``w`` have weight 0."""
+    n = indptr.shape[0] - 1
+    size = w.shape[0]
+    out = np.empty(n)
+    for i in range(n):
+        acc = bias
+        for j in range(indptr[i], indptr[i + 1]):
+            if indices[j] < size:
+                acc += w[indices[j]] * values[j]
+        out[i] = acc
+    return out

@@ -1,0 +1,90 @@
+"""Update conditions of the perceptron family, coded as ints for the kernels.
+
+Every rule compares ``p = a . y_k`` (the example's margin in the augmented, extended
+space) with a threshold; ``threshold`` returns it. ``rule_params`` is a float64 array
+whose meaning depends on the rule (see each constant). ``multiplicity`` gives how many
+times to add an example at once (PDM and PFM, section 4 of the PDM paper).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from streamlearn._kernels._jit import kernel
+
+#: a . y <= 0. No parameters.
+RULE_PERCEPTRON = 0
+#: a . y <= tau. ``rule_params[0] = tau``.
+RULE_PAM = 1
+#: a . y <= tau_l / eta. ``rule_params[0] = tau_neg / eta``, ``rule_params[1] = tau_pos / eta``.
+RULE_PAUM = 2
+#: a . y <= beta ||a||. ``rule_params[0] = beta``.
+RULE_PFM = 3
+#: a . y <= (1 - eps) ||a||^2 / t. ``rule_params[0] = 1 - eps``.
+RULE_PDM = 4
+#: a . y <= b t^(1 - zeta). ``rule_params[0] = b``, ``rule_params[1] = 1 - zeta``.
+RULE_TMARGITRON = 5
+#: a . y <= b ||a||^(1 - zeta). ``rule_params[0] = b``, ``rule_params[1] = 1 - zeta``.
+RULE_AMARGITRON = 6
+#: ||a|| - a . y / ||a|| >= eps, convex-combination update. ``rule_params[0] = eps``.
+RULE_KOZINEC = 7
+
+
+@kernel(inline=True)
+def threshold(rule: int, rule_params: np.ndarray, label: float, sqnorm: float, t: float) -> float:
+    """Largest ``a . y`` at which the rule still updates, given ||a||^2 and t."""
+    if rule == RULE_PERCEPTRON:
+        return 0.0
+    if rule == RULE_PAM:
+        return rule_params[0]
+    if rule == RULE_PAUM:
+        return rule_params[1] if label > 0 else rule_params[0]
+    if rule == RULE_PFM:
+        return rule_params[0] * math.sqrt(sqnorm)
+    if rule == RULE_PDM:
+        return rule_params[0] * sqnorm / t if t > 0 else 0.0
+    if rule == RULE_TMARGITRON:
+        return rule_params[0] * t ** rule_params[1] if t > 0 else 0.0
+    if rule == RULE_AMARGITRON:
+        return rule_params[0] * math.sqrt(sqnorm) ** rule_params[1] if t > 0 else 0.0
+    # RULE_KOZINEC, in the units of a itself: ||a||^2 - eps ||a||
+    return sqnorm - rule_params[0] * math.sqrt(sqnorm)
+
+
+@kernel(inline=True)
+def multiplicity(
+    rule: int, rule_params: np.ndarray, p: float, q: float, sqnorm: float, t: float
+) -> float:
+    """Smallest number of repeated additions after which the example no longer updates.
+
+    PDM: floor(mu+) + 1 with mu+ the non-negative root of
+    eps q mu^2 + (t q + (2 eps - 1) p) mu + (t p - (1 - eps) A) = 0.
+    PFM: the analogous root of (p + mu q)^2 = beta^2 (A + 2 mu p + mu^2 q), p + mu q > 0.
+    Every other rule adds an example once.
+    """
+    if rule == RULE_PDM and t > 0:
+        eps = 1.0 - rule_params[0]
+        a = eps * q
+        b = t * q + (2.0 * eps - 1.0) * p
+        c = t * p - rule_params[0] * sqnorm
+        if c >= 0.0:
+            return 1.0
+        disc = math.sqrt(b * b - 4.0 * a * c)
+        # the root written to avoid cancellation when b > 0
+        mu = (-2.0 * c) / (b + disc) if b > 0 else (-b + disc) / (2.0 * a)
+        return math.floor(mu) + 1.0
+    if rule == RULE_PFM:
+        beta_sq = rule_params[0] * rule_params[0]
+        if q <= beta_sq:
+            return 1.0
+        a2 = q * (q - beta_sq)
+        a1 = 2.0 * p * (q - beta_sq)
+        a0 = p * p - beta_sq * sqnorm
+        disc = a1 * a1 - 4.0 * a2 * a0
+        mu = -p / q
+        if disc >= 0.0:
+            mu = max(mu, (-a1 + math.sqrt(disc)) / (2.0 * a2))
+        return max(math.floor(mu) + 1.0, 1.0)
+    return 1.0

@@ -1,0 +1,23 @@
+"""Exceptions raised by streamlearn.
+
+Every error a user can trigger through the API derives from :class:`StreamlearnError`,
+so callers can catch one type; the subclasses say which kind of mistake it was.
+"""
+
+from __future__ import annotations
+
+
+class StreamlearnError(Exception):
+    """Base class of every error streamlearn raises on purpose."""
+
+
+class InvalidParameterError(StreamlearnError, ValueError):
+    """A hyperparameter or option is outside its allowed range."""
+
+
+class InvalidInputError(StreamlearnError, ValueError):
+    """Examples or labels handed to a learner are malformed (NaN, bad label, bad index...)."""
+
+
+class StateError(StreamlearnError, ValueError):
+    """A state dictionary is incomplete, inconsistent or from another algorithm."""

@@ -1,0 +1,43 @@
+"""The learners: thin classes over one engine, one per update rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamlearn.errors import StateError
+from streamlearn.learn.base import LinearLearner
+from streamlearn.learn.kozinec import Kozinec
+from streamlearn.learn.margitron import AMargitron, TMargitron
+from streamlearn.learn.paum import PAUM
+from streamlearn.learn.pdm import PDM, PFM, PDMSucc
+from streamlearn.learn.perceptron import PAM, Perceptron
+
+#: every learner class by its ``algorithm`` name
+LEARNERS: dict[str, type[LinearLearner]] = {
+    cls.algorithm: cls
+    for cls in (Perceptron, PAM, PAUM, PFM, PDM, PDMSucc, TMargitron, AMargitron, Kozinec)
+}
+
+
+def learner_from_state(state: dict[str, Any]) -> LinearLearner:
+    """Rebuild whichever learner made ``state`` (see ``LinearLearner.state_dict``)."""
+    algorithm = state.get("algorithm")
+    if algorithm not in LEARNERS:
+        raise StateError(f"unknown algorithm in state: {algorithm!r}")
+    return LEARNERS[str(algorithm)].from_state(state)
+
+
+__all__ = [
+    "LEARNERS",
+    "PAM",
+    "PAUM",
+    "PDM",
+    "PFM",
+    "AMargitron",
+    "Kozinec",
+    "LinearLearner",
+    "PDMSucc",
+    "Perceptron",
+    "TMargitron",
+    "learner_from_state",
+]

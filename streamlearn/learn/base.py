@@ -1,0 +1,470 @@
+"""What every learner of the perceptron family shares: state, learning, replay, certificate.
+
+A learner is a thin class over one engine (:mod:`streamlearn._kernels.engine`). Its
+hyperparameters are exactly its ``__init__`` arguments, stored under the same names; it
+maps them to the kernel's rule code and parameters and owns the weights, the bias
+weight beta, the update count t, ||a||^2 and the replay buffer.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from typing import Any, ClassVar, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from streamlearn._kernels import (
+    buffer_margins,
+    decision_values,
+    learn_stream,
+    replay_pass,
+    row_sqnorms,
+)
+from streamlearn.errors import InvalidParameterError, StateError
+from streamlearn.learn.inputs import as_batch, as_rows
+from streamlearn.replay import ActiveSetSchedule, ReplayBuffer, pass_permutation
+from streamlearn.types import Batch
+
+STATE_FORMAT = "streamlearn.learner"
+STATE_VERSION = 1
+#: examples that fix Delta when ``delta='auto'`` (capped by the buffer size)
+AUTO_DELTA_WINDOW = 1000
+_BETA, _SQNORM, _UPDATES, _SCALE = range(4)
+
+
+class LinearLearner:
+    """Base class: a linear classifier learned by a perceptron-family update rule.
+
+    Subclasses set ``algorithm`` and ``rule`` and implement :meth:`_rule_params`.
+    Common parameters (keyword-only in every subclass):
+
+    rho
+        Augmentation: each x becomes [x, rho]; the bias is rho * beta. Default 1.
+    delta
+        2-norm soft-margin extension Delta >= 0, or ``'auto'`` (default): the first
+        min(1000, buffer_size) examples fix Delta = R/10 with R their largest
+        ||[x, rho]||; learning starts once they have arrived (or at :meth:`replay`).
+        ``delta=0`` is the hard margin.
+    buffer_size, buffer_nnz
+        Replay buffer capacity in examples and in stored nonzeros (12 bytes each).
+    seed
+        Fixes the order of every replay pass.
+    active_sets
+        The nested active-set schedule of replay passes.
+    max_passes
+        Default bound on full replay passes per :meth:`replay` call.
+    """
+
+    algorithm: ClassVar[str] = ""
+    rule: ClassVar[int] = -1
+    #: multiple updates at once (PDM, PFM) are available to this rule
+    supports_multiple_updates: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        *,
+        rho: float = 1.0,
+        delta: float | str = "auto",
+        buffer_size: int = 100_000,
+        buffer_nnz: int = 10_000_000,
+        seed: int = 0,
+        active_sets: ActiveSetSchedule | None = None,
+        max_passes: int = 1000,
+    ) -> None:
+        self.rho = _positive("rho", rho)
+        if delta != "auto":
+            delta = _non_negative("delta", delta)
+        self.delta = delta
+        self.buffer_size = _count("buffer_size", buffer_size)
+        self.buffer_nnz = _count("buffer_nnz", buffer_nnz)
+        if not isinstance(seed, int | np.integer) or seed < 0:
+            raise InvalidParameterError(f"seed must be a non-negative integer, got {seed!r}")
+        self.seed = int(seed)
+        if active_sets is not None and not isinstance(active_sets, ActiveSetSchedule):
+            raise InvalidParameterError("active_sets must be an ActiveSetSchedule")
+        self.active_sets = active_sets
+        self.max_passes = _count("max_passes", max_passes)
+        self._reset_state()
+
+    # -- hyperparameters ---------------------------------------------------------------
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        signature = inspect.signature(cls.__init__)
+        return [name for name in signature.parameters if name != "self"]
+
+    def get_params(self) -> dict[str, Any]:
+        """The hyperparameters, as passed to ``__init__``."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+    def _rule_params(self) -> npt.NDArray[np.float64]:
+        """The kernel's float64 rule parameters for the current state."""
+        raise NotImplementedError
+
+    def _kernel_rule(self, multi: bool) -> tuple[int, npt.NDArray[np.float64], float, float, bool]:
+        """The engine's ``(code, rule_params, rho, delta_sq, multi)``."""
+        return (self.rule, self._rule_params(), self.rho, self._delta_sq, multi)
+
+    def _multiple_updates(self) -> bool:
+        return bool(self.supports_multiple_updates and getattr(self, "multiple_updates", False))
+
+    @property
+    def _schedule(self) -> ActiveSetSchedule:
+        return self.active_sets if self.active_sets is not None else ActiveSetSchedule()
+
+    # -- state ---------------------------------------------------------------------------
+
+    def _reset_state(self) -> None:
+        self._buffer = ReplayBuffer(self.buffer_size, self.buffer_nnz)
+        self._w = np.zeros(16, dtype=np.float64)
+        self._scalars = np.array([0.0, 0.0, 0.0, 1.0])
+        self._stats = np.zeros(3, dtype=np.int64)
+        self._n_features = 0
+        self._passes = 0
+        self._converged = False
+        self._examples_seen = 0
+        self._delta_value: float | None = None if self.delta == "auto" else float(self.delta)
+        self._pending: list[Batch] = []
+        self._window_seen = 0
+        self._window_max_sqnorm = 0.0
+
+    @property
+    def delta_(self) -> float | None:
+        """The Delta in use; None while ``delta='auto'`` still waits for its examples."""
+        return self._delta_value
+
+    @property
+    def n_features_in_(self) -> int:
+        """One more than the largest feature index seen."""
+        return self._n_features
+
+    @property
+    def updates(self) -> float:
+        """t, the number of updates (a multiple update of lambda counts lambda)."""
+        return float(self._scalars[_UPDATES])
+
+    @property
+    def _output_scale(self) -> float:
+        """Factor from the engine's weights to the reported ones (PAUM's learning rate)."""
+        return float(self._scalars[_SCALE])
+
+    @property
+    def coef_(self) -> npt.NDArray[np.float64]:
+        """Dense weights w over features ``0 .. n_features_in_ - 1``."""
+        return self._w[: self._n_features] * self._output_scale
+
+    @property
+    def intercept_(self) -> float:
+        """The bias rho * beta."""
+        return float(self.rho * self._scalars[_BETA] * self._output_scale)
+
+    @property
+    def buffer(self) -> ReplayBuffer:
+        """The replay buffer (read it, do not modify it)."""
+        return self._buffer
+
+    # -- learning ------------------------------------------------------------------------
+
+    def learn(self, X: Any, y: Any) -> Self:
+        """Present each example once, in order, storing it in the replay buffer.
+
+        X is a scipy sparse matrix, a ``(indptr, indices, values)`` triple or a dense
+        2-D array; y holds +1/-1 (or 0/1, or booleans).
+        """
+        self.learn_batch(as_batch(X, y))
+        return self
+
+    def learn_batch(self, batch: Batch) -> None:
+        """:meth:`learn` for a batch that is already checked (from the parser)."""
+        if self._delta_value is None:
+            batch = self._hold_for_auto_delta(batch)
+            if self._delta_value is None:
+                return
+        self._present_stream(batch)
+
+    def replay(self, max_passes: int | None = None) -> Self:
+        """Cycle the buffer with the active sets until a full pass makes no update.
+
+        At most ``max_passes`` full passes (default: the ``max_passes`` parameter);
+        :attr:`converged` says whether the last full pass made no update.
+        """
+        self._flush_pending()
+        budget = self.max_passes if max_passes is None else _count("max_passes", max_passes)
+        self._run_passes(budget)
+        return self
+
+    def fit(self, X: Any, y: Any) -> Self:
+        """Learn X, y once and replay to convergence: batch use, as in the papers."""
+        return self.learn(X, y).replay()
+
+    def _run_passes(self, budget: int) -> int:
+        """Up to ``budget`` full replay passes; stops at convergence. Returns passes run."""
+        slots = self._buffer.live_slots()
+        if slots.shape[0] == 0:
+            self._converged = True
+            return 0
+        buf = self._buffer
+        multi = self._multiple_updates()
+        size = slots.shape[0]
+        levels = (
+            np.empty(size, dtype=np.int64),
+            np.empty(size, dtype=np.int64),
+            np.empty(size, dtype=np.int64),
+            np.empty(0, dtype=np.int64),
+        )
+        rule = self._kernel_rule(multi)
+        for done in range(budget):
+            order = slots[pass_permutation(self.seed, self._passes, slots.shape[0])]
+            schedule = self._schedule.as_array(first_pass=self._passes == 0)
+            events = replay_pass(
+                order, buf.arrays(), self._w, self._scalars, rule, schedule, self._stats, levels
+            )
+            self._passes += 1
+            if events == 0:
+                self._converged = True
+                return done + 1
+            self._converged = False
+        return budget
+
+    @property
+    def _delta_sq(self) -> float:
+        delta = self._delta_value or 0.0
+        return delta * delta
+
+    def _hold_for_auto_delta(self, batch: Batch) -> Batch:
+        """Keep examples until the auto-Delta window is full; then return all of them."""
+        window = min(AUTO_DELTA_WINDOW, self.buffer_size)
+        take = min(window - self._window_seen, batch.n_examples)
+        if take > 0:
+            head = batch.slice(0, take)
+            sqnorms = row_sqnorms(head.indptr, head.values)
+            self._window_max_sqnorm = max(self._window_max_sqnorm, float(sqnorms.max()))
+            self._window_seen += take
+        self._pending.append(Batch.concatenate([batch]))  # a copy: the caller may reuse arrays
+        if self._window_seen < window:
+            return Batch.concatenate([])
+        return self._release_pending()
+
+    def _release_pending(self) -> Batch:
+        radius = math.sqrt(self._window_max_sqnorm + self.rho * self.rho)
+        self._delta_value = radius / 10.0
+        held = Batch.concatenate(self._pending)
+        self._pending = []
+        return held
+
+    def _flush_pending(self) -> None:
+        if self._delta_value is None and self._window_seen > 0:
+            self._present_stream(self._release_pending())
+
+    def _present_stream(self, batch: Batch) -> None:
+        if batch.n_examples == 0:
+            return
+        self._grow_weights(batch.max_index + 1)
+        buf = self._buffer
+        buf.reserve_for(batch.nnz + batch.n_examples)
+        updates_before = self._scalars[_UPDATES]
+        learn_stream(
+            batch.indptr, batch.indices, batch.values, batch.labels,
+            row_sqnorms(batch.indptr, batch.values), buf.arrays(), buf.ring, buf.max_nnz,
+            self._w, self._scalars, self._kernel_rule(False), self._stats, np.zeros(1),
+        )  # fmt: skip
+        self._examples_seen += batch.n_examples
+        if self._scalars[_UPDATES] != updates_before:
+            self._converged = False
+
+    def _grow_weights(self, n_features: int) -> None:
+        if n_features > self._w.shape[0]:
+            grown = np.zeros(max(2 * self._w.shape[0], n_features), dtype=np.float64)
+            grown[: self._w.shape[0]] = self._w
+            self._w = grown
+        self._n_features = max(self._n_features, n_features)
+
+    # -- prediction ----------------------------------------------------------------------
+
+    def decision_function(self, X: Any) -> npt.NDArray[np.float64]:
+        """w . x + rho * beta for every row of X (features never seen weigh 0)."""
+        indptr, indices, values = as_rows(X)
+        return decision_values(
+            indptr, indices, values, self._w * self._output_scale, self.intercept_
+        )
+
+    def predict(self, X: Any) -> npt.NDArray[np.int64]:
+        """+1 where the decision value is positive, -1 elsewhere."""
+        return np.where(self.decision_function(X) > 0.0, 1, -1).astype(np.int64)
+
+    # -- certificate ---------------------------------------------------------------------
+
+    def margin_upper_bound(self) -> float:
+        """An upper bound on the maximum directional margin: ||a|| / t for perceptron updates."""
+        t = self._scalars[_UPDATES]
+        return float(math.sqrt(self._scalars[_SQNORM]) / t) if t > 0 else math.inf
+
+    def class_margins(self) -> tuple[float, float]:
+        """min a . y_k / ||a|| over the buffered negatives and positives (inf if none)."""
+        norm = math.sqrt(self._scalars[_SQNORM])
+        buf = self._buffer
+        lowest = np.empty(2)
+        buffer_margins(
+            buf.live_slots(), buf.slot_start, buf.slot_len, buf.slot_label, buf.slot_alpha,
+            buf.arena_idx, buf.arena_val, self._w, self._scalars, self.rho, self._delta_sq,
+            lowest,
+        )  # fmt: skip
+        if norm == 0.0:
+            return (math.nan, math.nan)
+        return (float(lowest[0]) / norm, float(lowest[1]) / norm)
+
+    @property
+    def converged(self) -> bool:
+        """True when the last full replay pass made no update and nothing changed since."""
+        return self._converged
+
+    def summary(self) -> dict[str, Any]:
+        """Counts and the margin certificate of the current solution on the buffer.
+
+        ``margin_achieved`` is gamma_d' = min_k a . y_k / ||a|| over the buffer,
+        ``margin_upper_bound`` bounds the maximum margin from above and
+        ``certified_gap`` = 1 - margin_achieved / margin_upper_bound bounds how far the
+        solution is from the maximum margin, relatively.
+        """
+        negative, positive = self.class_margins()
+        achieved = min(negative, positive) if len(self._buffer) else math.nan
+        bound = self.margin_upper_bound()
+        gap = 1.0 - achieved / bound if math.isfinite(bound) and bound > 0 else math.nan
+        return {
+            "algorithm": self.algorithm,
+            "examples": self._examples_seen,
+            "updates": self.updates,
+            "update_events": int(self._stats[0]),
+            "presentations": int(self._stats[1]),
+            "mini_epochs": int(self._stats[2]),
+            "passes": self._passes,
+            "converged": self._converged,
+            "margin_achieved": achieved,
+            "margin_negative": negative,
+            "margin_positive": positive,
+            "margin_upper_bound": bound,
+            "certified_gap": gap,
+            "weight_norm": float(np.linalg.norm(self.coef_)),
+            "delta": self._delta_value,
+            "n_features": self._n_features,
+            "buffer_examples": len(self._buffer),
+            "buffer_nnz": self._buffer.nnz,
+            "buffer_evicted": self._buffer.evicted,
+            "pending_examples": sum(b.n_examples for b in self._pending),
+        }
+
+    # -- state dictionaries --------------------------------------------------------------
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        del state
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue exactly: plain numbers, strings and numpy arrays."""
+        params = self.get_params()
+        params["active_sets"] = self._schedule.to_dict()
+        pending = Batch.concatenate(self._pending)
+        return {
+            "format": STATE_FORMAT,
+            "version": STATE_VERSION,
+            "algorithm": self.algorithm,
+            "params": params,
+            "delta_value": math.nan if self._delta_value is None else self._delta_value,
+            "weights": self._w[: self._n_features].copy(),
+            "scalars": self._scalars.copy(),
+            "stats": self._stats.copy(),
+            "passes": self._passes,
+            "converged": self._converged,
+            "examples_seen": self._examples_seen,
+            "window_seen": self._window_seen,
+            "window_max_sqnorm": self._window_max_sqnorm,
+            "pending": {
+                "indptr": pending.indptr,
+                "indices": pending.indices,
+                "values": pending.values,
+                "labels": pending.labels,
+            },
+            "buffer": self._buffer.state_dict(),
+            "extra": self._extra_state(),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Self:
+        """A learner that continues exactly where the one that made ``state`` stopped."""
+        if state.get("format") != STATE_FORMAT:
+            raise StateError(f"not a streamlearn learner state (format {state.get('format')!r})")
+        if state.get("version") != STATE_VERSION:
+            raise StateError(f"unsupported learner state version {state.get('version')!r}")
+        if state.get("algorithm") != cls.algorithm:
+            raise StateError(
+                f"state is for algorithm {state.get('algorithm')!r}, not {cls.algorithm!r}"
+            )
+        try:
+            params = dict(state["params"])
+            params["active_sets"] = ActiveSetSchedule.from_dict(params["active_sets"])
+            learner = cls(**params)
+            learner._load_state(state)
+        except (KeyError, TypeError) as exc:
+            raise StateError(f"incomplete learner state: {exc}") from exc
+        return learner
+
+    def _load_state(self, state: dict[str, Any]) -> None:
+        delta_value = float(state["delta_value"])
+        self._delta_value = None if math.isnan(delta_value) else delta_value
+        weights = np.asarray(state["weights"], dtype=np.float64)
+        self._w = np.zeros(max(16, weights.shape[0]), dtype=np.float64)
+        self._w[: weights.shape[0]] = weights
+        self._n_features = int(weights.shape[0])
+        self._scalars = np.array(state["scalars"], dtype=np.float64)
+        self._stats = np.array(state["stats"], dtype=np.int64)
+        self._passes = int(state["passes"])
+        self._converged = bool(state["converged"])
+        self._examples_seen = int(state["examples_seen"])
+        self._window_seen = int(state["window_seen"])
+        self._window_max_sqnorm = float(state["window_max_sqnorm"])
+        pending = state["pending"]
+        held = Batch.from_csr(
+            pending["indptr"], pending["indices"], pending["values"], pending["labels"]
+        )
+        self._pending = [held] if held.n_examples else []
+        self._buffer = ReplayBuffer.from_state(state["buffer"])
+        if self._buffer.max_examples != self.buffer_size or self._buffer.max_nnz != self.buffer_nnz:
+            raise StateError("replay buffer capacity in the state differs from the parameters")
+        self._load_extra_state(state["extra"])
+
+
+def _positive(name: str, value: Any) -> float:
+    number = _finite(name, value)
+    if number <= 0:
+        raise InvalidParameterError(f"{name} must be > 0, got {value!r}")
+    return number
+
+
+def _non_negative(name: str, value: Any) -> float:
+    number = _finite(name, value)
+    if number < 0:
+        raise InvalidParameterError(f"{name} must be >= 0, got {value!r}")
+    return number
+
+
+def _finite(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise InvalidParameterError(f"{name} must be a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise InvalidParameterError(f"{name} must be finite, got {value!r}")
+    return number
+
+
+def _count(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise InvalidParameterError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)

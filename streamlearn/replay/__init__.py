@@ -1,0 +1,9 @@
+"""Replay of past examples: the bounded buffer, the active-set schedule and the pass order."""
+
+from __future__ import annotations
+
+from streamlearn.replay.active_sets import ActiveSetSchedule
+from streamlearn.replay.buffer import ReplayBuffer
+from streamlearn.replay.order import pass_permutation
+
+__all__ = ["ActiveSetSchedule", "ReplayBuffer", "pass_permutation"]

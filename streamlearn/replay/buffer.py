@@ -1,0 +1,195 @@
+"""The replay buffer: a bounded, first-in first-out store of examples and their slack.
+
+Capacity is fixed at construction both in examples and in stored nonzeros, so memory is
+bounded whatever the stream does. The nonzero arena grows geometrically up to its
+capacity, so a small stream costs little. The buffer copies what it stores. Each
+example keeps its own slack coordinate (the number of updates made with it, alpha_k).
+
+>>> import numpy as np
+>>> from streamlearn.types import Batch
+>>> buf = ReplayBuffer(max_examples=2, max_nnz=100)
+>>> len(buf), buf.nnz
+(0, 0)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from streamlearn.errors import InvalidParameterError, StateError
+from streamlearn.types import Batch
+
+_FIRST, _COUNT, _WRITE_POS, _EVICTED, _UNBUFFERED = range(5)
+_MIN_ARENA = 1024
+
+
+class ReplayBuffer:
+    """Arrays of examples in arrival order, with per-example slack counts.
+
+    The arrays are public for the kernels: ``slot_start``, ``slot_len``, ``slot_label``,
+    ``slot_alpha``, ``slot_sqnorm`` (one entry per slot), ``arena_idx``, ``arena_val``
+    (the nonzeros) and ``ring`` (first slot, count, write position, evicted, unbuffered).
+    """
+
+    def __init__(self, max_examples: int, max_nnz: int) -> None:
+        if int(max_examples) < 1:
+            raise InvalidParameterError(f"buffer_size must be >= 1, got {max_examples}")
+        if int(max_nnz) < 1:
+            raise InvalidParameterError(f"buffer_nnz must be >= 1, got {max_nnz}")
+        self.max_examples = int(max_examples)
+        self.max_nnz = int(max_nnz)
+        self.slot_start = np.zeros(self.max_examples, dtype=np.int64)
+        self.slot_len = np.zeros(self.max_examples, dtype=np.int64)
+        self.slot_label = np.zeros(self.max_examples, dtype=np.int8)
+        self.slot_alpha = np.zeros(self.max_examples, dtype=np.float64)
+        self.slot_sqnorm = np.zeros(self.max_examples, dtype=np.float64)
+        size = min(self.max_nnz, _MIN_ARENA)
+        self.arena_idx = np.zeros(size, dtype=np.int32)
+        self.arena_val = np.zeros(size, dtype=np.float64)
+        self.ring = np.zeros(5, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return int(self.ring[_COUNT])
+
+    @property
+    def evicted(self) -> int:
+        """Examples dropped so far to make room (oldest first)."""
+        return int(self.ring[_EVICTED])
+
+    @property
+    def unbuffered(self) -> int:
+        """Examples too large for the whole arena, learned from but never stored."""
+        return int(self.ring[_UNBUFFERED])
+
+    @property
+    def nnz(self) -> int:
+        """Nonzeros stored for the examples currently in the buffer."""
+        return int(self.slot_len[self.live_slots()].sum())
+
+    @property
+    def allocated_bytes(self) -> int:
+        """Bytes held by the buffer's arrays now."""
+        arrays = (self.slot_start, self.slot_len, self.slot_label, self.slot_alpha)
+        total = sum(a.nbytes for a in arrays) + self.slot_sqnorm.nbytes
+        return int(total + self.arena_idx.nbytes + self.arena_val.nbytes)
+
+    def arrays(self) -> tuple[npt.NDArray[Any], ...]:
+        """The kernels' view: (slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm,
+        arena_idx, arena_val)."""
+        return (
+            self.slot_start,
+            self.slot_len,
+            self.slot_label,
+            self.slot_alpha,
+            self.slot_sqnorm,
+            self.arena_idx,
+            self.arena_val,
+        )
+
+    def live_slots(self) -> npt.NDArray[np.int64]:
+        """Slot numbers of the buffered examples, oldest first."""
+        first, count = int(self.ring[_FIRST]), int(self.ring[_COUNT])
+        slots: npt.NDArray[np.int64] = (
+            first + np.arange(count, dtype=np.int64)
+        ) % self.max_examples
+        return slots
+
+    def reserve_for(self, batch_nnz: int) -> None:
+        """Grow the arena so that ``batch_nnz`` more nonzeros fit without wrapping early.
+
+        The arena wraps around (and evicts by nonzeros) only once it has reached
+        ``max_nnz``; before that it grows, which keeps examples where they would be had
+        it been allocated in full from the start.
+        """
+        size = self.arena_idx.shape[0]
+        if size >= self.max_nnz:
+            return
+        needed = int(self.ring[_WRITE_POS]) + int(batch_nnz) + 1
+        if needed <= size:
+            return
+        new_size = min(self.max_nnz, max(2 * size, needed))
+        self.arena_idx = _grown(self.arena_idx, new_size)
+        self.arena_val = _grown(self.arena_val, new_size)
+
+    def alpha(self) -> npt.NDArray[np.float64]:
+        """Slack counts alpha_k of the buffered examples, oldest first (a copy)."""
+        return self.slot_alpha[self.live_slots()].copy()
+
+    def examples(self) -> Batch:
+        """The buffered examples, oldest first, as a new batch."""
+        slots = self.live_slots()
+        lengths = self.slot_len[slots]
+        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        cells = _cells(self.slot_start[slots], lengths)
+        return Batch(
+            indptr=indptr,
+            indices=self.arena_idx[cells].astype(np.int32),
+            values=self.arena_val[cells].copy(),
+            labels=self.slot_label[slots].copy(),
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        """The buffer's contents and layout as plain numbers and arrays."""
+        slots = self.live_slots()
+        batch = self.examples()
+        return {
+            "max_examples": self.max_examples,
+            "max_nnz": self.max_nnz,
+            "indptr": batch.indptr,
+            "indices": batch.indices,
+            "values": batch.values,
+            "labels": batch.labels,
+            "alpha": self.slot_alpha[slots].copy(),
+            "sqnorm": self.slot_sqnorm[slots].copy(),
+            "positions": self.slot_start[slots].copy(),
+            "write_pos": int(self.ring[_WRITE_POS]),
+            "arena_size": int(self.arena_idx.shape[0]),
+            "evicted": self.evicted,
+            "unbuffered": self.unbuffered,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> ReplayBuffer:
+        """Rebuild a buffer from :meth:`state_dict`, each example at its arena position."""
+        buf = cls(int(state["max_examples"]), int(state["max_nnz"]))
+        indptr = np.asarray(state["indptr"], dtype=np.int64)
+        count = indptr.shape[0] - 1
+        arena_size = int(state["arena_size"])
+        if count > buf.max_examples or arena_size > buf.max_nnz:
+            raise StateError("replay buffer state holds more than its capacity")
+        positions = np.asarray(state["positions"], dtype=np.int64)
+        lengths = np.diff(indptr)
+        if positions.shape[0] != count or np.any(positions + lengths > arena_size):
+            raise StateError("replay buffer state: example positions do not fit the arena")
+        buf.arena_idx = np.zeros(arena_size, dtype=np.int32)
+        buf.arena_val = np.zeros(arena_size, dtype=np.float64)
+        cells = _cells(positions, lengths)
+        buf.arena_idx[cells] = np.asarray(state["indices"], dtype=np.int32)
+        buf.arena_val[cells] = np.asarray(state["values"], dtype=np.float64)
+        buf.slot_start[:count] = positions
+        buf.slot_len[:count] = lengths
+        buf.slot_label[:count] = np.asarray(state["labels"], dtype=np.int8)
+        buf.slot_alpha[:count] = np.asarray(state["alpha"], dtype=np.float64)
+        buf.slot_sqnorm[:count] = np.asarray(state["sqnorm"], dtype=np.float64)
+        buf.ring[:] = [0, count, int(state["write_pos"]), int(state["evicted"]),
+                       int(state["unbuffered"])]  # fmt: skip
+        return buf
+
+
+def _grown(array: npt.NDArray[Any], size: int) -> npt.NDArray[Any]:
+    out = np.zeros(size, dtype=array.dtype)
+    out[: array.shape[0]] = array
+    return out
+
+
+def _cells(starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Arena positions of every stored nonzero, example after example."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    cells: npt.NDArray[np.int64] = np.arange(total, dtype=np.int64) + offsets
+    return cells
