@@ -40,6 +40,9 @@ _MIN_SCALE = 1e-100
 
 BufferArrays = tuple[Any, ...]
 Rule = tuple[int, np.ndarray, float, float, bool]
+#: a set of examples copied contiguously: (indptr int64[n + 1] with indptr[0] = 0,
+#: indices int32, values float64, labels int8[n], sqnorms float64[n], slots int64[n])
+CompactSet = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 @kernel()
@@ -99,6 +102,30 @@ def _kozinec_update(
 
 
 @kernel(inline=True)
+def sparse_dot(idx: np.ndarray, val: np.ndarray, start: int, stop: int, w: np.ndarray) -> float:
+    """sum_j w[idx[j]] val[j] over ``start:stop``, in four interleaved partial sums.
+
+    Independent partial sums let the processor overlap the additions; their fixed order
+    keeps results reproducible (the reference twins add in the same order).
+    """
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    j = start
+    while j + 3 < stop:
+        s0 += w[idx[j]] * val[j]
+        s1 += w[idx[j + 1]] * val[j + 1]
+        s2 += w[idx[j + 2]] * val[j + 2]
+        s3 += w[idx[j + 3]] * val[j + 3]
+        j += 4
+    while j < stop:
+        s0 += w[idx[j]] * val[j]
+        j += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+@kernel(inline=True)
 def present(
     idx: np.ndarray,
     val: np.ndarray,
@@ -121,9 +148,7 @@ def present(
     set built with ``collect_factor``: a . y <= thr + (collect_factor - 1) |thr|).
     """
     code, rule_params, rho, delta_sq, multi = rule
-    dot = 0.0
-    for j in range(start, stop):
-        dot += w[idx[j]] * val[j]
+    dot = sparse_dot(idx, val, start, stop, w)
     sqnorm = scalars[SQNORM]
     t = scalars[UPDATES]
     p = scalars[SCALE] * (label * (dot + rho * scalars[BETA]) + delta_sq * alpha[k])
@@ -192,10 +217,37 @@ def learn_stream(
 
 
 @kernel(inline=True)
-def _cycle(
+def _keep(
+    dst: CompactSet,
+    n: int,
+    idx: np.ndarray,
+    val: np.ndarray,
+    start: int,
+    stop: int,
+    label: float,
+    x_sqnorm: float,
+    slot: int,
+) -> None:
+    """Copy an example to position ``n`` of a compact set."""
+    ptr, dst_idx, dst_val, dst_label, dst_sqnorm, dst_slot = dst
+    pos = ptr[n]
+    for j in range(start, stop):
+        dst_idx[pos] = idx[j]
+        dst_val[pos] = val[j]
+        pos += 1
+    ptr[n + 1] = pos
+    dst_label[n] = label
+    dst_sqnorm[n] = x_sqnorm
+    dst_slot[n] = slot
+
+
+@kernel(inline=True)
+def _cycle_slots(
     order: np.ndarray,
     n_order: int,
-    collected_out: np.ndarray,
+    out_slots: np.ndarray,
+    out_set: CompactSet,
+    to_set: bool,
     buffer: BufferArrays,
     w: np.ndarray,
     scalars: np.ndarray,
@@ -203,24 +255,68 @@ def _cycle(
     collect_factor: float,
     stats: np.ndarray,
 ) -> tuple[int, int]:
-    """Present ``order[:n_order]`` once; returns (update events, size of the collected set)."""
+    """Present buffer slots ``order[:n_order]`` once.
+
+    Collected examples go to ``out_set`` (copied) when ``to_set``, else their slot
+    numbers go to ``out_slots``. Returns (update events, number collected).
+    """
     slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm, arena_idx, arena_val = buffer
     events = 0
     n_collected = 0
     for i in range(n_order):
         k = order[i]
         start = slot_start[k]
+        stop = start + slot_len[k]
+        label = float(slot_label[k])
         lam, collected = present(
-            arena_idx, arena_val, start, start + slot_len[k], float(slot_label[k]), slot_alpha,
-            k, slot_sqnorm[k], w, scalars, slot_alpha, rule, collect_factor,
+            arena_idx, arena_val, start, stop, label, slot_alpha, k, slot_sqnorm[k], w,
+            scalars, slot_alpha, rule, collect_factor,
         )  # fmt: skip
         if lam > 0.0:
             events += 1
-        if collected and n_collected < collected_out.shape[0]:
-            collected_out[n_collected] = k
+        if collected:
+            if to_set:
+                _keep(out_set, n_collected, arena_idx, arena_val, start, stop, label,
+                      slot_sqnorm[k], k)  # fmt: skip
+            else:
+                out_slots[n_collected] = k
             n_collected += 1
     stats[STAT_UPDATE_EVENTS] += events
     stats[STAT_PRESENTATIONS] += n_order
+    stats[STAT_MINI_EPOCHS] += 1
+    return events, n_collected
+
+
+@kernel(inline=True)
+def _cycle_set(
+    source: CompactSet,
+    n_source: int,
+    out_set: CompactSet,
+    collect: bool,
+    slot_alpha: np.ndarray,
+    w: np.ndarray,
+    scalars: np.ndarray,
+    rule: Rule,
+    stats: np.ndarray,
+) -> tuple[int, int]:
+    """Present a compact set once, collecting (factor 1) into ``out_set`` if ``collect``."""
+    ptr, idx, val, labels, sqnorms, slots = source
+    events = 0
+    n_collected = 0
+    for i in range(n_source):
+        label = float(labels[i])
+        lam, collected = present(
+            idx, val, ptr[i], ptr[i + 1], label, slot_alpha, slots[i], sqnorms[i], w, scalars,
+            slot_alpha, rule, 1.0,
+        )  # fmt: skip
+        if lam > 0.0:
+            events += 1
+        if collect and collected:
+            _keep(out_set, n_collected, idx, val, ptr[i], ptr[i + 1], label, sqnorms[i],
+                  slots[i])  # fmt: skip
+            n_collected += 1
+    stats[STAT_UPDATE_EVENTS] += events
+    stats[STAT_PRESENTATIONS] += n_source
     stats[STAT_MINI_EPOCHS] += 1
     return events, n_collected
 
@@ -234,7 +330,9 @@ def replay_pass(
     rule: Rule,
     schedule: np.ndarray,
     stats: np.ndarray,
-    levels: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    level1: np.ndarray,
+    level2: CompactSet,
+    level3: CompactSet,
 ) -> int:
     """One full epoch over the buffer slots in ``order``, then its active-set rounds.
 
@@ -243,25 +341,35 @@ def replay_pass(
     each cycle over level 2 collects level 3 (factor 1), presented up to nep3 times;
     level 2 is cycled up to nep2 times, level 1 up to nep1 times. A round stops early
     when it makes no update. Returns the number of update events of the full epoch:
-    0 means the buffer has converged. ``levels`` holds three int64 workspaces of at
-    least ``len(order)`` entries and an empty int64 array.
+    0 means the buffer has converged.
+
+    Workspaces: ``level1`` int64 with room for every slot in ``order``; ``level2`` and
+    ``level3`` compact sets (see :data:`CompactSet`) with room for all those examples:
+    levels 2 and 3, cycled most, are copies laid out in presentation order, so their
+    cycles read memory sequentially.
     """
-    level1, level2, level3, no_level = levels
     c1, c2 = schedule[1], schedule[2]
     nep1, nep2, nep3 = int(schedule[3]), int(schedule[4]), int(schedule[5])
-    full_events, n1 = _cycle(order, order.shape[0], level1, buffer, w, scalars, rule, c1, stats)
+    full_events, n1 = _cycle_slots(
+        order, order.shape[0], level1, level2, False, buffer, w, scalars, rule, c1, stats
+    )
     if full_events == 0 or schedule[0] == 0.0:
         return full_events
+    slot_alpha = buffer[3]
     for _ in range(nep1):
-        events, n2 = _cycle(level1, n1, level2, buffer, w, scalars, rule, c2, stats)
+        events, n2 = _cycle_slots(
+            level1, n1, level1, level2, True, buffer, w, scalars, rule, c2, stats
+        )
         if events == 0:
             break
         for _ in range(nep2):
-            events, n3 = _cycle(level2, n2, level3, buffer, w, scalars, rule, 1.0, stats)
+            events, n3 = _cycle_set(level2, n2, level3, True, slot_alpha, w, scalars, rule, stats)
             if events == 0:
                 break
             for _ in range(nep3):
-                events, _ = _cycle(level3, n3, no_level, buffer, w, scalars, rule, 1.0, stats)
+                events, _ = _cycle_set(
+                    level3, n3, level3, False, slot_alpha, w, scalars, rule, stats
+                )
                 if events == 0:
                     break
     return full_events

@@ -22,6 +22,7 @@ from streamlearn._kernels import (
     replay_pass,
     row_sqnorms,
 )
+from streamlearn._kernels.engine import CompactSet
 from streamlearn.errors import InvalidParameterError, StateError
 from streamlearn.learn.inputs import as_batch, as_rows
 from streamlearn.replay import ActiveSetSchedule, ReplayBuffer, pass_permutation
@@ -211,20 +212,15 @@ class LinearLearner:
             return 0
         buf = self._buffer
         multi = self._multiple_updates()
-        size = slots.shape[0]
-        levels = (
-            np.empty(size, dtype=np.int64),
-            np.empty(size, dtype=np.int64),
-            np.empty(size, dtype=np.int64),
-            np.empty(0, dtype=np.int64),
-        )
+        level1, level2, level3 = _level_workspaces(slots.shape[0], buf.nnz)
         rule = self._kernel_rule(multi)
         for done in range(budget):
             order = slots[pass_permutation(self.seed, self._passes, slots.shape[0])]
             schedule = self._schedule.as_array(first_pass=self._passes == 0)
             events = replay_pass(
-                order, buf.arrays(), self._w, self._scalars, rule, schedule, self._stats, levels
-            )
+                order, buf.arrays(), self._w, self._scalars, rule, schedule, self._stats,
+                level1, level2, level3,
+            )  # fmt: skip
             self._passes += 1
             if events == 0:
                 self._converged = True
@@ -300,14 +296,44 @@ class LinearLearner:
 
     # -- certificate ---------------------------------------------------------------------
 
+    def _buffer_norms(self) -> tuple[float, float, float]:
+        """Norms behind the certificate, from the buffered examples alone.
+
+        Returns ``(||a||, ||h||, s)``: ``a`` restricted to the coordinates the buffered
+        examples live in (w, beta and their own slack coordinates), and the sum
+        ``h = sum_k alpha_k y_k`` over the buffered examples with ``s = sum_k alpha_k``.
+        ``h / s`` lies in the convex hull of the buffer, so ||h|| / s bounds the buffer's
+        maximum margin from above even after older examples were evicted (their
+        contributions stay in the weights). Without eviction ``h = a`` and ``s = t``.
+        """
+        batch = self._buffer.examples()
+        alpha = self._buffer.alpha()
+        scale = float(self._scalars[_SCALE])
+        beta = float(self._scalars[_BETA])
+        slack_sq = self._delta_sq * float(alpha @ alpha)
+        weights = self._w[: self._n_features]
+        own = scale * math.sqrt(float(weights @ weights) + beta * beta + slack_sq)
+        coef = alpha * batch.labels
+        per_nonzero = batch.values * np.repeat(coef, np.diff(batch.indptr))
+        hull_w = np.bincount(batch.indices, weights=per_nonzero, minlength=self._n_features)
+        hull_beta = self.rho * float(coef.sum())
+        hull = math.sqrt(float(hull_w @ hull_w) + hull_beta * hull_beta + slack_sq)
+        return own, hull, float(alpha.sum())
+
     def margin_upper_bound(self) -> float:
-        """An upper bound on the maximum directional margin: ||a|| / t for perceptron updates."""
-        t = self._scalars[_UPDATES]
-        return float(math.sqrt(self._scalars[_SQNORM]) / t) if t > 0 else math.inf
+        """An upper bound on the buffer's maximum directional margin.
+
+        ||a|| / t for a run of perceptron updates without eviction; in general
+        ||h|| / s with h the buffered examples' share of a (see :meth:`_buffer_norms`).
+        """
+        _, hull, total = self._buffer_norms()
+        return hull / total if total > 0 else math.inf
 
     def class_margins(self) -> tuple[float, float]:
         """min a . y_k / ||a|| over the buffered negatives and positives (inf if none)."""
-        norm = math.sqrt(self._scalars[_SQNORM])
+        return self._class_margins(self._buffer_norms()[0])
+
+    def _class_margins(self, norm: float) -> tuple[float, float]:
         buf = self._buffer
         lowest = np.empty(2)
         buffer_margins(
@@ -328,13 +354,15 @@ class LinearLearner:
         """Counts and the margin certificate of the current solution on the buffer.
 
         ``margin_achieved`` is gamma_d' = min_k a . y_k / ||a|| over the buffer,
-        ``margin_upper_bound`` bounds the maximum margin from above and
+        ``margin_upper_bound`` bounds the buffer's maximum margin from above and
         ``certified_gap`` = 1 - margin_achieved / margin_upper_bound bounds how far the
-        solution is from the maximum margin, relatively.
+        solution is from the maximum margin, relatively. All three are about the
+        buffered examples; they stay valid after eviction (see :meth:`_buffer_norms`).
         """
-        negative, positive = self.class_margins()
+        own, hull, total = self._buffer_norms()
+        negative, positive = self._class_margins(own)
         achieved = min(negative, positive) if len(self._buffer) else math.nan
-        bound = self.margin_upper_bound()
+        bound = hull / total if total > 0 else math.inf
         gap = 1.0 - achieved / bound if math.isfinite(bound) and bound > 0 else math.nan
         return {
             "algorithm": self.algorithm,
@@ -439,6 +467,25 @@ class LinearLearner:
         if self._buffer.max_examples != self.buffer_size or self._buffer.max_nnz != self.buffer_nnz:
             raise StateError("replay buffer capacity in the state differs from the parameters")
         self._load_extra_state(state["extra"])
+
+
+def _level_workspaces(
+    n_examples: int, nnz: int
+) -> tuple[npt.NDArray[np.int64], CompactSet, CompactSet]:
+    """Room for the active sets of a replay pass: level 1 as slot numbers, levels 2 and 3
+    as compact copies (about twice the buffer's nonzeros, for the length of a replay)."""
+
+    def compact() -> CompactSet:
+        return (
+            np.zeros(n_examples + 1, dtype=np.int64),
+            np.empty(nnz, dtype=np.int32),
+            np.empty(nnz, dtype=np.float64),
+            np.empty(n_examples, dtype=np.int8),
+            np.empty(n_examples, dtype=np.float64),
+            np.empty(n_examples, dtype=np.int64),
+        )
+
+    return np.empty(n_examples, dtype=np.int64), compact(), compact()
 
 
 def _positive(name: str, value: Any) -> float:

@@ -14,8 +14,6 @@ in the units of the data).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import numpy.typing as npt
 
@@ -25,7 +23,7 @@ from streamlearn.replay import ActiveSetSchedule
 
 
 class Kozinec(LinearLearner):
-    """eps-Kozinec; its margin upper bound is ||a|| (a point of the convex hull)."""
+    """eps-Kozinec: a is a point of the convex hull, so its margin upper bound is ||a||."""
 
     algorithm = "kozinec"
     rule = RULE_KOZINEC
@@ -50,8 +48,3 @@ class Kozinec(LinearLearner):
 
     def _rule_params(self) -> npt.NDArray[np.float64]:
         return np.array([self.eps, 0.0])
-
-    def margin_upper_bound(self) -> float:
-        """||a||: a lies in the convex hull of the examples, so gamma <= ||a||."""
-        sqnorm = float(self._scalars[1])
-        return math.sqrt(sqnorm) if sqnorm > 0 else math.inf

@@ -1,0 +1,46 @@
+"""Helpers shared by the benchmark scripts: locating data, timing, printing side by side."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def data_file(relative: str) -> Path:
+    """A file of ../shared/data, or exit with a stated reason when it is missing."""
+    path = SHARED_DATA / relative
+    if not path.exists():
+        sys.exit(f"{path} is missing: this benchmark needs ../shared/data beside the repository")
+    return path
+
+
+def timed(function: Callable[[], Any]) -> tuple[float, Any]:
+    """(seconds, result) of one call."""
+    start = time.perf_counter()
+    result = function()
+    return time.perf_counter() - start, result
+
+
+def interleaved(
+    runs: dict[str, Callable[[], Any]], repeats: int
+) -> dict[str, tuple[list[float], Any]]:
+    """Run each function ``repeats`` times, alternating between them, so that a noisy
+    machine slows all sides alike; returns every time and the last result per name."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    results: dict[str, Any] = {}
+    for _ in range(repeats):
+        for name, function in runs.items():
+            seconds, results[name] = timed(function)
+            times[name].append(seconds)
+    return {name: (times[name], results[name]) for name in runs}
+
+
+def median(values: list[float]) -> float:
+    """The median of a non-empty list."""
+    return float(statistics.median(values))
