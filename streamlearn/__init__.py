@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from streamlearn.errors import (
+    DivergenceError,
     InvalidInputError,
     InvalidParameterError,
     StateError,
@@ -41,6 +42,7 @@ __all__ = [
     "AMargitron",
     "ActiveSetSchedule",
     "Batch",
+    "DivergenceError",
     "InvalidInputError",
     "InvalidParameterError",
     "Kozinec",

@@ -21,3 +21,7 @@ class InvalidInputError(StreamlearnError, ValueError):
 
 class StateError(StreamlearnError, ValueError):
     """A state dictionary is incomplete, inconsistent or from another algorithm."""
+
+
+class DivergenceError(StreamlearnError, ArithmeticError):
+    """Learning cannot go on: the weights overflowed (e.g. PFM with beta above the margin)."""

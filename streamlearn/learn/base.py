@@ -23,7 +23,7 @@ from streamlearn._kernels import (
     row_sqnorms,
 )
 from streamlearn._kernels.engine import CompactSet
-from streamlearn.errors import InvalidParameterError, StateError
+from streamlearn.errors import DivergenceError, InvalidParameterError, StateError
 from streamlearn.learn.inputs import as_batch, as_rows
 from streamlearn.replay import ActiveSetSchedule, ReplayBuffer, pass_permutation
 from streamlearn.types import Batch
@@ -166,6 +166,12 @@ class LinearLearner:
         return float(self.rho * self._scalars[_BETA] * self._output_scale)
 
     @property
+    def alpha_(self) -> npt.NDArray[np.float64]:
+        """Slack coordinates alpha_k of the buffered examples, oldest first, in the units of
+        ``coef_`` (a . y_k = l_k (w . x_k + b) + Delta^2 alpha_k)."""
+        return self._buffer.alpha() * self._output_scale
+
+    @property
     def buffer(self) -> ReplayBuffer:
         """The replay buffer (read it, do not modify it)."""
         return self._buffer
@@ -222,11 +228,19 @@ class LinearLearner:
                 level1, level2, level3,
             )  # fmt: skip
             self._passes += 1
+            if not math.isfinite(self._scalars[_SQNORM]):
+                raise DivergenceError(
+                    f"{self.algorithm}: the weights overflowed during replay pass "
+                    f"{self._passes}; {self._divergence_hint()}"
+                )
             if events == 0:
                 self._converged = True
                 return done + 1
             self._converged = False
         return budget
+
+    def _divergence_hint(self) -> str:
+        return "check the parameters"
 
     @property
     def _delta_sq(self) -> float:
@@ -398,7 +412,8 @@ class LinearLearner:
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue exactly: plain numbers, strings and numpy arrays."""
         params = self.get_params()
-        params["active_sets"] = self._schedule.to_dict()
+        if self.active_sets is not None:
+            params["active_sets"] = self.active_sets.to_dict()
         pending = Batch.concatenate(self._pending)
         return {
             "format": STATE_FORMAT,
@@ -437,7 +452,8 @@ class LinearLearner:
             )
         try:
             params = dict(state["params"])
-            params["active_sets"] = ActiveSetSchedule.from_dict(params["active_sets"])
+            if params.get("active_sets") is not None:
+                params["active_sets"] = ActiveSetSchedule.from_dict(params["active_sets"])
             learner = cls(**params)
             learner._load_state(state)
         except (KeyError, TypeError) as exc:

@@ -44,13 +44,12 @@ def as_rows(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     indices = np.asarray(indices)
     values = np.asarray(values)
     _check_shapes(indptr, indices, values)
+    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+    indices = indices[indptr[0] : indptr[-1]]
+    values = values[indptr[0] : indptr[-1]]
+    indptr = indptr - indptr[0]
     if indices.shape[0] and int(indices.max()) > _MAX_INDEX:
         raise InvalidInputError(f"X holds feature index {int(indices.max())}, above {_MAX_INDEX}")
-    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
-    if indptr[0] != 0:
-        indices = indices[indptr[0] : indptr[-1]]
-        values = values[indptr[0] : indptr[-1]]
-        indptr = indptr - indptr[0]
     indices = np.ascontiguousarray(indices, dtype=np.int32)
     values = np.ascontiguousarray(values, dtype=np.float64)
     code, row = check_rows(indptr, indices, values)

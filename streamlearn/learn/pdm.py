@@ -132,10 +132,13 @@ class PDMSucc(PDM):
         used = 0
         while True:
             used += super()._run_passes(budget - used)
-            if not self._converged or self._stage == last or used >= budget:
+            if not self._converged or self._stage == last:
                 return used
+            # converged at an intermediate eps: the next run starts from here
             self._stage += 1
             self._converged = False
+            if used >= budget:
+                return used
 
     def summary(self) -> dict[str, Any]:
         """:meth:`LinearLearner.summary` with the current run's eps."""
@@ -154,8 +157,9 @@ class PFM(LinearLearner):
     """Perceptron with fixed margin: update when a . y <= beta ||a||.
 
     ``beta`` must be a guess of (1 - eps) gamma_d: below the maximum margin it converges
-    to a margin >= beta; above it, it never converges. No default: the right value
-    depends on the data.
+    to a margin >= beta; above it, it never converges (with multiple updates the weights
+    grow geometrically until replay raises :class:`~streamlearn.errors.DivergenceError`).
+    No default: the right value depends on the data.
     """
 
     algorithm = "pfm"
@@ -184,3 +188,6 @@ class PFM(LinearLearner):
 
     def _rule_params(self) -> npt.NDArray[np.float64]:
         return np.array([self.beta, 0.0])
+
+    def _divergence_hint(self) -> str:
+        return f"beta={self.beta} is above the maximum margin of the data: lower it"

@@ -1,0 +1,251 @@
+"""What learners accept and refuse: examples, labels and hyperparameters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from streamlearn import (
+    PAM,
+    PAUM,
+    PDM,
+    AMargitron,
+    InvalidInputError,
+    InvalidParameterError,
+    LinearLearner,
+    Perceptron,
+    StreamlearnError,
+    TMargitron,
+)
+
+X = np.array([[1.0, 0.0, 2.0], [0.0, -1.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, -1.0]])
+Y = np.array([1, -1, 1, -1])
+
+
+def fitted(X_: Any, y: Any, **kwargs: Any) -> PDM:
+    return PDM(eps=0.1, delta=0.5, **kwargs).fit(X_, y)
+
+
+def assert_same_model(a: LinearLearner, b: LinearLearner) -> None:
+    assert np.array_equal(a.coef_, b.coef_)
+    assert a.intercept_ == b.intercept_
+    assert a.updates == b.updates
+
+
+# -- examples -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_values_are_refused(bad: float) -> None:
+    values = X.copy()
+    values[2, 1] = bad
+    with pytest.raises(InvalidInputError, match="row 2 holds a NaN or infinite"):
+        PDM(delta=0.5).learn(values, Y)
+    with pytest.raises(InvalidInputError, match="NaN or infinite"):
+        PDM(delta=0.5).learn(sp.csr_matrix(values), Y)
+
+
+def test_negative_index_is_refused() -> None:
+    triple = (np.array([0, 1, 3]), np.array([0, 2, -1]), np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(InvalidInputError, match="row 1 holds a negative feature index"):
+        PDM(delta=0.5).learn(triple, [1, -1])
+
+
+def test_non_integer_indices_are_refused() -> None:
+    triple = (np.array([0, 1]), np.array([0.5]), np.array([1.0]))
+    with pytest.raises(InvalidInputError, match="indices must be integers"):
+        PDM(delta=0.5).learn(triple, [1])
+
+
+@pytest.mark.parametrize(
+    "indptr",
+    [
+        np.array([0, 2, 1, 3]),  # decreasing
+        np.array([0, 1, 2, 4]),  # past the end of indices
+        np.array([-1, 1, 2, 3]),  # negative start
+    ],
+)
+def test_bad_indptr_is_refused(indptr: np.ndarray) -> None:
+    triple = (indptr, np.array([0, 1, 2]), np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(InvalidInputError, match="indptr"):
+        PDM(delta=0.5).learn(triple, [1, -1, 1])
+
+
+def test_empty_or_two_dimensional_indptr_is_refused() -> None:
+    with pytest.raises(InvalidInputError, match="indptr"):
+        PDM(delta=0.5).learn((np.array([], dtype=np.int64), np.array([0]), np.array([1.0])), [])
+    with pytest.raises(InvalidInputError, match="indptr"):
+        PDM(delta=0.5).learn((np.array([[0, 1]]), np.array([0]), np.array([1.0])), [1])
+
+
+def test_indices_and_values_of_different_lengths_are_refused() -> None:
+    with pytest.raises(InvalidInputError, match="same length"):
+        PDM(delta=0.5).learn((np.array([0, 2]), np.array([0, 1]), np.array([1.0])), [1])
+
+
+def test_x_of_the_wrong_shape_is_refused() -> None:
+    with pytest.raises(InvalidInputError, match="2-D array"):
+        PDM(delta=0.5).learn(np.array([1.0, 2.0]), [1, -1])
+
+
+def test_mismatched_lengths_of_x_and_y_are_refused() -> None:
+    with pytest.raises(InvalidInputError, match="4 examples, y has shape"):
+        PDM(delta=0.5).learn(X, Y[:3])
+    with pytest.raises(InvalidInputError, match="one label per example"):
+        PDM(delta=0.5).learn(X, Y.reshape(-1, 1))
+
+
+def test_unsorted_and_duplicate_indices_are_canonicalised() -> None:
+    # row 0: 2.0 at feature 2 given as 1.5 + 0.5 and out of order; row 2 reversed
+    indptr = np.array([0, 3, 4, 6, 7])
+    indices = np.array([2, 0, 2, 1, 1, 0, 2])
+    values = np.array([1.5, 1.0, 0.5, -1.5, 0.5, 0.5, -1.0])
+    learner = fitted((indptr, indices, values), Y)
+    assert_same_model(learner, fitted(X, Y))
+    stored = learner.buffer.examples()
+    canonical = sp.csr_matrix(X)
+    assert np.array_equal(stored.indptr, canonical.indptr)
+    assert np.array_equal(stored.indices, canonical.indices)
+    assert np.array_equal(stored.values, canonical.data)
+
+
+def test_input_forms_give_the_same_model() -> None:
+    csr = sp.csr_matrix(X)
+    reference = fitted(csr, Y)
+    assert reference.updates > 0
+    forms: list[Any] = [
+        X,
+        X.tolist(),
+        (csr.indptr, csr.indices, csr.data),
+        (csr.indptr.astype(np.int32), csr.indices.astype(np.int64), csr.data.astype(np.float32)),
+        sp.csc_matrix(X),
+        sp.coo_matrix(X),
+        sp.csr_array(X),
+    ]
+    for form in forms:
+        assert_same_model(fitted(form, Y), reference)
+
+
+def test_triple_with_nonzero_first_offset() -> None:
+    csr = sp.csr_matrix(X)
+    shifted = (csr.indptr + 2, np.r_[[7, 7], csr.indices], np.r_[[9.0, 9.0], csr.data])
+    assert_same_model(fitted(shifted, Y), fitted(csr, Y))
+
+
+def test_decision_function_on_unseen_features() -> None:
+    learner = fitted(X, Y)
+    assert learner.n_features_in_ == 3
+    wide = np.zeros((2, 10))
+    wide[0, :3] = X[0]
+    wide[0, 9] = 5.0  # a feature never seen weighs 0
+    wide[1, 7] = 1.0
+    scores = learner.decision_function(wide)
+    expected0 = float(learner.coef_ @ X[0]) + learner.intercept_
+    np.testing.assert_allclose(scores, [expected0, learner.intercept_], rtol=1e-12)
+    assert learner.predict(wide).tolist() == [1 if expected0 > 0 else -1,
+                                             1 if learner.intercept_ > 0 else -1]  # fmt: skip
+    untrained = PDM(delta=0.5)
+    assert untrained.decision_function(wide).tolist() == [0.0, 0.0]
+
+
+# -- labels ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("labels", "match"),
+    [
+        ([1, -1, 2, -1], "found 2"),
+        ([1.0, -1.0, 0.5, -1.0], "found 0.5"),
+        ([1, 0, -1, 1], "found 0"),
+        ([1.0, -1.0, np.nan, 1.0], "labels must be"),
+        (["a", "b", "a", "b"], "labels must be numbers or booleans"),
+        (["1", "-1", "1", "-1"], "labels must be numbers or booleans"),
+        ([None, 1, -1, 1], "labels must be numbers or booleans"),
+    ],
+)
+def test_bad_labels_are_refused(labels: list[Any], match: str) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        PDM(delta=0.5).learn(X, labels)
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        np.array([1, 0, 1, 0]),
+        np.array([True, False, True, False]),
+        [True, False, True, False],
+        np.array([1.0, -1.0, 1.0, -1.0]),
+        np.array([1, -1, 1, -1], dtype=np.int8),
+        np.array([1, 0, 1, 0], dtype=np.uint8),
+    ],
+)
+def test_zero_one_and_boolean_labels_map_to_minus_one_plus_one(labels: Any) -> None:
+    learner = fitted(X, labels)
+    assert learner.buffer.examples().labels.tolist() == [1, -1, 1, -1]
+    assert_same_model(learner, fitted(X, Y))
+
+
+def test_all_zero_labels_are_negative() -> None:
+    learner = fitted(X, [0, 0, 0, 0])
+    assert learner.buffer.examples().labels.tolist() == [-1, -1, -1, -1]
+
+
+# -- hyperparameters ------------------------------------------------------------------
+
+BAD_PARAMETERS: list[tuple[Callable[[], Any], str]] = [
+    (lambda: PDM(eps=0), r"eps must be in \(0, 1\]"),
+    (lambda: PDM(eps=-0.1), r"eps must be in \(0, 1\]"),
+    (lambda: PDM(eps=1.5), r"eps must be in \(0, 1\]"),
+    (lambda: PDM(eps=float("nan")), "eps must be finite"),
+    (lambda: PDM(eps="0.1"), "eps must be a number"),
+    (lambda: PAM(tau=-0.5), "tau must be >= 0"),
+    (lambda: TMargitron(zeta=0.0), r"zeta must be in \(0, 2\)"),
+    (lambda: TMargitron(zeta=2.0), r"zeta must be in \(0, 2\)"),
+    (lambda: AMargitron(zeta=-1.0), r"zeta must be in \(0, 2\)"),
+    (lambda: AMargitron(zeta=2.5), r"zeta must be in \(0, 2\)"),
+    (lambda: PDM(buffer_size=0), "buffer_size must be an integer >= 1"),
+    (lambda: PDM(buffer_nnz=0), "buffer_nnz must be an integer >= 1"),
+    (lambda: PDM(buffer_size=2.5), "buffer_size"),
+    (lambda: PAUM(lr=0.0), "lr must be > 0"),
+    (lambda: PAUM(lr=-1.0), "lr must be > 0"),
+    (lambda: PAUM(tau_pos=float("inf")), "tau_pos must be finite"),
+    (lambda: Perceptron(delta=-1.0), "delta must be >= 0"),
+    (lambda: Perceptron(delta="big"), "delta must be a number"),
+    (lambda: Perceptron(rho=0.0), "rho must be > 0"),
+    (lambda: Perceptron(seed=-1), "seed must be a non-negative integer"),
+    (lambda: Perceptron(max_passes=0), "max_passes must be an integer >= 1"),
+]
+
+
+@pytest.mark.parametrize(("build", "match"), BAD_PARAMETERS)
+def test_bad_hyperparameters_are_refused(build: Callable[[], Any], match: str) -> None:
+    with pytest.raises(InvalidParameterError, match=match):
+        build()
+
+
+def test_replay_budget_is_checked() -> None:
+    learner = fitted(X, Y)
+    with pytest.raises(InvalidParameterError, match="max_passes"):
+        learner.replay(max_passes=0)
+
+
+def test_every_refusal_is_a_streamlearn_error() -> None:
+    assert issubclass(InvalidInputError, StreamlearnError)
+    assert issubclass(InvalidParameterError, StreamlearnError)
+    with pytest.raises(StreamlearnError):
+        PDM(delta=0.5).learn(X, [1, 2, 1, 2])
+
+
+def test_refused_input_leaves_the_learner_unchanged() -> None:
+    learner = fitted(X, Y)
+    state_before = (learner.coef_.copy(), learner.updates, len(learner.buffer))
+    bad = X.copy()
+    bad[3, 0] = np.nan
+    with pytest.raises(InvalidInputError):
+        learner.learn(bad, Y)
+    assert np.array_equal(learner.coef_, state_before[0])
+    assert (learner.updates, len(learner.buffer)) == state_before[1:]
