@@ -39,6 +39,8 @@ STAT_UPDATE_EVENTS, STAT_PRESENTATIONS, STAT_MINI_EPOCHS = 0, 1, 2
 _MIN_SCALE = 1e-100
 
 BufferArrays = tuple[Any, ...]
+#: (beta, sqnorm, updates, scale): ``scalars`` as values, while a kernel runs
+State = tuple[float, float, float, float]
 Rule = tuple[int, np.ndarray, float, float, bool]
 #: a set of examples copied contiguously: (indptr int64[n + 1] with indptr[0] = 0,
 #: indices int32, values float64, labels int8[n], sqnorms float64[n], slots int64[n])
@@ -102,6 +104,11 @@ def _kozinec_update(
 
 
 @kernel(inline=True)
+def _store_state(state: State, scalars: np.ndarray) -> None:
+    scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE] = state
+
+
+@kernel(inline=True)
 def sparse_dot(idx: np.ndarray, val: np.ndarray, start: int, stop: int, w: np.ndarray) -> float:
     """sum_j w[idx[j]] val[j] over ``start:stop``, in four interleaved partial sums.
 
@@ -136,39 +143,41 @@ def present(
     k: int,
     x_sqnorm: float,
     w: np.ndarray,
+    state: State,
     scalars: np.ndarray,
     slot_alpha: np.ndarray,
     rule: Rule,
-    collect_factor: float,
-) -> tuple[float, bool]:
+) -> tuple[float, float, float, State]:
     """Present one example; update if the rule says so.
 
     The example is ``idx[start:stop]``, ``val[start:stop]`` with its slack count in
-    ``alpha[k]``. Returns (how many times it was added, whether it belongs to the active
-    set built with ``collect_factor``: a . y <= thr + (collect_factor - 1) |thr|).
+    ``alpha[k]``; ``state`` is ``(beta, sqnorm, updates, scale)``, passed by value so
+    that a cycle keeps it in registers. Returns (how many times the example was added,
+    its a . y and the rule's threshold before the update, the new state). ``scalars`` is
+    only used to hand the state to Kozinec's update.
     """
     code, rule_params, rho, delta_sq, multi = rule
+    beta, sqnorm, t, scale = state
     dot = sparse_dot(idx, val, start, stop, w)
-    sqnorm = scalars[SQNORM]
-    t = scalars[UPDATES]
-    p = scalars[SCALE] * (label * (dot + rho * scalars[BETA]) + delta_sq * alpha[k])
+    p = scale * (label * (dot + rho * beta) + delta_sq * alpha[k])
     thr = threshold(code, rule_params, label, sqnorm, t)
-    collected = p <= thr + (collect_factor - 1.0) * abs(thr)
     if p > thr:
-        return 0.0, collected
+        return 0.0, p, thr, state
     q = x_sqnorm + rho * rho + delta_sq
     if code == RULE_KOZINEC:
+        scalars[BETA] = beta
+        scalars[SQNORM] = sqnorm
+        scalars[UPDATES] = t
+        scalars[SCALE] = scale
         _kozinec_update(idx, val, start, stop, label, alpha, k, p, q, w, scalars, slot_alpha, rho)
-        return 1.0, collected
+        return 1.0, p, thr, (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
     lam = multiplicity(code, rule_params, p, q, sqnorm, t) if multi else 1.0
     step = lam * label
     for j in range(start, stop):
         w[idx[j]] += step * val[j]
-    scalars[BETA] += step * rho
     alpha[k] += lam
-    scalars[SQNORM] = sqnorm + 2.0 * lam * p + lam * lam * q
-    scalars[UPDATES] = t + lam
-    return lam, collected
+    new_state = (beta + step * rho, sqnorm + 2.0 * lam * p + lam * lam * q, t + lam, scale)
+    return lam, p, thr, new_state
 
 
 @kernel()
@@ -193,6 +202,7 @@ def learn_stream(
     batch itself and not stored; ``loose`` (one float64) holds its slack meanwhile.
     """
     slot_start, slot_alpha, arena_idx, arena_val = buffer[0], buffer[3], buffer[5], buffer[6]
+    state = (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
     for i in range(indptr.shape[0] - 1):
         lo = indptr[i]
         hi = indptr[i + 1]
@@ -200,20 +210,21 @@ def learn_stream(
         if hi - lo <= max_nnz:
             slot = ring_append(indices, values, lo, hi, label, x_sqnorms[i], buffer, ring)
             start = slot_start[slot]
-            lam, _ = present(
+            lam, _, _, state = present(
                 arena_idx, arena_val, start, start + hi - lo, label, slot_alpha, slot,
-                x_sqnorms[i], w, scalars, slot_alpha, rule, 1.0,
+                x_sqnorms[i], w, state, scalars, slot_alpha, rule,
             )  # fmt: skip
         else:
             loose[0] = 0.0
-            lam, _ = present(
-                indices, values, lo, hi, label, loose, 0, x_sqnorms[i], w, scalars,
-                slot_alpha, rule, 1.0,
+            lam, _, _, state = present(
+                indices, values, lo, hi, label, loose, 0, x_sqnorms[i], w, state, scalars,
+                slot_alpha, rule,
             )  # fmt: skip
             ring[4] += 1
         stats[STAT_PRESENTATIONS] += 1
         if lam > 0.0:
             stats[STAT_UPDATE_EVENTS] += 1
+    _store_state(state, scalars)
 
 
 @kernel(inline=True)
@@ -242,83 +253,113 @@ def _keep(
 
 
 @kernel(inline=True)
+def _within(p: float, thr: float, factor: float) -> bool:
+    """Whether a . y = p lies within ``factor`` times the threshold (an active-set test).
+
+    For a negative threshold "factor times" reads thr + (factor - 1) |thr|, so a level
+    is always at least as loose as the update condition.
+    """
+    return p <= thr + (factor - 1.0) * abs(thr)
+
+
+@kernel(inline=True)
 def _cycle_slots(
-    order: np.ndarray,
-    n_order: int,
-    out_slots: np.ndarray,
-    out_set: CompactSet,
-    to_set: bool,
+    slots: np.ndarray,
+    n_slots: int,
+    next_slots: np.ndarray,
+    next_set: CompactSet,
+    next_factor: float,
+    next_is_set: bool,
     buffer: BufferArrays,
     w: np.ndarray,
     scalars: np.ndarray,
     rule: Rule,
-    collect_factor: float,
     stats: np.ndarray,
 ) -> tuple[int, int]:
-    """Present buffer slots ``order[:n_order]`` once.
+    """Present buffer slots ``slots[:n_slots]`` once.
 
-    Collected examples go to ``out_set`` (copied) when ``to_set``, else their slot
-    numbers go to ``out_slots``. Returns (update events, number collected).
+    The examples within ``next_factor`` of the threshold form the next level: copied
+    into ``next_set`` when ``next_is_set``, else as slot numbers into ``next_slots``.
+    Returns (update events, size of the next level).
     """
     slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm, arena_idx, arena_val = buffer
+    state = (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
     events = 0
-    n_collected = 0
-    for i in range(n_order):
-        k = order[i]
+    n_next = 0
+    for i in range(n_slots):
+        k = slots[i]
         start = slot_start[k]
         stop = start + slot_len[k]
         label = float(slot_label[k])
-        lam, collected = present(
+        lam, p, thr, state = present(
             arena_idx, arena_val, start, stop, label, slot_alpha, k, slot_sqnorm[k], w,
-            scalars, slot_alpha, rule, collect_factor,
+            state, scalars, slot_alpha, rule,
         )  # fmt: skip
         if lam > 0.0:
             events += 1
-        if collected:
-            if to_set:
-                _keep(out_set, n_collected, arena_idx, arena_val, start, stop, label,
+        if _within(p, thr, next_factor):
+            if next_is_set:
+                _keep(next_set, n_next, arena_idx, arena_val, start, stop, label,
                       slot_sqnorm[k], k)  # fmt: skip
             else:
-                out_slots[n_collected] = k
-            n_collected += 1
+                next_slots[n_next] = k
+            n_next += 1
+    _store_state(state, scalars)
     stats[STAT_UPDATE_EVENTS] += events
-    stats[STAT_PRESENTATIONS] += n_order
+    stats[STAT_PRESENTATIONS] += n_slots
     stats[STAT_MINI_EPOCHS] += 1
-    return events, n_collected
+    return events, n_next
 
 
 @kernel(inline=True)
 def _cycle_set(
     source: CompactSet,
     n_source: int,
-    out_set: CompactSet,
-    collect: bool,
+    shrink: bool,
+    next_set: CompactSet,
+    collect_next: bool,
     slot_alpha: np.ndarray,
     w: np.ndarray,
     scalars: np.ndarray,
     rule: Rule,
     stats: np.ndarray,
-) -> tuple[int, int]:
-    """Present a compact set once, collecting (factor 1) into ``out_set`` if ``collect``."""
+) -> tuple[int, int, int]:
+    """Present a compact set once.
+
+    With ``collect_next``, the examples that meet the update condition when presented
+    (factor 1) are copied into ``next_set``. With ``shrink``, ``source`` keeps in place
+    only those same examples (copying forward within the same arrays is safe: writes
+    never pass reads). Returns (update events, size of the next level, size of
+    ``source`` now).
+    """
     ptr, idx, val, labels, sqnorms, slots = source
+    state = (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
     events = 0
-    n_collected = 0
+    n_next = 0
+    n_kept = 0
     for i in range(n_source):
+        lo = ptr[i]
+        hi = ptr[i + 1]
         label = float(labels[i])
-        lam, collected = present(
-            idx, val, ptr[i], ptr[i + 1], label, slot_alpha, slots[i], sqnorms[i], w, scalars,
-            slot_alpha, rule, 1.0,
+        slot = slots[i]
+        x_sqnorm = sqnorms[i]
+        lam, p, thr, state = present(
+            idx, val, lo, hi, label, slot_alpha, slot, x_sqnorm, w, state, scalars, slot_alpha,
+            rule,
         )  # fmt: skip
         if lam > 0.0:
             events += 1
-        if collect and collected:
-            _keep(out_set, n_collected, idx, val, ptr[i], ptr[i + 1], label, sqnorms[i],
-                  slots[i])  # fmt: skip
-            n_collected += 1
+        if collect_next and p <= thr:
+            _keep(next_set, n_next, idx, val, lo, hi, label, x_sqnorm, slot)
+            n_next += 1
+        if shrink and p <= thr:
+            _keep(source, n_kept, idx, val, lo, hi, label, x_sqnorm, slot)
+            n_kept += 1
+    _store_state(state, scalars)
     stats[STAT_UPDATE_EVENTS] += events
     stats[STAT_PRESENTATIONS] += n_source
     stats[STAT_MINI_EPOCHS] += 1
-    return events, n_collected
+    return events, n_next, n_kept if shrink else n_source
 
 
 @kernel()
@@ -336,12 +377,13 @@ def replay_pass(
 ) -> int:
     """One full epoch over the buffer slots in ``order``, then its active-set rounds.
 
-    ``schedule`` is float64 ``[use_active_sets, c1, c2, nep1, nep2, nep3]``. The full
-    epoch collects level 1 (factor c1); each cycle over level 1 collects level 2 (c2);
-    each cycle over level 2 collects level 3 (factor 1), presented up to nep3 times;
-    level 2 is cycled up to nep2 times, level 1 up to nep1 times. A round stops early
-    when it makes no update. Returns the number of update events of the full epoch:
-    0 means the buffer has converged.
+    ``schedule`` is float64 ``[use_active_sets, c1, c2, nep1, nep2, nep3, shrink]``. The
+    full epoch collects level 1 (factor c1); each cycle over level 1 collects level 2
+    (c2); each cycle over level 2 collects level 3 (factor 1), presented up to nep3
+    times; level 2 is cycled up to nep2 times, level 1 up to nep1 times. A round stops
+    early when it makes no update. With ``shrink``, each cycle over level 3 keeps in it
+    only the examples that were updated. Returns the number of update events of the
+    full epoch: 0 means the buffer has converged.
 
     Workspaces: ``level1`` int64 with room for every slot in ``order``; ``level2`` and
     ``level3`` compact sets (see :data:`CompactSet`) with room for all those examples:
@@ -350,25 +392,28 @@ def replay_pass(
     """
     c1, c2 = schedule[1], schedule[2]
     nep1, nep2, nep3 = int(schedule[3]), int(schedule[4]), int(schedule[5])
+    shrink = schedule[6] != 0.0
+    slot_alpha = buffer[3]
     full_events, n1 = _cycle_slots(
-        order, order.shape[0], level1, level2, False, buffer, w, scalars, rule, c1, stats
+        order, order.shape[0], level1, level2, c1, False, buffer, w, scalars, rule, stats
     )
     if full_events == 0 or schedule[0] == 0.0:
         return full_events
-    slot_alpha = buffer[3]
     for _ in range(nep1):
         events, n2 = _cycle_slots(
-            level1, n1, level1, level2, True, buffer, w, scalars, rule, c2, stats
+            level1, n1, level1, level2, c2, True, buffer, w, scalars, rule, stats
         )
         if events == 0:
             break
         for _ in range(nep2):
-            events, n3 = _cycle_set(level2, n2, level3, True, slot_alpha, w, scalars, rule, stats)
+            events, n3, _ = _cycle_set(
+                level2, n2, False, level3, True, slot_alpha, w, scalars, rule, stats
+            )
             if events == 0:
                 break
             for _ in range(nep3):
-                events, _ = _cycle_set(
-                    level3, n3, level3, False, slot_alpha, w, scalars, rule, stats
+                events, _, n3 = _cycle_set(
+                    level3, n3, shrink, level3, False, slot_alpha, w, scalars, rule, stats
                 )
                 if events == 0:
                     break

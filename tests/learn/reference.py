@@ -171,9 +171,11 @@ class ReferenceLearner:
                 if events == 0:
                     break
                 for _ in range(sched.nep3):
-                    events, _ = self._cycle(level3, 1.0, multi)
+                    events, updated = self._cycle(level3, 1.0, multi)
                     if events == 0:
                         break
+                    if sched.shrink:  # level 3 keeps the examples it just updated
+                        level3 = updated
         return full_events
 
     def _cycle(self, examples: list[int], factor: float, multi: bool) -> tuple[int, list[int]]:

@@ -51,6 +51,7 @@ SETTINGS: dict[str, tuple[Problem, float, ActiveSetSchedule]] = {
     "separable-hard": (SEPARABLE, 0.0, ActiveSetSchedule()),
     "overlap-no-active-sets": (OVERLAP, 0.5, ActiveSetSchedule(enabled=False)),
     "overlap-custom-schedule": (OVERLAP, 0.5, CUSTOM_SCHEDULE),
+    "overlap-shrinking-level-3": (OVERLAP, 0.5, ActiveSetSchedule(shrink=True)),
 }
 
 

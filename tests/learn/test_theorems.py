@@ -167,15 +167,17 @@ def test_liblinear_reference_is_a_lower_bound_on_separable_data() -> None:
 # -- PDM ---------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("shrink", [False, True])
 @pytest.mark.parametrize("delta_spec", ["1", "R/10"])
 @pytest.mark.parametrize("eps", [0.1, 0.05, 0.02])
 def test_pdm_reaches_fraction_of_maximum_margin_on_phishing(
-    phishing_data: Data, delta_spec: str, eps: float
+    phishing_data: Data, delta_spec: str, eps: float, shrink: bool
 ) -> None:
     X, y = phishing_data
     delta = phishing_delta(X, delta_spec)
     ref = phishing_reference(delta)
-    model = PDM(eps, delta=delta, rho=1.0).fit(X, y)
+    schedule = ActiveSetSchedule(shrink=shrink)
+    model = PDM(eps, delta=delta, rho=1.0, active_sets=schedule).fit(X, y)
     check_pdm(model, X, y, ref, eps)
 
 
