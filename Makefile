@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint test bench clean
+.PHONY: install run lint test bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +13,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python examples/quickstart.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check streamlearn tests benchmarks examples
