@@ -25,3 +25,15 @@ class StateError(StreamlearnError, ValueError):
 
 class DivergenceError(StreamlearnError, ArithmeticError):
     """Learning cannot go on: the weights overflowed (e.g. PFM with beta above the margin)."""
+
+
+class CheckpointError(StreamlearnError):
+    """A checkpoint cannot be written, read or decoded (missing, truncated, corrupt, foreign)."""
+
+
+class InputError(StreamlearnError):
+    """An input stream cannot be used: empty, unreadable, or a bad line under --strict."""
+
+
+class BadLineError(InputError):
+    """A rejected input line under ``--strict``."""
