@@ -15,7 +15,8 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/python examples/quickstart.py
+	$(BIN)/python examples/phishing_svmlight.py | $(BIN)/streamlearn learn --algo pdm --eps 0.01 --model phishing.ckpt
+	$(BIN)/streamlearn inspect phishing.ckpt
 
 lint: $(STAMP)
 	$(BIN)/ruff check streamlearn tests benchmarks examples
@@ -27,7 +28,10 @@ test: lint
 	$(BIN)/pytest -q
 
 bench: $(STAMP)
+	$(BIN)/pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python benchmarks/bench_engine_a9a.py
+	$(BIN)/python benchmarks/bench_parse.py
+	$(BIN)/python benchmarks/bench_learn_throughput.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from streamlearn.errors import (
+    CheckpointError,
     DivergenceError,
     InvalidInputError,
     InvalidParameterError,
@@ -42,6 +43,7 @@ __all__ = [
     "AMargitron",
     "ActiveSetSchedule",
     "Batch",
+    "CheckpointError",
     "DivergenceError",
     "InvalidInputError",
     "InvalidParameterError",

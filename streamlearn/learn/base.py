@@ -206,6 +206,30 @@ class LinearLearner:
         self._run_passes(budget)
         return self
 
+    def flush(self) -> Self:
+        """Start learning the examples held back while ``delta='auto'`` waits for its
+        window: Delta is fixed from those that arrived. :meth:`replay` does this too."""
+        self._flush_pending()
+        return self
+
+    def epoch_pass(self) -> bool:
+        """One plain pass over the buffer in arrival order: no permutation, no active
+        sets, no multiple updates (an epoch of the online algorithm). Returns whether it
+        made no update."""
+        self._flush_pending()
+        slots = self._buffer.live_slots()
+        if slots.shape[0] == 0:
+            return True
+        level1, level2, level3 = _level_workspaces(slots.shape[0], self._buffer.nnz)
+        events = replay_pass(
+            slots, self._buffer.arrays(), self._w, self._scalars, self._kernel_rule(False),
+            ActiveSetSchedule(enabled=False).as_array(first_pass=False), self._stats,
+            level1, level2, level3,
+        )  # fmt: skip
+        self._passes += 1
+        self._converged = events == 0
+        return self._converged
+
     def fit(self, X: Any, y: Any) -> Self:
         """Learn X, y once and replay to convergence: batch use, as in the papers."""
         return self.learn(X, y).replay()

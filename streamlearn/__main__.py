@@ -1,0 +1,5 @@
+"""``python -m streamlearn`` is the ``streamlearn`` command."""
+
+from streamlearn.cli import main
+
+main()

@@ -1,0 +1,306 @@
+"""The ``streamlearn`` command line: thin typer commands over the jobs.
+
+Every option can also come from an environment variable ``STREAMLEARN_<OPTION>`` or a
+TOML file (``--config``: top-level keys apply to every command, a ``[learn]`` table to
+one command); flags win over the environment, which wins over the file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import tomllib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+from streamlearn.config import LearnConfig, LearnerSpec
+from streamlearn.errors import BadLineError, StreamlearnError
+from streamlearn.jobs.learn import LearnReport, load_model, run_learn
+from streamlearn.jobs.model import describe, evaluate, export_weights, predict_lines
+from streamlearn.jobs.rejects import RejectLog
+from streamlearn.learn import LEARNERS
+from streamlearn.parse import Rejected
+from streamlearn.replay import ReplaySchedule
+from streamlearn.sources import InputStream
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+SHOWN_REJECTS = 5
+
+app = typer.Typer(
+    help="Large-margin online learning of linear classifiers (PDM, PAUM and relatives).",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True)
+T = TypeVar("T")
+
+
+def _env(name: str) -> str:
+    return "STREAMLEARN_" + name.upper().replace("-", "_")
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config", envvar=_env("config"), help="TOML file of option values.", exists=True
+        ),
+    ] = None,
+) -> None:
+    """Large-margin online learning of linear classifiers (PDM, PAUM and relatives)."""
+    if config is not None:
+        ctx.default_map = _defaults_from_toml(config)
+
+
+def _defaults_from_toml(path: Path) -> dict[str, Any]:
+    with path.open("rb") as handle:
+        values = tomllib.load(handle)
+    shared = {k.replace("-", "_"): v for k, v in values.items() if not isinstance(v, dict)}
+    commands = {}
+    for command in ("learn", "predict", "eval", "inspect"):
+        table = values.get(command, {})
+        commands[command] = {**shared, **{k.replace("-", "_"): v for k, v in table.items()}}
+    return commands
+
+
+Inputs = Annotated[
+    list[Path] | None,
+    typer.Argument(help="svmlight/libsvm files, read in order; none or '-' reads standard input."),
+]
+Quiet = Annotated[
+    bool, typer.Option("--quiet", "-q", envvar=_env("quiet"), help="No progress bar.")
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+
+
+def _option(help_text: str, name: str, **kwargs: Any) -> Any:
+    return typer.Option(help=help_text, envvar=_env(name), **kwargs)
+
+
+@app.command()
+def learn(
+    inputs: Inputs = None,
+    algo: Annotated[
+        str, _option(f"Algorithm: {', '.join(sorted(LEARNERS))}.", "algo", metavar="NAME")
+    ] = "pdm",
+    eps: Annotated[
+        float | None, _option("PDM/PDM-succ accuracy in (0, 1]; Kozinec's eps.", "eps")
+    ] = None,
+    delta: Annotated[
+        str | None, _option("2-norm soft margin Delta: a number, or 'auto' (R/10).", "delta")
+    ] = None,
+    rho: Annotated[float | None, _option("Augmentation: x becomes [x, rho].", "rho")] = None,
+    tau: Annotated[float | None, _option("PAM margin tau >= 0.", "tau")] = None,
+    tau_neg: Annotated[float | None, _option("PAUM margin of negatives.", "tau_neg")] = None,
+    tau_pos: Annotated[float | None, _option("PAUM margin of positives.", "tau_pos")] = None,
+    lr: Annotated[float | None, _option("PAUM learning rate eta > 0.", "lr")] = None,
+    beta: Annotated[
+        float | None, _option("PFM fixed margin (a guess of the margin).", "beta")
+    ] = None,
+    b: Annotated[float | None, _option("Margitron scale b > 0.", "b")] = None,
+    zeta: Annotated[float | None, _option("Margitron exponent zeta in (0, 2).", "zeta")] = None,
+    succ_eta: Annotated[float | None, _option("PDM-succ eps divisor (> 1).", "succ_eta")] = None,
+    buffer_size: Annotated[
+        int | None, _option("Replay buffer capacity in examples.", "buffer_size")
+    ] = None,
+    buffer_nnz: Annotated[
+        int | None, _option("Replay buffer capacity in nonzeros.", "buffer_nnz")
+    ] = None,
+    seed: Annotated[int | None, _option("Seed of the replay orders.", "seed")] = None,
+    shrink: Annotated[
+        bool | None, _option("Level 3 of the active sets keeps only updated examples.", "shrink")
+    ] = None,
+    model: Annotated[str | None, _option("Write the model (checkpoint) here.", "model")] = None,
+    resume: Annotated[str | None, _option("Continue from this model file.", "resume")] = None,
+    replay_every: Annotated[
+        int, _option("Replay after every K new examples (0: never).", "replay_every")
+    ] = 10_000,
+    replay_passes: Annotated[int, _option("Replay passes each time (R).", "replay_passes")] = 1,
+    converge: Annotated[
+        bool, _option("Replay to convergence at the end.", "converge", show_default=True)
+    ] = True,
+    max_passes: Annotated[
+        int | None, _option("Bound on the final replay passes.", "max_passes")
+    ] = None,
+    epochs: Annotated[
+        int | None, _option("N plain passes in input order instead of replay.", "epochs")
+    ] = None,
+    max_features: Annotated[
+        int | None, _option("Reject lines with larger indices.", "max_features")
+    ] = None,
+    strict: Annotated[bool, _option("Stop at the first bad line (exit code 2).", "strict")] = False,
+    keep: Annotated[int, _option("Previous model files to keep (m.ckpt.1, ...).", "keep")] = 1,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+) -> None:
+    """Learn a model from svmlight lines (files or standard input)."""
+    options = {
+        "eps": eps, "delta": delta, "rho": rho, "tau": tau, "tau_neg": tau_neg,
+        "tau_pos": tau_pos, "lr": lr, "beta": beta, "b": b, "zeta": zeta,
+        "succ_eta": succ_eta, "buffer_size": buffer_size, "buffer_nnz": buffer_nnz,
+        "seed": seed, "shrink": shrink, "max_passes": max_passes,
+    }  # fmt: skip
+    with _errors_to_exit_codes():
+        config = LearnConfig(
+            learner=LearnerSpec.from_options(algo, options),
+            inputs=tuple(str(p) for p in inputs or ()),
+            model=model,
+            resume=resume,
+            replay=ReplaySchedule(every=replay_every, passes=replay_passes),
+            converge=converge,
+            max_passes=max_passes,
+            epochs=epochs,
+            max_features=max_features,
+            strict=strict,
+            keep=keep,
+        )
+        size = InputStream(config.inputs).size
+        with _progress(size, quiet) as advance:
+            report = run_learn(config, on_bytes=advance, on_reject=_show_reject())
+        _print_learn(report, as_json)
+
+
+@app.command()
+def predict(
+    inputs: Inputs = None,
+    model: Annotated[str, _option("Model file written by learn.", "model")] = "model.ckpt",
+    labels: Annotated[
+        bool, typer.Option("--labels", help="Print +1/-1 instead of scores.")
+    ] = False,
+) -> None:
+    """Print one decision value (or label) per example line; bad lines give nan (or 0)."""
+    with _errors_to_exit_codes():
+        learner, _ = load_model(model)
+        stream = InputStream([str(p) for p in inputs or ()])
+        out = sys.stdout
+        for line in predict_lines(learner, stream, labels=labels, rejects=_quiet_log()):
+            out.write(line + "\n")
+
+
+@app.command(name="eval")
+def evaluate_command(
+    inputs: Inputs = None,
+    model: Annotated[str, _option("Model file written by learn.", "model")] = "model.ckpt",
+    as_json: AsJson = False,
+) -> None:
+    """Accuracy, precision, recall, F1, average precision and AUC on labelled lines."""
+    with _errors_to_exit_codes():
+        learner, _ = load_model(model)
+        stream = InputStream([str(p) for p in inputs or ()])
+        scores = evaluate(learner, stream, rejects=_quiet_log())
+        _print_mapping(scores, as_json)
+
+
+@app.command()
+def inspect(
+    model: Annotated[Path, typer.Argument(help="Model file written by learn.")],
+    as_json: AsJson = False,
+    export_weights_to: Annotated[
+        Path | None, typer.Option("--export-weights", help="Save coef_ as a .npy file.")
+    ] = None,
+) -> None:
+    """Algorithm, parameters, margins and sizes of a model file."""
+    with _errors_to_exit_codes():
+        details = describe(str(model))
+        if export_weights_to is not None:
+            learner, _ = load_model(str(model))
+            export_weights(learner, str(export_weights_to))
+            details["exported_weights"] = str(export_weights_to)
+        _print_mapping(details, as_json)
+
+
+def main() -> None:
+    """Entry point of the ``streamlearn`` script."""
+    app()
+
+
+# -- output --------------------------------------------------------------------------------
+
+
+@contextmanager
+def _errors_to_exit_codes() -> Iterator[None]:
+    try:
+        yield
+    except BadLineError as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(EXIT_USAGE) from exc
+    except (StreamlearnError, FileNotFoundError, IsADirectoryError) as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(EXIT_ERROR) from exc
+
+
+@contextmanager
+def _progress(total: int | None, quiet: bool) -> Iterator[Callable[[int], None] | None]:
+    if quiet or total is None or not err.is_terminal:
+        yield None
+        return
+    columns = (BarColumn(), DownloadColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err, transient=True) as progress:
+        task = progress.add_task("learning", total=total)
+        yield lambda n: progress.advance(task, n)
+
+
+def _show_reject() -> Callable[[Rejected], None]:
+    shown = 0
+
+    def show(item: Rejected) -> None:
+        nonlocal shown
+        shown += 1
+        if shown <= SHOWN_REJECTS:
+            err.print(
+                f"line {item.line}: {item.reason}: {item.text!r}", markup=False, highlight=False
+            )
+
+    return show
+
+
+def _quiet_log() -> RejectLog:
+    return RejectLog(on_reject=_show_reject())
+
+
+def _print_learn(report: LearnReport, as_json: bool) -> None:
+    figures = report.as_dict()
+    if report.rejected.total > SHOWN_REJECTS:
+        err.print(f"... {report.rejected.total} rejected lines in all", highlight=False)
+    if as_json:
+        print(json.dumps(figures, default=_json_default))
+        return
+    keys = (
+        "examples", "rejected_lines", "updates", "passes", "converged", "margin_achieved",
+        "margin_upper_bound", "certified_gap", "seconds", "model",
+    )  # fmt: skip
+    _print_mapping({k: figures[k] for k in keys}, as_json=False)
+
+
+def _print_mapping(values: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(values, default=_json_default))
+        return
+    width = max(len(k) for k in values)
+    for key, value in values.items():
+        print(f"{key:<{width}}  {_format(value)}")
+
+
+def _format(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}" if math.isfinite(value) else str(value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_format(v)}" for k, v in value.items()) or "-"
+    return str(value)
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)

@@ -1,0 +1,109 @@
+"""Frozen configuration of jobs, and learners built from option values.
+
+>>> spec = LearnerSpec.from_options("pdm", {"eps": 0.05, "delta": "1"})
+>>> spec.build().eps, spec.build().delta
+(0.05, 1.0)
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+from streamlearn.errors import InvalidParameterError
+from streamlearn.learn import LEARNERS, LinearLearner
+from streamlearn.replay import ActiveSetSchedule, ReplaySchedule
+
+#: options that shape the active-set schedule rather than being learner parameters
+SCHEDULE_OPTIONS = ("shrink", "active_sets_enabled")
+
+
+@dataclass(frozen=True)
+class LearnerSpec:
+    """An algorithm name and the parameters given for it (others keep their defaults)."""
+
+    algorithm: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_options(cls, algorithm: str, options: dict[str, Any]) -> LearnerSpec:
+        """Keep the options that were given (not None) and check that the algorithm takes
+        each of them; ``delta`` may be ``'auto'`` or a number written as text."""
+        if algorithm not in LEARNERS:
+            known = ", ".join(sorted(LEARNERS))
+            raise InvalidParameterError(f"unknown algorithm {algorithm!r} (known: {known})")
+        accepted = set(inspect.signature(LEARNERS[algorithm].__init__).parameters)
+        params: dict[str, Any] = {}
+        schedule: dict[str, Any] = {}
+        for name, value in options.items():
+            if value is None:
+                continue
+            if name in SCHEDULE_OPTIONS:
+                schedule[name] = value
+                continue
+            if name not in accepted:
+                flag = "--" + name.replace("_", "-")
+                raise InvalidParameterError(f"{flag} is not a parameter of {algorithm}")
+            params[name] = _parse_delta(value) if name == "delta" else value
+        if schedule:
+            params["active_sets"] = ActiveSetSchedule(
+                enabled=schedule.get("active_sets_enabled", True),
+                shrink=schedule.get("shrink", False),
+            )
+        return cls(algorithm=algorithm, params=params)
+
+    def build(self) -> LinearLearner:
+        """A new learner with these parameters."""
+        return LEARNERS[self.algorithm](**self.params)
+
+    def conflicts_with(self, learner: LinearLearner) -> list[str]:
+        """Parameters given here that differ from ``learner``'s (for --resume)."""
+        problems = []
+        if learner.algorithm != self.algorithm:
+            problems.append(f"--algo {self.algorithm} (the checkpoint holds {learner.algorithm})")
+        current = learner.get_params()
+        for name, value in self.params.items():
+            if name in current and current[name] != value and name != "max_passes":
+                flag = "--" + name.replace("_", "-")
+                problems.append(f"{flag} {value!r} (the checkpoint has {current[name]!r})")
+        return problems
+
+
+@dataclass(frozen=True)
+class LearnConfig:
+    """Everything ``streamlearn learn`` does, decided before it starts."""
+
+    learner: LearnerSpec
+    inputs: tuple[str, ...] = ()
+    model: str | None = None
+    resume: str | None = None
+    replay: ReplaySchedule = field(default_factory=ReplaySchedule)
+    converge: bool = True
+    max_passes: int | None = None
+    epochs: int | None = None
+    max_features: int | None = None
+    strict: bool = False
+    chunk_size: int = 4 << 20
+    keep: int = 1
+
+    def __post_init__(self) -> None:
+        if self.epochs is not None and self.epochs < 1:
+            raise InvalidParameterError(f"--epochs must be >= 1, got {self.epochs}")
+        if self.max_features is not None and self.max_features < 1:
+            raise InvalidParameterError(f"--max-features must be >= 1, got {self.max_features}")
+        if self.keep < 1:
+            raise InvalidParameterError(f"--keep must be >= 1, got {self.keep}")
+
+
+def _parse_delta(value: Any) -> float | str:
+    if isinstance(value, str):
+        if value == "auto":
+            return value
+        try:
+            return float(value)
+        except ValueError:
+            raise InvalidParameterError(
+                f"--delta must be 'auto' or a number, got {value!r}"
+            ) from None
+    return float(value)

@@ -1,0 +1,1 @@
+"""The jobs behind the commands: each wires sources, parser, learner and checkpoints."""

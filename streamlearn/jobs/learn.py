@@ -1,0 +1,182 @@
+"""``streamlearn learn``: stream examples into a learner, replay, checkpoint.
+
+By default the input is streamed through the count-based replay schedule (after every
+``every`` new examples, up to ``passes`` replay passes) and the buffer is replayed to
+convergence at the end. With ``epochs`` the input is presented that many times in order,
+with no replay schedule and no final convergence.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from streamlearn.checkpoint.store import read_checkpoint, write_checkpoint
+from streamlearn.config import LearnConfig
+from streamlearn.errors import InputError, StateError
+from streamlearn.jobs.rejects import RejectLog
+from streamlearn.learn import LinearLearner, learner_from_state
+from streamlearn.parse import Rejected, SvmlightParser, binary_batch
+from streamlearn.sources import InputStream
+from streamlearn.types import Batch
+
+MODEL_KIND = "streamlearn.model"
+
+
+@dataclass
+class LearnReport:
+    """What a learn job did: the learner's summary plus the job's own counts."""
+
+    summary: dict[str, Any]
+    lines: int
+    rejected: RejectLog
+    seconds: float
+    model_path: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The figures ``streamlearn learn`` prints (``--json`` prints exactly this)."""
+        return {
+            "examples": self.summary["examples"],
+            "rejected_lines": self.rejected.total,
+            "rejected_by_reason": dict(self.rejected.counts),
+            **{k: v for k, v in self.summary.items() if k != "examples"},
+            "seconds": self.seconds,
+            "model": self.model_path,
+        }
+
+
+def run_learn(
+    config: LearnConfig,
+    *,
+    stdin: IO[bytes] | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+    on_reject: Callable[[Rejected], None] | None = None,
+) -> LearnReport:
+    """Run the job; ``on_bytes`` hears how many input bytes each chunk held (progress)."""
+    started = time.perf_counter()
+    learner, stream_examples = _start(config)
+    inputs = InputStream(config.inputs, chunk_size=config.chunk_size, stdin=stdin)
+    rejects = RejectLog(strict=config.strict, on_reject=on_reject)
+    lines = 0
+    try:
+        chunks = inputs.chunks(keep_for_rereading=(config.epochs or 1) > 1)
+        batches = _batches(_counting(chunks, on_bytes), config.max_features, rejects)
+        if config.epochs is None:
+            stream_examples, lines = _stream(learner, batches, config, stream_examples)
+            if lines == 0:
+                raise InputError(f"the input is empty ({inputs.name})")
+            if config.converge:
+                learner.replay(max_passes=config.max_passes)
+        else:
+            stream_examples, lines = _epochs(learner, batches, inputs, config, stream_examples)
+    finally:
+        inputs.close()
+    if stream_examples == 0 and lines > 0:
+        raise InputError(f"no valid example in {lines} lines ({rejects.total} rejected)")
+    if config.model is not None:
+        save_model(config.model, learner, stream_examples, keep=config.keep)
+    seconds = time.perf_counter() - started
+    return LearnReport(learner.summary(), lines, rejects, seconds, config.model)
+
+
+def _start(config: LearnConfig) -> tuple[LinearLearner, int]:
+    if config.resume is None:
+        return config.learner.build(), 0
+    learner, job = load_model(config.resume)
+    conflicts = config.learner.conflicts_with(learner)
+    if conflicts:
+        raise StateError(f"--resume {config.resume}: " + "; ".join(conflicts))
+    return learner, int(job.get("stream_examples", 0))
+
+
+def _stream(
+    learner: LinearLearner, batches: Iterator[tuple[Batch, int]], config: LearnConfig, seen: int
+) -> tuple[int, int]:
+    """Learn batch after batch, replaying where the count-based schedule says."""
+    lines = 0
+    for batch, batch_lines in batches:
+        lines = batch_lines
+        start = 0
+        for size in config.replay.split(seen, batch.n_examples):
+            learner.learn_batch(batch.slice(start, start + size))
+            passes = config.replay.replays_after(seen, size)
+            seen += size
+            start += size
+            if passes:
+                learner.replay(max_passes=passes)
+    return seen, lines
+
+
+def _epochs(
+    learner: LinearLearner,
+    batches: Iterator[tuple[Batch, int]],
+    inputs: InputStream,
+    config: LearnConfig,
+    seen: int,
+) -> tuple[int, int]:
+    """``epochs`` plain passes in input order. Later passes go over the replay buffer when
+    it holds the whole input; otherwise the input is read again and its examples arrive
+    anew (with fresh slack coordinates)."""
+    lines = 0
+    for batch, batch_lines in batches:
+        lines = batch_lines
+        learner.learn_batch(batch)
+        seen += batch.n_examples
+    if lines == 0:
+        raise InputError(f"the input is empty ({inputs.name})")
+    learner.flush()
+    whole_input_buffered = learner.buffer.evicted == 0 and learner.buffer.unbuffered == 0
+    for _ in range(1, config.epochs or 1):
+        if whole_input_buffered:
+            learner.epoch_pass()
+            continue
+        again = _batches(inputs.reread(), config.max_features, RejectLog())
+        for batch, _ in again:
+            learner.learn_batch(batch)
+        learner.flush()
+    return seen, lines
+
+
+def _batches(
+    chunks: Iterator[bytes], max_features: int | None, rejects: RejectLog
+) -> Iterator[tuple[Batch, int]]:
+    """Parsed binary batches with the number of lines read so far."""
+    parser = SvmlightParser(max_features=max_features)
+    for chunk in chunks:
+        yield _binary(parser.feed(chunk), rejects), parser.lines_seen
+    yield _binary(parser.finish(), rejects), parser.lines_seen
+
+
+def _binary(rows: Any, rejects: RejectLog) -> Batch:
+    batch, rejected = binary_batch(rows)  # the parser's rejections and bad labels
+    rejects.add(rejected)
+    return batch
+
+
+def _counting(chunks: Iterator[bytes], on_bytes: Callable[[int], None] | None) -> Iterator[bytes]:
+    for chunk in chunks:
+        if on_bytes is not None:
+            on_bytes(len(chunk))
+        yield chunk
+
+
+def save_model(path: str, learner: LinearLearner, stream_examples: int, *, keep: int = 1) -> None:
+    """Write the learner and the job's counts as a checkpoint file (atomically)."""
+    payload = {
+        "kind": MODEL_KIND,
+        "learner": learner.state_dict(),
+        "job": {"stream_examples": stream_examples},
+    }
+    write_checkpoint(Path(path), payload, keep=keep)
+
+
+def load_model(path: str) -> tuple[LinearLearner, dict[str, Any]]:
+    """The learner stored by :func:`save_model` and the job's counts."""
+    checkpoint = read_checkpoint(Path(path))
+    payload = checkpoint.payload
+    if payload.get("kind") != MODEL_KIND or "learner" not in payload:
+        raise StateError(f"{path} is a checkpoint but not a streamlearn model")
+    return learner_from_state(payload["learner"]), dict(payload.get("job", {}))

@@ -1,0 +1,131 @@
+"""``streamlearn predict``, ``eval`` and ``inspect``: using a saved model."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from streamlearn.checkpoint.store import read_checkpoint
+from streamlearn.evaluation import binary_scores
+from streamlearn.jobs.learn import load_model
+from streamlearn.jobs.rejects import RejectLog
+from streamlearn.learn import LinearLearner
+from streamlearn.parse import ParsedRows, SvmlightParser, binary_batch
+from streamlearn.sources import InputStream
+
+
+def predict_lines(
+    learner: LinearLearner,
+    inputs: InputStream,
+    *,
+    labels: bool = False,
+    rejects: RejectLog | None = None,
+) -> Iterator[str]:
+    """One output line per example line of the input, in order: the decision value
+    (or the label +1/-1 with ``labels``); a rejected line gives ``nan`` (or ``0``)."""
+    rejects = rejects if rejects is not None else RejectLog()
+    for rows in _parsed(inputs, None):
+        rejects.add(rows.rejected)
+        decisions = _decisions(learner, rows)
+        yield from _in_line_order(rows, decisions, labels)
+
+
+def evaluate(
+    learner: LinearLearner, inputs: InputStream, *, rejects: RejectLog | None = None
+) -> dict[str, Any]:
+    """Binary figures of the model on a labelled input (rejected lines are skipped)."""
+    rejects = rejects if rejects is not None else RejectLog()
+    all_labels: list[npt.NDArray[np.int8]] = []
+    all_decisions: list[npt.NDArray[np.float64]] = []
+    for rows in _parsed(inputs, None):
+        batch, rejected = binary_batch(rows)  # the parser's rejections and bad labels
+        rejects.add(rejected)
+        all_labels.append(batch.labels)
+        all_decisions.append(learner.decision_function(batch_rows(batch)))
+    labels = np.concatenate(all_labels) if all_labels else np.zeros(0, dtype=np.int8)
+    if labels.shape[0] == 0:
+        return {"examples": 0, "rejected_lines": rejects.total}
+    scores = binary_scores(labels, np.concatenate(all_decisions))
+    scores["rejected_lines"] = rejects.total
+    return scores
+
+
+def describe(path: str) -> dict[str, Any]:
+    """What a model file holds: algorithm, parameters, certificate, sizes, provenance."""
+    checkpoint = read_checkpoint(Path(path))
+    learner, job = load_model(path)
+    summary = learner.summary()
+    return {
+        "file": path,
+        "bytes": Path(path).stat().st_size,
+        "format_version": checkpoint.version,
+        "created": datetime.fromtimestamp(checkpoint.created, UTC).isoformat(timespec="seconds"),
+        "algorithm": learner.algorithm,
+        "params": _plain(learner.get_params()),
+        "delta": learner.delta_,
+        "intercept": learner.intercept_,
+        "stream_examples": job.get("stream_examples"),
+        **{k: v for k, v in summary.items() if k not in ("algorithm", "delta")},
+    }
+
+
+def export_weights(learner: LinearLearner, path: str) -> None:
+    """Save ``coef_`` as a .npy file (the intercept is reported by ``inspect``)."""
+    np.save(path, learner.coef_)
+
+
+def batch_rows(batch: Any) -> tuple[Any, Any, Any]:
+    """The (indptr, indices, values) triple of a batch or parsed rows."""
+    return (batch.indptr, batch.indices, batch.values)
+
+
+def _parsed(inputs: InputStream, max_features: int | None) -> Iterator[ParsedRows]:
+    parser = SvmlightParser(max_features=max_features)
+    for chunk in inputs.chunks():
+        yield parser.feed(chunk)
+    yield parser.finish()
+
+
+def _decisions(learner: LinearLearner, rows: ParsedRows) -> npt.NDArray[np.float64]:
+    if rows.n_rows == 0:
+        return np.zeros(0)
+    return learner.decision_function(batch_rows(rows))
+
+
+def _in_line_order(
+    rows: ParsedRows, decisions: npt.NDArray[np.float64], labels: bool
+) -> Iterator[str]:
+    format_value: Callable[[float], str] = _label_text if labels else _decision_text
+    missing = "0" if labels else "nan"
+    rejected_lines = sorted(r.line for r in rows.rejected)
+    r = 0
+    for line, value in zip(rows.line_numbers.tolist(), decisions.tolist(), strict=True):
+        while r < len(rejected_lines) and rejected_lines[r] < line:
+            yield missing
+            r += 1
+        yield format_value(value)
+    yield from (missing for _ in rejected_lines[r:])
+
+
+def _decision_text(value: float) -> str:
+    return repr(value) if math.isfinite(value) else "nan"
+
+
+def _label_text(value: float) -> str:
+    return "1" if value > 0 else "-1"
+
+
+def _plain(params: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if hasattr(value, "to_dict"):
+            out[key] = value.to_dict()
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,185 @@
+"""The command line through typer's runner: learn, predict, eval, inspect, resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from svm_samples import svmlight_lines
+from typer.testing import CliRunner
+
+from streamlearn.cli import app
+from streamlearn.jobs.learn import load_model
+
+runner = CliRunner()
+
+
+def learn_json(*args: str, input_text: str | None = None) -> dict[str, object]:
+    result = runner.invoke(app, ["learn", "--json", "--quiet", *args], input=input_text)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_help_lists_the_commands() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in ("learn", "predict", "eval", "inspect"):
+        assert command in result.stdout
+    learn_help = runner.invoke(app, ["learn", "--help"]).stdout
+    assert "--eps" in learn_help and "--replay-every" in learn_help
+
+
+def test_learn_from_standard_input_prints_the_summary(train_file: Path) -> None:
+    result = runner.invoke(app, ["learn", "--quiet", "--delta", "1"], input=train_file.read_text())
+    assert result.exit_code == 0, result.output
+    for key in ("examples", "updates", "passes", "converged", "margin_achieved", "certified_gap"):
+        assert key in result.stdout
+    figures = learn_json("--delta", "1", input_text=train_file.read_text())
+    assert figures["examples"] == 400 and figures["rejected_lines"] == 0
+    assert figures["converged"] is True
+    assert figures["certified_gap"] <= 0.01 + 1e-12  # PDM's default eps
+
+
+def test_learn_predict_eval_inspect(train_file: Path, test_file: Path, tmp_path: Path) -> None:
+    model = tmp_path / "m.ckpt"
+    learn_json(str(train_file), "--algo", "paum", "--tau-neg", "-1", "--tau-pos", "1",
+               "--model", str(model))  # fmt: skip
+    learner, _ = load_model(str(model))
+    assert learner.algorithm == "paum" and learner.tau_pos == 1.0
+
+    scores = runner.invoke(app, ["predict", "--model", str(model), str(test_file)])
+    assert scores.exit_code == 0, scores.output
+    values = np.array([float(v) for v in scores.stdout.split()])
+    assert values.shape == (150,)
+    labels = runner.invoke(app, ["predict", "--model", str(model), "--labels", str(test_file)])
+    assert [int(v) for v in labels.stdout.split()] == np.where(values > 0, 1, -1).tolist()
+
+    figures = json.loads(
+        runner.invoke(app, ["eval", "--model", str(model), "--json", str(test_file)]).stdout
+    )
+    truth = np.array(
+        [1 if line.startswith("+") else -1 for line in test_file.read_text().split("\n") if line]
+    )
+    assert figures["examples"] == 150
+    assert figures["accuracy"] == pytest.approx(np.mean(np.where(values > 0, 1, -1) == truth))
+    for key in ("precision", "recall", "f1", "average_precision", "auc"):
+        assert 0.0 <= figures[key] <= 1.0
+
+    weights = tmp_path / "w.npy"
+    shown = runner.invoke(app, ["inspect", str(model), "--json", "--export-weights", str(weights)])
+    assert shown.exit_code == 0, shown.output
+    details = json.loads(shown.stdout)
+    assert details["algorithm"] == "paum" and details["params"]["tau_neg"] == -1.0
+    assert np.array_equal(np.load(weights), learner.coef_)
+    assert "margin_upper_bound" in details and details["n_features"] == learner.n_features_in_
+
+
+def test_resume_continues_exactly(tmp_path: Path) -> None:
+    """learn A, then resume on B, equals learning A + B in one run (--no-converge),
+    with replays at every 70 examples crossing the boundary between A and B."""
+    lines = svmlight_lines(1300, seed=5)
+    a, b, both = tmp_path / "a.svm", tmp_path / "b.svm", tmp_path / "ab.svm"
+    a.write_text("\n".join(lines[:640]) + "\n")
+    b.write_text("\n".join(lines[640:]) + "\n")
+    both.write_text("\n".join(lines) + "\n")
+    common = ["--no-converge", "--replay-every", "70", "--replay-passes", "2"]
+    learn_json(str(a), *common, "--model", str(tmp_path / "a.ckpt"))
+    learn_json(
+        str(b), *common, "--resume", str(tmp_path / "a.ckpt"), "--model", str(tmp_path / "ab1.ckpt")
+    )
+    learn_json(str(both), *common, "--model", str(tmp_path / "ab2.ckpt"))
+    resumed, job1 = load_model(str(tmp_path / "ab1.ckpt"))
+    single, job2 = load_model(str(tmp_path / "ab2.ckpt"))
+    assert job1 == job2 == {"stream_examples": 1300}
+    assert resumed.delta_ == single.delta_  # 'auto' fixed by the first 1000 across the cut
+    assert np.array_equal(resumed.coef_, single.coef_)
+    assert resumed.intercept_ == single.intercept_
+    assert resumed.summary() == single.summary()
+
+
+def test_resume_refuses_other_parameters(train_file: Path, tmp_path: Path) -> None:
+    model = tmp_path / "m.ckpt"
+    learn_json(str(train_file), "--model", str(model), "--eps", "0.05")
+    result = runner.invoke(
+        app, ["learn", "--quiet", str(train_file), "--resume", str(model), "--eps", "0.1"]
+    )
+    assert result.exit_code == 1
+    assert "--eps 0.1" in result.stderr and "0.05" in result.stderr
+
+
+def test_bad_lines_are_skipped_counted_and_shown(train_file: Path) -> None:
+    text = train_file.read_text().split("\n")
+    text[3] = "+1 3:abc 4:1"
+    text[10] = "-1 0:1.5"
+    text[20] = "+1 2:nan"
+    result = runner.invoke(app, ["learn", "--json", "--quiet"], input="\n".join(text))
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    assert figures["examples"] == 397 and figures["rejected_lines"] == 3
+    assert "line 4: bad token" in result.stderr
+    assert "line 11: index 0 or negative" in result.stderr
+    assert "line 21: not a finite value" in result.stderr
+
+
+def test_strict_stops_at_the_first_bad_line(train_file: Path, tmp_path: Path) -> None:
+    text = train_file.read_text().replace("+1", "+1 x:y", 1)
+    model = tmp_path / "m.ckpt"
+    result = runner.invoke(app, ["learn", "--strict", "--model", str(model)], input=text)
+    assert result.exit_code == 2
+    assert "line" in result.stderr and "bad token" in result.stderr
+    assert not model.exists()
+
+
+def test_empty_input_is_a_clear_error() -> None:
+    result = runner.invoke(app, ["learn", "--quiet"], input="")
+    assert result.exit_code == 1
+    assert "empty" in result.stderr
+    only_bad = runner.invoke(app, ["learn", "--quiet"], input="garbage\nmore garbage\n")
+    assert only_bad.exit_code == 1
+    assert "no valid example in 2 lines" in only_bad.stderr
+
+
+def test_a_flag_of_another_algorithm_is_refused(train_file: Path) -> None:
+    result = runner.invoke(app, ["learn", str(train_file), "--algo", "pdm", "--tau", "1"])
+    assert result.exit_code == 1
+    assert "--tau is not a parameter of pdm" in result.stderr
+    unknown = runner.invoke(app, ["learn", str(train_file), "--algo", "svm"])
+    assert unknown.exit_code == 1 and "unknown algorithm" in unknown.stderr
+
+
+def test_environment_and_config_file_with_flags_winning(train_file: Path, tmp_path: Path) -> None:
+    config = tmp_path / "streamlearn.toml"
+    config.write_text('algo = "pam"\n[learn]\ntau = 0.5\n')
+    model = tmp_path / "m.ckpt"
+    base = [
+        "--config",
+        str(config),
+        "learn",
+        "--quiet",
+        "--json",
+        str(train_file),
+        "--model",
+        str(model),
+    ]
+
+    assert runner.invoke(app, base).exit_code == 0
+    learner, _ = load_model(str(model))
+    assert learner.algorithm == "pam" and learner.tau == 0.5
+
+    assert runner.invoke(app, base, env={"STREAMLEARN_TAU": "2.5"}).exit_code == 0
+    assert load_model(str(model))[0].tau == 2.5  # the environment beats the file
+
+    flagged = runner.invoke(app, [*base, "--tau", "4"], env={"STREAMLEARN_TAU": "2.5"})
+    assert flagged.exit_code == 0
+    assert load_model(str(model))[0].tau == 4.0  # the flag beats both
+
+
+def test_epochs_make_plain_passes(train_file: Path) -> None:
+    one = learn_json(str(train_file), "--epochs", "1", "--delta", "1")
+    three = learn_json(str(train_file), "--epochs", "3", "--delta", "1")
+    assert one["passes"] == 0 and three["passes"] == 2
+    assert three["updates"] >= one["updates"]
+    stdin_three = learn_json("--epochs", "3", "--delta", "1", input_text=train_file.read_text())
+    assert stdin_three == {**three, "seconds": stdin_three["seconds"]}
