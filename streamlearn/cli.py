@@ -10,15 +10,12 @@ from __future__ import annotations
 import json
 import math
 import sys
-import tomllib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
 from streamlearn.config import LearnConfig, LearnerSpec
 from streamlearn.errors import BadLineError, StreamlearnError
@@ -40,7 +37,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True)
 T = TypeVar("T")
 
 
@@ -64,6 +60,8 @@ def _root(
 
 
 def _defaults_from_toml(path: Path) -> dict[str, Any]:
+    import tomllib
+
     with path.open("rb") as handle:
         values = tomllib.load(handle)
     shared = {k.replace("-", "_"): v for k, v in values.items() if not isinstance(v, dict)}
@@ -228,25 +226,34 @@ def main() -> None:
 # -- output --------------------------------------------------------------------------------
 
 
+def _say(message: str) -> None:
+    """A line on standard error (rich is imported only for the progress bar)."""
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
 @contextmanager
 def _errors_to_exit_codes() -> Iterator[None]:
     try:
         yield
     except BadLineError as exc:
-        err.print(f"error: {exc}", markup=False, highlight=False)
+        _say(f"error: {exc}")
         raise typer.Exit(EXIT_USAGE) from exc
     except (StreamlearnError, FileNotFoundError, IsADirectoryError) as exc:
-        err.print(f"error: {exc}", markup=False, highlight=False)
+        _say(f"error: {exc}")
         raise typer.Exit(EXIT_ERROR) from exc
 
 
 @contextmanager
 def _progress(total: int | None, quiet: bool) -> Iterator[Callable[[int], None] | None]:
-    if quiet or total is None or not err.is_terminal:
+    if quiet or total is None or not sys.stderr.isatty():
         yield None
         return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
     columns = (BarColumn(), DownloadColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=err, transient=True) as progress:
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task("learning", total=total)
         yield lambda n: progress.advance(task, n)
 
@@ -258,9 +265,7 @@ def _show_reject() -> Callable[[Rejected], None]:
         nonlocal shown
         shown += 1
         if shown <= SHOWN_REJECTS:
-            err.print(
-                f"line {item.line}: {item.reason}: {item.text!r}", markup=False, highlight=False
-            )
+            _say(f"line {item.line}: {item.reason}: {item.text!r}")
 
     return show
 
@@ -272,7 +277,7 @@ def _quiet_log() -> RejectLog:
 def _print_learn(report: LearnReport, as_json: bool) -> None:
     figures = report.as_dict()
     if report.rejected.total > SHOWN_REJECTS:
-        err.print(f"... {report.rejected.total} rejected lines in all", highlight=False)
+        _say(f"... {report.rejected.total} rejected lines in all")
     if as_json:
         print(json.dumps(figures, default=_json_default))
         return

@@ -180,7 +180,8 @@ class ReplayBuffer:
 
 
 def _grown(array: npt.NDArray[Any], size: int) -> npt.NDArray[Any]:
-    out = np.zeros(size, dtype=array.dtype)
+    # cells past the old end are written before they are ever read
+    out = np.empty(size, dtype=array.dtype)
     out[: array.shape[0]] = array
     return out
 
