@@ -7,6 +7,8 @@ STAMP := $(VENV)/.installed
 .PHONY: install run lint test bench clean
 
 $(STAMP): pyproject.toml
+	command -v prometheus >/dev/null || (apt-get update -qq && \
+		apt-get install -y -qq --no-install-recommends prometheus >/dev/null)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[dev]"

@@ -8,6 +8,7 @@ one command); flags win over the environment, which wins over the file.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import sys
 from collections.abc import Callable, Iterator
@@ -18,7 +19,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from streamlearn.config import LearnConfig, LearnerSpec
-from streamlearn.errors import BadLineError, StreamlearnError
+from streamlearn.errors import BadLineError, InvalidParameterError, StreamlearnError
 from streamlearn.jobs.learn import LearnReport, load_model, run_learn
 from streamlearn.jobs.model import describe, evaluate, export_weights, predict_lines
 from streamlearn.jobs.rejects import RejectLog
@@ -82,61 +83,70 @@ Quiet = Annotated[
 AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
 
-def _option(help_text: str, name: str, **kwargs: Any) -> Any:
-    return typer.Option(help=help_text, envvar=_env(name), **kwargs)
+def _option(help_text: str, name: str, *flags: str, **kwargs: Any) -> Any:
+    return typer.Option(*flags, help=help_text, envvar=_env(name), **kwargs)
+
+
+# the learner's options, shared by learn and serve
+Algo = Annotated[str, _option(f"Algorithm: {', '.join(sorted(LEARNERS))}.", "algo", metavar="NAME")]
+Eps = Annotated[float | None, _option("PDM/PDM-succ accuracy in (0, 1]; Kozinec's eps.", "eps")]
+Delta = Annotated[
+    str | None, _option("2-norm soft margin Delta: a number, or 'auto' (R/10).", "delta")
+]
+Rho = Annotated[float | None, _option("Augmentation: x becomes [x, rho].", "rho")]
+Tau = Annotated[float | None, _option("PAM margin tau >= 0.", "tau")]
+TauNeg = Annotated[float | None, _option("PAUM margin of negatives.", "tau_neg")]
+TauPos = Annotated[float | None, _option("PAUM margin of positives.", "tau_pos")]
+Lr = Annotated[float | None, _option("PAUM learning rate eta > 0.", "lr")]
+Beta = Annotated[float | None, _option("PFM fixed margin (a guess of the margin).", "beta")]
+B = Annotated[float | None, _option("Margitron scale b > 0.", "b")]
+Zeta = Annotated[float | None, _option("Margitron exponent zeta in (0, 2).", "zeta")]
+SuccEta = Annotated[float | None, _option("PDM-succ eps divisor (> 1).", "succ_eta")]
+BufferSize = Annotated[int | None, _option("Replay buffer capacity in examples.", "buffer_size")]
+BufferNnz = Annotated[int | None, _option("Replay buffer capacity in nonzeros.", "buffer_nnz")]
+Seed = Annotated[int | None, _option("Seed of the replay orders.", "seed")]
+Shrink = Annotated[
+    bool | None, _option("Level 3 of the active sets keeps only updated examples.", "shrink")
+]
+MaxPasses = Annotated[int | None, _option("Bound on replay passes per call.", "max_passes")]
+ReplayEvery = Annotated[
+    int, _option("Replay after every K new examples (0: never).", "replay_every")
+]
+ReplayPasses = Annotated[int, _option("Replay passes each time (R).", "replay_passes")]
+MaxFeatures = Annotated[int | None, _option("Reject lines with larger indices.", "max_features")]
 
 
 @app.command()
 def learn(
     inputs: Inputs = None,
-    algo: Annotated[
-        str, _option(f"Algorithm: {', '.join(sorted(LEARNERS))}.", "algo", metavar="NAME")
-    ] = "pdm",
-    eps: Annotated[
-        float | None, _option("PDM/PDM-succ accuracy in (0, 1]; Kozinec's eps.", "eps")
-    ] = None,
-    delta: Annotated[
-        str | None, _option("2-norm soft margin Delta: a number, or 'auto' (R/10).", "delta")
-    ] = None,
-    rho: Annotated[float | None, _option("Augmentation: x becomes [x, rho].", "rho")] = None,
-    tau: Annotated[float | None, _option("PAM margin tau >= 0.", "tau")] = None,
-    tau_neg: Annotated[float | None, _option("PAUM margin of negatives.", "tau_neg")] = None,
-    tau_pos: Annotated[float | None, _option("PAUM margin of positives.", "tau_pos")] = None,
-    lr: Annotated[float | None, _option("PAUM learning rate eta > 0.", "lr")] = None,
-    beta: Annotated[
-        float | None, _option("PFM fixed margin (a guess of the margin).", "beta")
-    ] = None,
-    b: Annotated[float | None, _option("Margitron scale b > 0.", "b")] = None,
-    zeta: Annotated[float | None, _option("Margitron exponent zeta in (0, 2).", "zeta")] = None,
-    succ_eta: Annotated[float | None, _option("PDM-succ eps divisor (> 1).", "succ_eta")] = None,
-    buffer_size: Annotated[
-        int | None, _option("Replay buffer capacity in examples.", "buffer_size")
-    ] = None,
-    buffer_nnz: Annotated[
-        int | None, _option("Replay buffer capacity in nonzeros.", "buffer_nnz")
-    ] = None,
-    seed: Annotated[int | None, _option("Seed of the replay orders.", "seed")] = None,
-    shrink: Annotated[
-        bool | None, _option("Level 3 of the active sets keeps only updated examples.", "shrink")
-    ] = None,
+    algo: Algo = "pdm",
+    eps: Eps = None,
+    delta: Delta = None,
+    rho: Rho = None,
+    tau: Tau = None,
+    tau_neg: TauNeg = None,
+    tau_pos: TauPos = None,
+    lr: Lr = None,
+    beta: Beta = None,
+    b: B = None,
+    zeta: Zeta = None,
+    succ_eta: SuccEta = None,
+    buffer_size: BufferSize = None,
+    buffer_nnz: BufferNnz = None,
+    seed: Seed = None,
+    shrink: Shrink = None,
     model: Annotated[str | None, _option("Write the model (checkpoint) here.", "model")] = None,
     resume: Annotated[str | None, _option("Continue from this model file.", "resume")] = None,
-    replay_every: Annotated[
-        int, _option("Replay after every K new examples (0: never).", "replay_every")
-    ] = 10_000,
-    replay_passes: Annotated[int, _option("Replay passes each time (R).", "replay_passes")] = 1,
+    replay_every: ReplayEvery = 10_000,
+    replay_passes: ReplayPasses = 1,
     converge: Annotated[
         bool, _option("Replay to convergence at the end.", "converge", show_default=True)
     ] = True,
-    max_passes: Annotated[
-        int | None, _option("Bound on the final replay passes.", "max_passes")
-    ] = None,
+    max_passes: MaxPasses = None,
     epochs: Annotated[
         int | None, _option("N plain passes in input order instead of replay.", "epochs")
     ] = None,
-    max_features: Annotated[
-        int | None, _option("Reject lines with larger indices.", "max_features")
-    ] = None,
+    max_features: MaxFeatures = None,
     strict: Annotated[bool, _option("Stop at the first bad line (exit code 2).", "strict")] = False,
     keep: Annotated[int, _option("Previous model files to keep (m.ckpt.1, ...).", "keep")] = 1,
     as_json: AsJson = False,
@@ -167,6 +177,122 @@ def learn(
         with _progress(size, quiet) as advance:
             report = run_learn(config, on_bytes=advance, on_reject=_show_reject())
         _print_learn(report, as_json)
+
+
+@app.command()
+def serve(
+    algo: Algo = "pdm",
+    eps: Eps = None,
+    delta: Delta = None,
+    rho: Rho = None,
+    tau: Tau = None,
+    tau_neg: TauNeg = None,
+    tau_pos: TauPos = None,
+    lr: Lr = None,
+    beta: Beta = None,
+    b: B = None,
+    zeta: Zeta = None,
+    succ_eta: SuccEta = None,
+    buffer_size: BufferSize = None,
+    buffer_nnz: BufferNnz = None,
+    seed: Seed = None,
+    shrink: Shrink = None,
+    source: Annotated[
+        str, _option("Where examples come from: stdin or kafka.", "source")
+    ] = "stdin",
+    bootstrap_servers: Annotated[
+        str | None, _option("Kafka brokers, host:port[,host:port].", "bootstrap_servers")
+    ] = None,
+    topic: Annotated[
+        str | None, _option("Topic of labelled and unlabelled examples.", "topic")
+    ] = None,
+    group: Annotated[str, _option("Kafka consumer group.", "group")] = "streamlearn",
+    predictions_topic: Annotated[
+        str | None,
+        _option("Topic for predictions (default with stdin: stdout).", "predictions_topic"),
+    ] = None,
+    dead_letter_topic: Annotated[
+        str | None,
+        _option("Topic that receives messages with rejected lines.", "dead_letter_topic"),
+    ] = None,
+    message_format: Annotated[
+        str,
+        _option(
+            "Message format when no content-type header says: svmlight or msgpack.",
+            "format",
+            "--format",
+        ),
+    ] = "svmlight",
+    checkpoint_dir: Annotated[
+        str | None, _option("Directory of checkpoints (none: no checkpoints).", "checkpoint_dir")
+    ] = None,
+    checkpoint_every: Annotated[
+        int, _option("Checkpoint after this many new examples.", "checkpoint_every")
+    ] = 100_000,
+    checkpoint_interval: Annotated[
+        str, _option("Checkpoint after this long (30s, 5m, 1h or seconds).", "checkpoint_interval")
+    ] = "30s",
+    keep: Annotated[int, _option("Checkpoints to keep.", "keep")] = 3,
+    metrics_addr: Annotated[
+        str, _option("HOST:PORT of /metrics, /healthz, /readyz.", "metrics_addr")
+    ] = "127.0.0.1:9108",
+    idle_replay: Annotated[
+        str,
+        _option(
+            "Replay while the source is idle: on, or off for reproducible runs.", "idle_replay"
+        ),
+    ] = "on",
+    replay_every: ReplayEvery = 10_000,
+    replay_passes: ReplayPasses = 1,
+    max_features: MaxFeatures = None,
+) -> None:
+    """Learn continuously from standard input or a Kafka topic, with metrics and checkpoints."""
+    options = {
+        "eps": eps, "delta": delta, "rho": rho, "tau": tau, "tau_neg": tau_neg,
+        "tau_pos": tau_pos, "lr": lr, "beta": beta, "b": b, "zeta": zeta,
+        "succ_eta": succ_eta, "buffer_size": buffer_size, "buffer_nnz": buffer_nnz,
+        "seed": seed, "shrink": shrink,
+    }  # fmt: skip
+    with _errors_to_exit_codes():
+        from streamlearn.daemon import DaemonSettings
+        from streamlearn.jobs.serve import ServeConfig, run_serve
+
+        if idle_replay not in ("on", "off"):
+            raise InvalidParameterError(f"--idle-replay must be on or off, got {idle_replay!r}")
+        settings = DaemonSettings(
+            replay=ReplaySchedule(every=replay_every, passes=replay_passes),
+            checkpoint_every=checkpoint_every,
+            checkpoint_interval=_seconds(checkpoint_interval),
+            idle_replay=idle_replay == "on",
+        )
+        config = ServeConfig(
+            learner=LearnerSpec.from_options(algo, options),
+            settings=settings,
+            source=source,
+            bootstrap_servers=bootstrap_servers,
+            topic=topic,
+            group=group,
+            predictions_topic=predictions_topic,
+            dead_letter_topic=dead_letter_topic,
+            message_format=message_format,
+            checkpoint_dir=checkpoint_dir,
+            keep=keep,
+            metrics_addr=metrics_addr,
+            max_features=max_features,
+        )
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+        logging.getLogger("kafka").setLevel(logging.WARNING)  # its connection chatter
+        run_serve(config)
+
+
+def _seconds(text: str) -> float:
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+    try:
+        if text and text[-1] in units:
+            return float(text[:-1]) * units[text[-1]]
+        return float(text)
+    except ValueError:
+        raise InvalidParameterError(f"not a duration: {text!r} (use 30s, 5m, 1h)") from None
 
 
 @app.command()

@@ -34,7 +34,9 @@ from streamlearn._kernels.rules import RULE_KOZINEC, multiplicity, threshold
 
 BETA, SQNORM, UPDATES, SCALE = 0, 1, 2, 3
 #: ``stats`` counters filled by the kernels
-STAT_UPDATE_EVENTS, STAT_PRESENTATIONS, STAT_MINI_EPOCHS = 0, 1, 2
+STAT_UPDATE_EVENTS, STAT_PRESENTATIONS, STAT_MINI_EPOCHS, STAT_STREAM_MISTAKES = 0, 1, 2, 3
+#: length of the ``stats`` array
+N_STATS = 4
 #: below this the Kozinec scale is folded back into the weights
 _MIN_SCALE = 1e-100
 
@@ -198,6 +200,9 @@ def learn_stream(
 ) -> None:
     """Store each example of the batch in the buffer (evicting the oldest), then present it.
 
+    ``stats`` also counts the examples the model got wrong just before learning them
+    (progressive validation, at no extra cost).
+
     An example with more nonzeros than the buffer can ever hold is presented from the
     batch itself and not stored; ``loose`` (one float64) holds its slack meanwhile.
     """
@@ -210,18 +215,20 @@ def learn_stream(
         if hi - lo <= max_nnz:
             slot = ring_append(indices, values, lo, hi, label, x_sqnorms[i], buffer, ring)
             start = slot_start[slot]
-            lam, _, _, state = present(
+            lam, p, _, state = present(
                 arena_idx, arena_val, start, start + hi - lo, label, slot_alpha, slot,
                 x_sqnorms[i], w, state, scalars, slot_alpha, rule,
             )  # fmt: skip
         else:
             loose[0] = 0.0
-            lam, _, _, state = present(
+            lam, p, _, state = present(
                 indices, values, lo, hi, label, loose, 0, x_sqnorms[i], w, state, scalars,
                 slot_alpha, rule,
             )  # fmt: skip
             ring[4] += 1
         stats[STAT_PRESENTATIONS] += 1
+        if p <= 0.0:  # a new example's a . y is l f(x): predicted wrongly before learning
+            stats[STAT_STREAM_MISTAKES] += 1
         if lam > 0.0:
             stats[STAT_UPDATE_EVENTS] += 1
     _store_state(state, scalars)

@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from streamlearn.checkpoint.store import read_checkpoint, write_checkpoint
 from streamlearn.config import LearnConfig
+from streamlearn.daemon import DAEMON_KIND
 from streamlearn.errors import InputError, StateError
 from streamlearn.jobs.rejects import RejectLog
 from streamlearn.learn import LinearLearner, learner_from_state
@@ -174,9 +175,10 @@ def save_model(path: str, learner: LinearLearner, stream_examples: int, *, keep:
 
 
 def load_model(path: str) -> tuple[LinearLearner, dict[str, Any]]:
-    """The learner stored by :func:`save_model` and the job's counts."""
+    """The learner stored by :func:`save_model` (or in a daemon's checkpoint) and the
+    job's counts."""
     checkpoint = read_checkpoint(Path(path))
     payload = checkpoint.payload
-    if payload.get("kind") != MODEL_KIND or "learner" not in payload:
+    if payload.get("kind") not in (MODEL_KIND, DAEMON_KIND) or "learner" not in payload:
         raise StateError(f"{path} is a checkpoint but not a streamlearn model")
     return learner_from_state(payload["learner"]), dict(payload.get("job", {}))

@@ -22,7 +22,7 @@ from streamlearn._kernels import (
     replay_pass,
     row_sqnorms,
 )
-from streamlearn._kernels.engine import CompactSet
+from streamlearn._kernels.engine import N_STATS, CompactSet
 from streamlearn.errors import DivergenceError, InvalidParameterError, StateError
 from streamlearn.learn.inputs import as_batch, as_rows
 from streamlearn.replay import ActiveSetSchedule, ReplayBuffer, pass_permutation
@@ -125,7 +125,7 @@ class LinearLearner:
         self._buffer = ReplayBuffer(self.buffer_size, self.buffer_nnz)
         self._w = np.zeros(16, dtype=np.float64)
         self._scalars = np.array([0.0, 0.0, 0.0, 1.0])
-        self._stats = np.zeros(3, dtype=np.int64)
+        self._stats = np.zeros(N_STATS, dtype=np.int64)
         self._n_features = 0
         self._passes = 0
         self._converged = False
@@ -149,6 +149,16 @@ class LinearLearner:
     def updates(self) -> float:
         """t, the number of updates (a multiple update of lambda counts lambda)."""
         return float(self._scalars[_UPDATES])
+
+    @property
+    def examples_presented(self) -> int:
+        """New examples presented so far (not those ``delta='auto'`` still holds)."""
+        return self._examples_seen
+
+    @property
+    def stream_mistakes(self) -> int:
+        """New examples the model got wrong just before learning them (progressive)."""
+        return int(self._stats[3])
 
     @property
     def _output_scale(self) -> float:
@@ -409,6 +419,7 @@ class LinearLearner:
             "update_events": int(self._stats[0]),
             "presentations": int(self._stats[1]),
             "mini_epochs": int(self._stats[2]),
+            "stream_mistakes": int(self._stats[3]),
             "passes": self._passes,
             "converged": self._converged,
             "margin_achieved": achieved,

@@ -1,0 +1,297 @@
+"""End to end from Kafka into the model: `streamlearn serve --source kafka` against the raw
+kafka-python consumer on the same topic, both measured in the same run.
+
+A Tansu broker (the Kafka-compatible broker of tests/services.py) is started on a free port
+and two topics are filled with lines of adult/a9a.train, repeated to ``--examples`` lines
+with 100 lines per message, and to ``--single-examples`` lines with one line per message
+(fewer, because producing one message per line with kafka-python is slow; the producing time
+is not measured). For each topic:
+
+- the anchor: a KafkaConsumer with every partition assigned by hand, read from the start,
+  counting lines (b"\\n" in each value), timed from the first record to the last;
+- the daemon: ``python -m streamlearn serve --algo pdm --eps 0.05 --source kafka ...
+  --idle-replay off`` as a subprocess, its /metrics scraped every ``--scrape-interval`` s;
+  its rate is the examples learned between the first scrape that shows any learned example
+  and the first that shows all of them, over the time between those scrapes, so the ~5 s
+  consumer-group join and the numba start-up are excluded. Its resident memory (VmRSS) is
+  read once all are learned, just before SIGTERM, and its exit code must be 0.
+
+Targets (from the issue): at least 1M examples/s with 100 lines per message and 150k/s with
+one example per message, learning included.
+
+Run: .venv/bin/python benchmarks/bench_serve_kafka.py [--examples N] [--single-examples N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from _common import data_file
+
+TARGET_BATCHED = 1_000_000.0  # examples/s, 100 lines per message (the issue)
+TARGET_SINGLE = 150_000.0  # examples/s, one line per message (the issue)
+LEARNED = re.compile(rb'^streamlearn_examples_total\{outcome="learned"\} (\S+)$', re.M)
+
+
+def services() -> ModuleType:
+    """tests/services.py (Tansu, free_port), imported from beside this directory."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import services as module
+
+    return module
+
+
+def stream_lines(lines: list[bytes], n: int) -> list[bytes]:
+    """The first ``n`` lines of ``lines`` repeated, each ending with a newline."""
+    return [lines[i % len(lines)] for i in range(n)]
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes]) -> float:
+    """Send ``values`` to partition 0 of ``topic`` and wait for all; the seconds it took."""
+    from kafka import KafkaProducer
+
+    start = time.perf_counter()
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=50, batch_size=1 << 20, acks=1)
+    try:
+        for value in values:
+            producer.send(topic, value=value, partition=0)
+        producer.flush(timeout=300)
+    finally:
+        producer.close()
+    return time.perf_counter() - start
+
+
+def raw_consumer(bootstrap: str, topic: str, expected_lines: int) -> tuple[int, int, float, float]:
+    """(messages, lines, seconds from first record to last, seconds from first poll to last)
+    of a plain KafkaConsumer."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        max_poll_records=1_000_000,
+        request_timeout_ms=30_000,
+    )
+    try:
+        partitions = consumer.partitions_for_topic(topic) or set()
+        consumer.assign([TopicPartition(topic, p) for p in sorted(partitions)])
+        consumer.seek_to_beginning()
+        messages = lines = 0
+        first = 0.0
+        polling = time.perf_counter()
+        deadline = time.monotonic() + 300
+        while lines < expected_lines and time.monotonic() < deadline:
+            batches = consumer.poll(timeout_ms=500)
+            if batches and not first:
+                first = time.perf_counter()
+            for records in batches.values():
+                messages += len(records)
+                for record in records:
+                    lines += record.value.count(b"\n")
+        done = time.perf_counter()
+        return messages, lines, done - first, done - polling
+    finally:
+        consumer.close(autocommit=False)
+
+
+def learned(metrics_url: str) -> int | None:
+    """streamlearn_examples_total{outcome="learned"} of one scrape, or None if none yet."""
+    try:
+        with urllib.request.urlopen(metrics_url, timeout=2) as answer:
+            body = answer.read()
+    except OSError:
+        return None
+    match = LEARNED.search(body)
+    return int(float(match.group(1))) if match else None
+
+
+def vm_rss_mb(pid: int) -> float:
+    """VmRSS of process ``pid`` in MB (10^6 bytes)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024 / 1e6
+    return float("nan")
+
+
+def daemon(
+    bootstrap: str, topic: str, expected: int, metrics_port: int, interval: float
+) -> dict[str, Any]:
+    """Run the daemon on ``topic`` until ``expected`` examples are learned; its figures."""
+    command = [
+        sys.executable,
+        "-m",
+        "streamlearn",
+        "serve",
+        "--algo",
+        "pdm",
+        "--eps",
+        "0.05",
+        "--source",
+        "kafka",
+        "--bootstrap-servers",
+        bootstrap,
+        "--topic",
+        topic,
+        "--group",
+        f"bench-{uuid.uuid4().hex[:8]}",
+        "--idle-replay",
+        "off",
+        "--checkpoint-every",
+        "100000000",
+        "--checkpoint-interval",
+        "1h",
+        "--metrics-addr",
+        f"127.0.0.1:{metrics_port}",
+    ]
+    url = f"http://127.0.0.1:{metrics_port}/metrics"
+    with tempfile.TemporaryFile() as log:
+        launched = time.perf_counter()
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            first: tuple[float, int] | None = None
+            last: tuple[float, int] | None = None
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline and process.poll() is None:
+                count = learned(url)
+                now = time.perf_counter()
+                if count:
+                    if first is None:
+                        first = (now, count)
+                    last = (now, count)
+                    if count >= expected:
+                        break
+                time.sleep(interval)
+            rss = vm_rss_mb(process.pid) if process.poll() is None else float("nan")
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+            try:
+                code = process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                code = process.wait(timeout=10)
+        log.seek(0)
+        tail = log.read().decode("utf-8", errors="replace")[-3000:]
+    if first is None or last is None or last[1] < expected:
+        print(f"daemon did not learn {expected} examples (last: {last}); its output:\n{tail}")
+    window = (last[0] - first[0]) if first and last else 0.0
+    window_examples = (last[1] - first[1]) if first and last else 0
+    return {
+        "learned": last[1] if last else 0,
+        "first_seen": (first[0] - launched) if first else float("nan"),
+        "first_count": first[1] if first else 0,
+        "window": window,
+        "rate": window_examples / window if window > 0 else float("nan"),
+        "rss_mb": rss,
+        "exit_code": code,
+        "tail": tail,
+    }
+
+
+def layout(
+    tansu: Any,
+    free_port: Any,
+    name: str,
+    lines: list[bytes],
+    examples: int,
+    per_message: int,
+    target: float,
+    interval: float,
+) -> None:
+    """Fill a topic with ``examples`` lines, ``per_message`` a message, and measure both."""
+    stream = stream_lines(lines, examples)
+    values = [b"".join(stream[i : i + per_message]) for i in range(0, examples, per_message)]
+    topic = f"bench-{name}-{uuid.uuid4().hex[:8]}"
+    tansu.create_topic(topic, 1)
+    seconds = produce(tansu.bootstrap, topic, values)
+    end = sum(tansu.end_offsets(topic).values())
+    print(
+        f"\n== {name}: {examples:,} examples, {per_message} per message, {len(values):,} "
+        f"messages on 1 partition (produced in {seconds:.1f} s, not measured; "
+        f"Tansu end offset {end:,})"
+    )
+    messages, counted, raw_seconds, poll_seconds = raw_consumer(tansu.bootstrap, topic, examples)
+    raw_rate = counted / raw_seconds
+    print(
+        f"raw kafka-python consumer (anchor): {counted:,} lines in {messages:,} messages, "
+        f"{raw_seconds:.2f} s first record to last: {raw_rate:,.0f} lines/s "
+        f"({counted / poll_seconds:,.0f} lines/s counting from the first poll, "
+        f"{poll_seconds:.2f} s)"
+    )
+    result = daemon(tansu.bootstrap, topic, examples, free_port(), interval)
+    rate = result["rate"]
+    print(
+        f"streamlearn serve (pdm, eps 0.05): {result['learned']:,} learned; first learned "
+        f"example seen {result['first_seen']:.1f} s after launch (group join + numba start-up, "
+        f"excluded); {result['learned'] - result['first_count']:,} learned in the next "
+        f"{result['window']:.2f} s: {rate:,.0f} examples/s"
+    )
+    print(
+        f"  target {target:,.0f} examples/s: {rate / target:.2f}x of target; "
+        f"{rate / raw_rate:.2f}x the raw consumer's rate"
+    )
+    print(
+        f"  resident memory (VmRSS) after all learned, default buffer (100000 examples): "
+        f"{result['rss_mb']:,.0f} MB; exit code after SIGTERM: {result['exit_code']}"
+        + (" (ok)" if result["exit_code"] == 0 else " (NOT 0)")
+    )
+    if result["exit_code"] != 0:
+        print(result["tail"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--examples", type=int, default=1_000_000, help="100 lines a message")
+    parser.add_argument("--single-examples", type=int, default=300_000, help="1 a message")
+    parser.add_argument("--scrape-interval", type=float, default=0.2, help="seconds")
+    args = parser.parse_args()
+
+    path = data_file("adult/a9a.train")
+    lines = [line.rstrip(b"\r\n") + b"\n" for line in path.read_bytes().splitlines() if line]
+    module = services()
+    print(
+        f"a9a.train: {len(lines):,} lines, repeated; daemon rates exclude the group join and "
+        f"numba start-up (timed from the first scrape showing a learned example, every "
+        f"{args.scrape_interval} s, to the first showing all)"
+    )
+    tansu = module.Tansu()
+    try:
+        layout(
+            tansu,
+            module.free_port,
+            "batched",
+            lines,
+            args.examples,
+            100,
+            TARGET_BATCHED,
+            args.scrape_interval,
+        )
+        layout(
+            tansu,
+            module.free_port,
+            "single",
+            lines,
+            args.single_examples,
+            1,
+            TARGET_SINGLE,
+            args.scrape_interval,
+        )
+    finally:
+        tansu.stop()
+
+
+if __name__ == "__main__":
+    main()

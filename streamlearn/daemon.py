@@ -1,0 +1,273 @@
+"""``streamlearn serve``: the long-running loop that learns from a stream of messages.
+
+Each turn polls the source, decodes the messages, predicts the unlabelled examples (to
+the sink) and learns the labelled ones through the count-based replay schedule of
+``learn``. Every ``checkpoint_every`` examples or ``checkpoint_interval`` seconds (or on
+request) it writes a checkpoint holding the learner, its buffer and the source positions,
+and only then commits those positions to the source. On start it restores the newest
+readable checkpoint and seeks the source to its positions, so a crash loses nothing and
+learns nothing twice. When the source is idle it may replay towards convergence
+(``idle_replay``), which makes the model depend on arrival timing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from streamlearn.checkpoint.store import CheckpointStore
+from streamlearn.config import LearnerSpec
+from streamlearn.learn import LinearLearner, learner_from_state
+from streamlearn.parse import ParsedRows, Rejected, binary_batch
+from streamlearn.replay import ReplaySchedule
+from streamlearn.sources.base import Message, Positions, Sink, Source
+from streamlearn.types import Batch
+
+log = logging.getLogger("streamlearn.daemon")
+DAEMON_KIND = "streamlearn.daemon"
+
+
+class Observer(Protocol):
+    """What the daemon reports as it goes (:class:`streamlearn.metrics.DaemonMetrics`)."""
+
+    def count_examples(self, outcome: str, n: int) -> None: ...
+    def count_rejected(self, reason: str, n: int) -> None: ...
+    def count_progressive(self, correct: int, mistakes: int) -> None: ...
+    def observe_learn_batch(self, seconds: float) -> None: ...
+    def observe_checkpoint(self, seconds: float, size_bytes: int, when: float) -> None: ...
+    def set_lag(self, lag: Mapping[int, int]) -> None: ...
+    def set_ready(self, ready: bool) -> None: ...
+
+
+class _Silent:
+    """An observer that reports nothing."""
+
+    def count_examples(self, outcome: str, n: int) -> None:
+        pass
+
+    def count_rejected(self, reason: str, n: int) -> None:
+        pass
+
+    def count_progressive(self, correct: int, mistakes: int) -> None:
+        pass
+
+    def observe_learn_batch(self, seconds: float) -> None:
+        pass
+
+    def observe_checkpoint(self, seconds: float, size_bytes: int, when: float) -> None:
+        pass
+
+    def set_lag(self, lag: Mapping[int, int]) -> None:
+        pass
+
+    def set_ready(self, ready: bool) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class DaemonSettings:
+    """How the loop paces itself (the learner and the source are given separately)."""
+
+    replay: ReplaySchedule = field(default_factory=ReplaySchedule)
+    checkpoint_every: int = 100_000
+    checkpoint_interval: float = 30.0
+    idle_replay: bool = True
+    poll_timeout: float = 0.2
+    max_messages: int = 1000
+    #: seconds between snapshots of the learner's summary for the metrics
+    summary_interval: float = 1.0
+
+
+class Daemon:
+    """The serve loop over injected parts: source, sink, decoder, store and observer."""
+
+    def __init__(
+        self,
+        spec: LearnerSpec,
+        source: Source,
+        *,
+        decode: Callable[[Message], ParsedRows],
+        settings: DaemonSettings,
+        store: CheckpointStore | None = None,
+        sink: Sink | None = None,
+        dead_letters: Sink | None = None,
+        observer: Observer | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.spec = spec
+        self.source = source
+        self.decode = decode
+        self.settings = settings
+        self.store = store
+        self.sink = sink
+        self.dead_letters = dead_letters
+        self.observer: Observer = observer if observer is not None else _Silent()
+        self.clock = clock
+        self.learner: LinearLearner = spec.build()
+        self.stream_examples = 0
+        self.positions: Positions = {}
+        self.restored = False
+        self._stop = False
+        self._checkpoint_requested = False
+        self._examples_at_checkpoint = 0
+        self._checkpoint_clock = clock()
+        self._mistakes_seen = 0
+        self._presented_seen = 0
+        self._summary_clock = -float("inf")
+        #: the learner's summary as of the last snapshot (read by the metrics thread)
+        self.snapshot: dict[str, Any] | None = None
+
+    # -- control (signal handlers and HTTP call these) -----------------------------------
+
+    def request_stop(self) -> None:
+        """Finish the current batch, checkpoint, commit and return from :meth:`run`."""
+        self._stop = True
+
+    def request_checkpoint(self) -> None:
+        """Write a checkpoint at the end of the current turn."""
+        self._checkpoint_requested = True
+
+    def ready(self) -> bool:
+        """Restored and connected to the source."""
+        return self.restored and self.source.ready()
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def restore(self) -> None:
+        """Load the newest readable checkpoint (if any) and seek the source to it."""
+        latest = self.store.latest() if self.store is not None else None
+        if latest is not None:
+            path, checkpoint = latest
+            payload = checkpoint.payload
+            self.learner = learner_from_state(payload["learner"])
+            self.stream_examples = int(payload["job"]["stream_examples"])
+            self.positions = {int(p): int(o) for p, o in payload["positions"].items()}
+            log.info("restored %s: %d examples", path, self.stream_examples)
+        self._examples_at_checkpoint = self.stream_examples
+        self._mistakes_seen = self.learner.stream_mistakes
+        self._presented_seen = self.learner.examples_presented
+        self.source.seek(dict(self.positions))
+        self.restored = True
+
+    def run(self) -> None:
+        """Turn until stopped or the source is exhausted; then checkpoint and commit."""
+        if not self.restored:
+            self.restore()
+        while not self._stop:
+            messages = self.source.poll(self.settings.poll_timeout, self.settings.max_messages)
+            if messages:
+                self.process(messages)
+            elif self.source.exhausted():
+                break
+            elif self.settings.idle_replay and not self.learner.converged:
+                self.learner.replay(max_passes=1)
+            self.observer.set_ready(self.ready())
+            self.observer.set_lag(self.source.lag())
+            if self._checkpoint_due():
+                self.checkpoint()
+            if self.clock() - self._summary_clock >= self.settings.summary_interval:
+                self.take_snapshot()
+        if self.source.exhausted():  # the end of the input: learn what 'auto' still holds
+            self.learner.flush()
+        self.checkpoint()
+        self.take_snapshot()
+
+    def process(self, messages: list[Message]) -> None:
+        """Decode, predict the unlabelled examples, learn the labelled ones."""
+        for message in messages:
+            rows = self.decode(message)
+            self._reject(message, rows.rejected)
+            labelled = np.diff(rows.label_ptr) > 0
+            if not labelled.all():
+                self._predict(message, rows.select(~labelled, []))
+            if labelled.any():
+                batch, rejected = binary_batch(rows.select(labelled, []))
+                self._reject(message, rejected)
+                self._learn(batch)
+        self.positions = self.source.position()
+
+    def take_snapshot(self) -> None:
+        """Store the learner's summary for readers on other threads."""
+        self.snapshot = {**self.learner.summary(), "stream_examples": self.stream_examples}
+        self._summary_clock = self.clock()
+
+    def _learn(self, batch: Batch) -> None:
+        if batch.n_examples == 0:
+            return
+        started = self.clock()
+        start = 0
+        replay = self.settings.replay
+        for size in replay.split(self.stream_examples, batch.n_examples):
+            self.learner.learn_batch(batch.slice(start, start + size))
+            passes = replay.replays_after(self.stream_examples, size)
+            self.stream_examples += size
+            start += size
+            if passes:
+                self.learner.replay(max_passes=passes)
+        self.observer.observe_learn_batch(self.clock() - started)
+        self.observer.count_examples("learned", batch.n_examples)
+        # examples held for delta='auto' are presented (and judged) later, all at once
+        mistakes = self.learner.stream_mistakes - self._mistakes_seen
+        presented = self.learner.examples_presented - self._presented_seen
+        self._mistakes_seen += mistakes
+        self._presented_seen += presented
+        self.observer.count_progressive(presented - mistakes, mistakes)
+
+    def _predict(self, message: Message, rows: ParsedRows) -> None:
+        scores = self.learner.decision_function((rows.indptr, rows.indices, rows.values))
+        self.observer.count_examples("predicted", rows.n_rows)
+        if self.sink is None:
+            return
+        for score in scores.tolist():
+            label = 1 if score > 0 else -1
+            self.sink.send(message.key, f"{score!r} {label}".encode())
+
+    def _reject(self, message: Message, rejected: list[Rejected]) -> None:
+        if not rejected:
+            return
+        for item in rejected:
+            self.observer.count_rejected(item.reason, 1)
+        self.observer.count_examples("rejected", len(rejected))
+        log.warning(
+            "message %d@%d: %d rejected (first: line %d, %s)",
+            message.offset, message.partition, len(rejected), rejected[0].line, rejected[0].reason,
+        )  # fmt: skip
+        if self.dead_letters is not None:
+            self.dead_letters.send(message.key, message.value)
+
+    def _checkpoint_due(self) -> bool:
+        if self._checkpoint_requested:
+            return True
+        if self.stream_examples - self._examples_at_checkpoint >= self.settings.checkpoint_every:
+            return True
+        elapsed = self.clock() - self._checkpoint_clock
+        changed = self.stream_examples != self._examples_at_checkpoint
+        return changed and elapsed >= self.settings.checkpoint_interval
+
+    def checkpoint(self) -> None:
+        """Write the learner, buffer and positions; then commit the positions."""
+        self._checkpoint_requested = False
+        if self.sink is not None:
+            self.sink.flush()
+        if self.store is not None:
+            started = self.clock()
+            path = self.store.write(self.payload())
+            seconds = self.clock() - started
+            self.observer.observe_checkpoint(seconds, path.stat().st_size, time.time())
+        self.source.commit(dict(self.positions))
+        self._examples_at_checkpoint = self.stream_examples
+        self._checkpoint_clock = self.clock()
+
+    def payload(self) -> dict[str, Any]:
+        """What a checkpoint holds."""
+        return {
+            "kind": DAEMON_KIND,
+            "learner": self.learner.state_dict(),
+            "positions": {str(p): o for p, o in self.positions.items()},
+            "job": {"stream_examples": self.stream_examples},
+        }

@@ -1,0 +1,176 @@
+"""``streamlearn serve``: wire a source, the daemon, checkpoints, metrics and signals."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import numpy as np
+
+from streamlearn.checkpoint.store import CheckpointStore
+from streamlearn.config import LearnerSpec
+from streamlearn.daemon import Daemon, DaemonSettings
+from streamlearn.errors import InvalidParameterError
+from streamlearn.http import HttpEndpoint
+from streamlearn.metrics import DaemonMetrics, new_registry
+from streamlearn.parse import ParsedRows
+from streamlearn.parse.messages import decode_message
+from streamlearn.sources.base import Message, Sink, Source
+from streamlearn.sources.stdin import StdinSource
+from streamlearn.sources.stdout import StdoutSink
+
+log = logging.getLogger("streamlearn.serve")
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """Everything ``streamlearn serve`` needs, decided before it starts."""
+
+    learner: LearnerSpec
+    settings: DaemonSettings = field(default_factory=DaemonSettings)
+    source: str = "stdin"
+    bootstrap_servers: str | None = None
+    topic: str | None = None
+    group: str = "streamlearn"
+    predictions_topic: str | None = None
+    dead_letter_topic: str | None = None
+    message_format: str = "svmlight"
+    checkpoint_dir: str | None = None
+    keep: int = 3
+    metrics_addr: str = "127.0.0.1:9108"
+    max_features: int | None = None
+    lines_per_message: int = 1000
+
+    def __post_init__(self) -> None:
+        if self.source not in ("stdin", "kafka"):
+            raise InvalidParameterError(f"--source must be stdin or kafka, got {self.source!r}")
+        if self.source == "kafka" and not (self.bootstrap_servers and self.topic):
+            raise InvalidParameterError("--source kafka needs --bootstrap-servers and --topic")
+        if self.message_format not in ("svmlight", "msgpack"):
+            raise InvalidParameterError(
+                f"--format must be svmlight or msgpack, got {self.message_format!r}"
+            )
+
+
+def run_serve(config: ServeConfig) -> None:
+    """Run the daemon until SIGTERM/SIGINT (or the end of standard input)."""
+    warm_up(config.learner)
+    source = _source(config)
+    sink, dead_letters = _sinks(config)
+    store = (
+        CheckpointStore(Path(config.checkpoint_dir), keep=config.keep)
+        if config.checkpoint_dir
+        else None
+    )
+
+    def decode(message: Message) -> ParsedRows:
+        return decode_message(
+            message.value, message.headers, default_format=config.message_format,
+            max_features=config.max_features,
+        )  # fmt: skip
+
+    holder: dict[str, Daemon] = {}
+    metrics = DaemonMetrics(new_registry(), lambda: holder["daemon"].snapshot if holder else None)
+    daemon = Daemon(
+        config.learner, source, decode=decode, settings=config.settings, store=store, sink=sink,
+        dead_letters=dead_letters, observer=metrics,
+    )  # fmt: skip
+    holder["daemon"] = daemon
+    metrics.set_info(config.learner.algorithm, _plain(daemon.learner.get_params()))
+    host, port = _address(config.metrics_addr)
+    endpoint = HttpEndpoint(
+        host,
+        port,
+        metrics=metrics,
+        ready=daemon.ready,
+        request_checkpoint=daemon.request_checkpoint,
+    ).start()
+    log.info("metrics on http://%s:%d/metrics", host, endpoint.port)
+    previous = _install_signals(daemon)
+    try:
+        daemon.restore()
+        daemon.take_snapshot()
+        daemon.run()
+    finally:
+        _restore_signals(previous)
+        endpoint.stop()
+        source.close()
+        for out in (sink, dead_letters):
+            if out is not None:
+                out.close()
+
+
+def warm_up(spec: LearnerSpec) -> None:
+    """Run every kernel once on a tiny problem, so the first real example is not slow."""
+    learner = LearnerSpec(spec.algorithm, {**spec.params, "delta": 0.1}).build()
+    X = (np.array([0, 1, 2]), np.array([0, 1], dtype=np.int32), np.array([1.0, -1.0]))
+    learner.learn(X, np.array([1, -1])).replay(max_passes=2)
+    learner.summary()
+    learner.decision_function(X)
+    decode_message(b"+1 1:1\n", {}, default_format="svmlight")
+
+
+def _source(config: ServeConfig) -> Source:
+    if config.source == "stdin":
+        return StdinSource(sys.stdin.buffer, lines_per_message=config.lines_per_message)
+    from streamlearn.sources.kafka import KafkaSource, security_from_env
+
+    assert config.bootstrap_servers is not None and config.topic is not None
+    return KafkaSource(
+        config.bootstrap_servers, config.topic, config.group, security=security_from_env(os.environ)
+    )
+
+
+def _sinks(config: ServeConfig) -> tuple[Sink | None, Sink | None]:
+    if config.source == "stdin" and config.predictions_topic is None:
+        return StdoutSink(), None
+    if config.bootstrap_servers is None:
+        return None, None
+    from streamlearn.sources.kafka import KafkaSink, security_from_env
+
+    security = security_from_env(os.environ)
+    predictions = (
+        KafkaSink(config.bootstrap_servers, config.predictions_topic, security=security)
+        if config.predictions_topic
+        else None
+    )
+    dead = (
+        KafkaSink(config.bootstrap_servers, config.dead_letter_topic, security=security)
+        if config.dead_letter_topic
+        else None
+    )
+    return predictions, dead
+
+
+def _install_signals(daemon: Daemon) -> dict[int, Any]:
+    def stop(signum: int, frame: FrameType | None) -> None:
+        log.info("signal %d: finishing the batch, then checkpoint and exit", signum)
+        daemon.request_stop()
+
+    def checkpoint(signum: int, frame: FrameType | None) -> None:
+        daemon.request_checkpoint()
+
+    handlers = {signal.SIGTERM: stop, signal.SIGINT: stop, signal.SIGHUP: checkpoint}
+    return {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
+
+
+def _restore_signals(previous: dict[int, Any]) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise InvalidParameterError(f"--metrics-addr must be HOST:PORT, got {text!r}")
+    return host, int(port)
+
+
+def _plain(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v.to_dict() if hasattr(v, "to_dict") else v) for k, v in params.items()}

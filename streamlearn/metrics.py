@@ -1,0 +1,299 @@
+"""Prometheus metrics of the daemon: event counters, and state gauges read at scrape time.
+
+The daemon loop counts what the stages return (``count_examples``, ``count_rejected``,
+...); gauges that describe the learner (margin, buffer, convergence) are read from the
+``state`` callable only when Prometheus scrapes, like prometheus_client's gc collector.
+Only this module imports prometheus_client.
+
+>>> from prometheus_client import CollectorRegistry
+>>> metrics = DaemonMetrics(CollectorRegistry(), state=lambda: {"updates": 3})
+>>> metrics.count_examples("learned", 5)
+>>> body, content_type = metrics.render()
+>>> b"streamlearn_updates_total 3.0" in body, b'outcome="learned"} 5.0' in body
+(True, True)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from streamlearn.parse.svmlight import REASONS
+
+OUTCOMES = ("learned", "predicted", "rejected")
+#: reason of an undecodable message (Kafka), beside the parser's reasons for a line
+BAD_MESSAGE = "bad message"
+#: the seconds buckets of one learn call on a batch (a few examples to a large poll)
+LEARN_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10)
+#: the seconds buckets of writing one checkpoint (small models to large replay buffers)
+CHECKPOINT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+ACTIVE_SET_LEVELS = ("1", "2", "3")
+
+
+def new_registry() -> CollectorRegistry:
+    """A fresh registry with the standard process, platform and Python GC collectors.
+
+    The daemon uses it instead of the global default registry, so nothing registered
+    by an imported library leaks into its exposition (tests use a bare registry).
+    """
+    registry = CollectorRegistry()
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    return registry
+
+
+def reason_label(reason: str) -> str:
+    """The snake-case label value of a rejection reason.
+
+    >>> reason_label("index above max_features"), reason_label("not UTF-8")
+    ('index_above_max_features', 'not_utf_8')
+    """
+    return re.sub(r"[^a-z0-9]+", "_", reason.lower()).strip("_")
+
+
+REASON_LABELS = tuple(reason_label(r) for r in (*REASONS, BAD_MESSAGE))
+
+
+def _number(value: Any) -> float:
+    """A state value as a float sample: missing or unreadable values become NaN."""
+    if value is None:
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+class _StateCollector(Collector):
+    """Reads the learner summary and the daemon's latest facts when Prometheus scrapes."""
+
+    def __init__(self, metrics: DaemonMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        m = self._metrics
+        with m._lock:
+            ready, info, lag = m._ready, m._info, dict(m._lag)
+            correct, mistakes, last = m._correct, m._mistakes, m._last_checkpoint
+        yield _gauge("streamlearn_ready", "1 when the daemon serves and learns, else 0.", ready)
+        if info is not None:
+            family = GaugeMetricFamily(
+                "streamlearn_info",
+                "The learner's algorithm and parameters (value 1).",
+                labels=["algorithm", "params"],
+            )
+            family.add_metric(list(info), 1.0)
+            yield family
+        seen = correct + mistakes
+        yield _gauge(
+            "streamlearn_progressive_accuracy",
+            "Fraction of progressive predictions (predict before learn) that were correct.",
+            correct / seen if seen else math.nan,
+        )
+        if last is not None:
+            yield _gauge(
+                "streamlearn_checkpoint_age_seconds",
+                "Seconds since the last checkpoint was written.",
+                max(0.0, m._clock() - last),
+            )
+        if lag:
+            family = GaugeMetricFamily(
+                "streamlearn_consumer_lag_messages",
+                "Messages between the consumer position and the end of each partition.",
+                labels=["partition"],
+            )
+            for partition, messages in sorted(lag.items()):
+                family.add_metric([str(partition)], float(messages))
+            yield family
+        state = m._state()
+        if state is not None:
+            yield from _state_metrics(state)
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, value=value)
+
+
+def _state_metrics(state: Mapping[str, Any]) -> Iterator[Metric]:
+    """The families read from a learner summary; NaN stands for a value not known yet."""
+    yield CounterMetricFamily(
+        "streamlearn_updates",
+        "Updates of the weight vector (the learner's t).",
+        value=_number(state.get("updates", 0)),
+    )
+    yield CounterMetricFamily(
+        "streamlearn_replay_passes",
+        "Full replay passes over the buffer.",
+        value=_number(state.get("passes", 0)),
+    )
+    gauges = (
+        ("converged", "1 when the last full pass over the buffer made no update, else 0."),
+        ("margin_achieved", "Margin of the weights on the buffer: min_k a.y_k / ||a||."),
+        ("margin_upper_bound", "Upper bound on the maximum margin of the buffer."),
+        ("certified_gap", "1 - margin_achieved / margin_upper_bound: relative margin gap."),
+        ("weight_norm", "Euclidean norm of the weight vector."),
+        ("buffer_examples", "Examples held in the replay buffer."),
+        ("buffer_nonzeros", "Nonzero feature values held in the replay buffer."),
+    )
+    keys = {"buffer_nonzeros": "buffer_nnz"}
+    for name, documentation in gauges:
+        yield _gauge(f"streamlearn_{name}", documentation, _number(state.get(keys.get(name, name))))
+    active = state.get("active_set_examples")
+    if isinstance(active, Mapping):
+        family = GaugeMetricFamily(
+            "streamlearn_active_set_examples",
+            "Examples in each nested active set of the current replay pass.",
+            labels=["level"],
+        )
+        for level in ACTIVE_SET_LEVELS:
+            value = active.get(level, active.get(int(level)))
+            if value is not None:
+                family.add_metric([level], _number(value))
+        yield family
+
+
+class DaemonMetrics:
+    """The daemon's metrics in an injected registry.
+
+    ``state`` returns the current learner summary (see ``LinearLearner.summary``) or
+    None before there is a learner. It is called from the HTTP thread at scrape time,
+    so it must be cheap and thread-safe: return a dict the loop stored after its last
+    batch rather than compute a summary from arrays the loop is mutating. An optional
+    ``active_set_examples`` entry maps levels 1, 2, 3 to their sizes.
+    """
+
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        state: Callable[[], Mapping[str, Any] | None],
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._registry = registry
+        self._state = state
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._ready = False
+        self._info: tuple[str, str] | None = None
+        self._lag: dict[int, int] = {}
+        self._correct = 0
+        self._mistakes = 0
+        self._last_checkpoint: float | None = None
+        self._examples = Counter(
+            "streamlearn_examples",
+            "Examples by outcome: learned, predicted, or rejected before learning.",
+            ["outcome"],
+            registry=registry,
+        )
+        self._rejected = Counter(
+            "streamlearn_rejected_lines",
+            "Input lines or messages rejected, by reason.",
+            ["reason"],
+            registry=registry,
+        )
+        self._progressive = Counter(
+            "streamlearn_progressive_predictions",
+            "Predictions made on each example before learning it, by result.",
+            ["result"],
+            registry=registry,
+        )
+        self._learn_seconds = Histogram(
+            "streamlearn_learn_batch_duration_seconds",
+            "Seconds spent learning one batch.",
+            buckets=LEARN_BUCKETS,
+            registry=registry,
+        )
+        self._checkpoints = Counter(
+            "streamlearn_checkpoints", "Checkpoints written.", registry=registry
+        )
+        self._checkpoint_seconds = Histogram(
+            "streamlearn_checkpoint_duration_seconds",
+            "Seconds spent encoding and writing one checkpoint.",
+            buckets=CHECKPOINT_BUCKETS,
+            registry=registry,
+        )
+        self._checkpoint_bytes = Gauge(
+            "streamlearn_checkpoint_size_bytes",
+            "Size of the last checkpoint written.",
+            registry=registry,
+        )
+        # every label value shows up from the start, so rate() has a zero to start from
+        for outcome in OUTCOMES:
+            self._examples.labels(outcome=outcome)
+        for reason in REASON_LABELS:
+            self._rejected.labels(reason=reason)
+        for result in ("correct", "mistake"):
+            self._progressive.labels(result=result)
+        registry.register(_StateCollector(self))
+
+    def count_examples(self, outcome: str, n: int) -> None:
+        """Count ``n`` examples as "learned", "predicted" or "rejected"."""
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES}, got {outcome!r}")
+        self._examples.labels(outcome=outcome).inc(n)
+
+    def count_rejected(self, reason: str, n: int = 1) -> None:
+        """Count ``n`` rejected lines; ``reason`` is a parser reason or "bad message"."""
+        label = reason_label(reason)
+        if label not in REASON_LABELS:
+            raise ValueError(f"unknown rejection reason {reason!r}")
+        self._rejected.labels(reason=label).inc(n)
+
+    def count_progressive(self, correct: int, mistakes: int) -> None:
+        """Count progressive predictions (made before learning each example)."""
+        self._progressive.labels(result="correct").inc(correct)
+        self._progressive.labels(result="mistake").inc(mistakes)
+        with self._lock:
+            self._correct += correct
+            self._mistakes += mistakes
+
+    def observe_learn_batch(self, seconds: float) -> None:
+        """Record the duration of one learn call."""
+        self._learn_seconds.observe(seconds)
+
+    def observe_checkpoint(self, seconds: float, size_bytes: int, when: float) -> None:
+        """Record a checkpoint written at ``when`` (seconds since the epoch)."""
+        self._checkpoints.inc()
+        self._checkpoint_seconds.observe(seconds)
+        self._checkpoint_bytes.set(size_bytes)
+        with self._lock:
+            self._last_checkpoint = when
+
+    def set_lag(self, lag: Mapping[int, int]) -> None:
+        """Replace the consumer lag of every assigned partition (messages)."""
+        with self._lock:
+            self._lag = dict(lag)
+
+    def set_ready(self, ready: bool) -> None:
+        """Say whether the daemon is ready (model loaded, source assigned)."""
+        with self._lock:
+            self._ready = bool(ready)
+
+    def set_info(self, algorithm: str, params: Mapping[str, Any]) -> None:
+        """Describe the learner: its algorithm and its parameters as "k=v,..." sorted."""
+        text = ",".join(f"{key}={params[key]}" for key in sorted(params))
+        with self._lock:
+            self._info = (algorithm, text)
+
+    def render(self) -> tuple[bytes, str]:
+        """The text exposition of the registry, and its content type."""
+        return generate_latest(self._registry), CONTENT_TYPE_LATEST

@@ -1,0 +1,316 @@
+"""Messages (from Kafka or any source) to rows: svmlight text or msgpack maps.
+
+The format of a message comes from its ``content-type`` header: ``text/svmlight`` or
+``application/msgpack`` (parameters after ``;`` are ignored), else the decoder's default.
+
+**svmlight**: one or many complete lines, parsed by a fresh :class:`SvmlightParser`
+(the last line need not end with a newline). Line numbers count from 1 in each message.
+
+**msgpack**: one example, a map
+
+    {"indices": [int, ...], "values": [float, ...], "label": number}
+
+with 0-based feature indices, strictly increasing, non-negative (and below
+``max_features`` when it is set), and as many finite values as indices. ``label`` is
+optional: an example without it is one to predict (a row with no labels). A batch is
+``{"examples": [example, ...]}``. Other keys are ignored. Example ``i`` (from 1) of a
+message has line number ``i``. An example that breaks a rule the svmlight parser also
+checks is rejected with the parser's reason (:data:`REASONS`); a message that is not
+msgpack, or a map that does not follow this schema, is rejected as ``"bad message"``.
+
+>>> import msgpack
+>>> decoder = MessageDecoder()
+>>> rows = decoder.decode(b"+1 1:0.5 3:2\\n-1 2:1", {})
+>>> rows.indices.tolist(), rows.labels.tolist()
+([0, 2, 1], [1.0, -1.0])
+>>> value = msgpack.packb({"examples": [{"indices": [0, 7], "values": [1, 2.5], "label": -1},
+...                                     {"indices": [3], "values": [1.0]}]})
+>>> rows = decoder.decode(value, {"content-type": b"application/msgpack"})
+>>> rows.indptr.tolist(), rows.indices.tolist(), rows.label_ptr.tolist(), rows.labels.tolist()
+([0, 2, 3], [0, 7, 3], [0, 1, 1], [-1.0])
+>>> decoder.decode(b"\\xc1", {"content-type": b"application/msgpack"}).rejected
+[Rejected(line=1, reason='bad message', text='not msgpack')]
+"""
+
+from __future__ import annotations
+
+import math
+import reprlib
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import msgpack
+import numpy as np
+import numpy.typing as npt
+
+from streamlearn.errors import InvalidParameterError
+from streamlearn.parse.svmlight import REASONS, TEXT_CHARS, ParsedRows, Rejected, SvmlightParser
+
+#: the reason of a message that is not msgpack or does not follow the schema
+BAD_MESSAGE = "bad message"
+#: the formats a message can have, by name, and the content types that select them
+FORMATS = ("svmlight", "msgpack")
+CONTENT_TYPES = {
+    "text/svmlight": "svmlight",
+    "text/x-svmlight": "svmlight",
+    "text/plain": "svmlight",
+    "application/msgpack": "msgpack",
+    "application/x-msgpack": "msgpack",
+    "application/vnd.msgpack": "msgpack",
+}
+_INT32_MAX = (1 << 31) - 1
+_BAD_LABEL, _NOT_FINITE, _NEGATIVE, _ABOVE_MAX, _UNSORTED = (
+    REASONS[0],
+    REASONS[2],
+    REASONS[3],
+    REASONS[4],
+    REASONS[5],
+)
+_repr = reprlib.Repr()
+_repr.maxlist = 6
+_repr.maxdict = 4
+_repr.maxstring = 20
+_repr.maxother = 20
+
+
+class _Row:
+    """One decoded msgpack example (arrays checked)."""
+
+    __slots__ = ("indices", "label", "values")
+
+    def __init__(
+        self, indices: npt.NDArray[np.int64], values: npt.NDArray[np.float64], label: float | None
+    ) -> None:
+        self.indices = indices
+        self.values = values
+        self.label = label
+
+
+class MessageDecoder:
+    """Decode message values to :class:`ParsedRows` by their ``content-type`` header.
+
+    Parameters
+    ----------
+    default_format:
+        ``"svmlight"`` or ``"msgpack"``: the format of a message without the header.
+    max_features, max_line_bytes, zero_based:
+        As for :class:`SvmlightParser`; ``max_features`` bounds msgpack indices too
+        (msgpack indices are always 0-based).
+    """
+
+    def __init__(
+        self,
+        *,
+        default_format: str = "svmlight",
+        max_features: int | None = None,
+        max_line_bytes: int = 1 << 20,
+        zero_based: bool = False,
+    ) -> None:
+        if default_format not in FORMATS:
+            raise InvalidParameterError(
+                f"default_format must be one of {FORMATS}, got {default_format!r}"
+            )
+        SvmlightParser(  # validates the options once, here
+            max_features=max_features, max_line_bytes=max_line_bytes, zero_based=zero_based
+        )
+        self.default_format = default_format
+        self.max_features = max_features
+        self.max_line_bytes = max_line_bytes
+        self.zero_based = zero_based
+        self._max_index = _INT32_MAX if max_features is None else max_features - 1
+
+    def format_of(self, headers: Mapping[str, bytes]) -> str | None:
+        """The format named by the headers, the default without one, None if unknown."""
+        content_type = headers.get("content-type")
+        if content_type is None:
+            return self.default_format
+        name = content_type.decode("ascii", errors="replace").split(";")[0].strip().lower()
+        return CONTENT_TYPES.get(name)
+
+    def decode(self, value: bytes, headers: Mapping[str, bytes]) -> ParsedRows:
+        """The rows of one message and its rejected lines or examples."""
+        message_format = self.format_of(headers)
+        if message_format == "svmlight":
+            return self.decode_svmlight(value)
+        if message_format == "msgpack":
+            return self.decode_msgpack(value)
+        text = headers.get("content-type", b"").decode("utf-8", errors="replace")
+        return _rejected_message(f"unknown content-type {text}")
+
+    def decode_svmlight(self, value: bytes) -> ParsedRows:
+        """Rows of svmlight lines, numbered from 1 in this message."""
+        parser = SvmlightParser(
+            max_features=self.max_features,
+            max_line_bytes=self.max_line_bytes,
+            zero_based=self.zero_based,
+        )
+        rows = parser.feed(value)
+        last = parser.finish()
+        return ParsedRows.concatenate([rows, last]) if last.n_rows or last.rejected else rows
+
+    def decode_many(
+        self, messages: Sequence[tuple[bytes, Mapping[str, bytes]]]
+    ) -> tuple[ParsedRows, list[int]]:
+        """The rows of several messages as one result, and where each message starts.
+
+        Line numbers count from 1 over all the messages, in order; the second result
+        holds, for each message, the line number of its first line (a message's lines
+        are its svmlight lines, or its msgpack examples, at least one).
+        Consecutive svmlight messages are parsed together, much faster than one by one.
+
+        >>> pairs = [(b"1 1:1\\n-1 2:1\\n", {}), (b"1 3:1", {})]
+        >>> rows, starts = MessageDecoder().decode_many(pairs)
+        >>> rows.line_numbers.tolist(), starts
+        ([1, 2, 3], [1, 3])
+        """
+        parts: list[ParsedRows] = []
+        starts: list[int] = []
+        run: list[bytes] = []  # consecutive svmlight values not parsed yet
+        run_start = 0  # lines before the run
+        lines = 0  # lines before the current message
+        for value, headers in messages:
+            starts.append(lines + 1)
+            if self.format_of(headers) == "svmlight":
+                if not run:
+                    run_start = lines
+                run.append(value if value.endswith(b"\n") or not value else value + b"\n")
+                lines += run[-1].count(b"\n")
+                continue
+            if run:
+                parts.append(_shifted(self.decode_svmlight(b"".join(run)), run_start))
+                run = []
+            rows = self.decode(value, headers)
+            parts.append(_shifted(rows, lines))
+            lines += max(_example_count(rows), 1)
+        if run:
+            parts.append(_shifted(self.decode_svmlight(b"".join(run)), run_start))
+        return ParsedRows.concatenate(parts), starts
+
+    def decode_msgpack(self, value: bytes) -> ParsedRows:
+        """Rows of a msgpack example or batch of examples, numbered from 1."""
+        try:
+            document = msgpack.unpackb(value, raw=False, strict_map_key=False)
+        except Exception:  # msgpack raises many types for bad input: any is a bad message
+            return _rejected_message("not msgpack")
+        if isinstance(document, dict) and "examples" in document:
+            examples = document["examples"]
+            if not isinstance(examples, list):
+                return _rejected_message(_repr.repr(document))
+        else:
+            examples = [document]
+        rows: list[_Row] = []
+        line_numbers: list[int] = []
+        rejected: list[Rejected] = []
+        for line, example in enumerate(examples, start=1):
+            row = self._example(example)
+            if isinstance(row, str):
+                rejected.append(Rejected(line, row, _repr.repr(example)[:TEXT_CHARS]))
+            else:
+                rows.append(row)
+                line_numbers.append(line)
+        return _rows(rows, line_numbers, rejected)
+
+    def _example(self, example: object) -> _Row | str:
+        """The checked row of one example, or the reason it is rejected."""
+        if not isinstance(example, dict):
+            return BAD_MESSAGE
+        raw_indices, raw_values = example.get("indices"), example.get("values")
+        if not isinstance(raw_indices, list) or not isinstance(raw_values, list):
+            return BAD_MESSAGE
+        if len(raw_indices) != len(raw_values):
+            return BAD_MESSAGE
+        if not all(type(i) is int for i in raw_indices):
+            return BAD_MESSAGE
+        if not all(type(v) is float or type(v) is int for v in raw_values):
+            return BAD_MESSAGE
+        label = example.get("label")
+        if label is not None:
+            if type(label) is not float and type(label) is not int:
+                return _BAD_LABEL
+            if not math.isfinite(label):
+                return _BAD_LABEL
+        if not raw_indices:
+            return _Row(np.empty(0, dtype=np.int64), np.empty(0), _float_label(label))
+        if min(raw_indices) < 0:
+            return _NEGATIVE
+        if max(raw_indices) > self._max_index:
+            return _ABOVE_MAX
+        indices = np.array(raw_indices, dtype=np.int64)
+        if indices.shape[0] > 1 and not bool(np.all(indices[1:] > indices[:-1])):
+            return _UNSORTED
+        try:
+            values = np.array(raw_values, dtype=np.float64)
+        except OverflowError:  # an integer beyond float64
+            return _NOT_FINITE
+        if not bool(np.all(np.isfinite(values))):
+            return _NOT_FINITE
+        return _Row(indices, values, _float_label(label))
+
+
+def _example_count(rows: ParsedRows) -> int:
+    """Examples of one decoded msgpack message: rows and rejected ones."""
+    return rows.n_rows + len(rows.rejected)
+
+
+def _shifted(rows: ParsedRows, lines: int) -> ParsedRows:
+    """``rows`` with ``lines`` added to every line number."""
+    if lines == 0:
+        return rows
+    return replace(
+        rows,
+        line_numbers=rows.line_numbers + lines,
+        rejected=[replace(r, line=r.line + lines) for r in rows.rejected],
+    )
+
+
+def _float_label(label: float | None) -> float | None:
+    return None if label is None else float(label)
+
+
+def _rows(rows: list[_Row], line_numbers: list[int], rejected: list[Rejected]) -> ParsedRows:
+    """ParsedRows of checked examples (each with zero or one label)."""
+    if not rows:
+        return replace(ParsedRows.empty(), rejected=rejected)
+    lengths = np.array([r.indices.shape[0] for r in rows], dtype=np.int64)
+    label_counts = np.array([r.label is not None for r in rows], dtype=np.int64)
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    label_ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(label_counts, out=label_ptr[1:])
+    return ParsedRows(
+        indptr,
+        np.concatenate([r.indices for r in rows]).astype(np.int32),
+        np.concatenate([r.values for r in rows]).astype(np.float64),
+        label_ptr,
+        np.array([r.label for r in rows if r.label is not None], dtype=np.float64),
+        np.array(line_numbers, dtype=np.int64),
+        rejected,
+    )
+
+
+def _rejected_message(text: str) -> ParsedRows:
+    """No rows, and the whole message rejected as line 1."""
+    return replace(ParsedRows.empty(), rejected=[Rejected(1, BAD_MESSAGE, text[:TEXT_CHARS])])
+
+
+def decode_message(
+    value: bytes,
+    headers: Mapping[str, bytes],
+    *,
+    default_format: str = "svmlight",
+    max_features: int | None = None,
+    max_line_bytes: int = 1 << 20,
+    zero_based: bool = False,
+) -> ParsedRows:
+    """The rows of one message (see :class:`MessageDecoder`, which keeps the options).
+
+    >>> decode_message(b"1 1:2", {}).values.tolist()
+    [2.0]
+    """
+    decoder = MessageDecoder(
+        default_format=default_format,
+        max_features=max_features,
+        max_line_bytes=max_line_bytes,
+        zero_based=zero_based,
+    )
+    return decoder.decode(value, headers)

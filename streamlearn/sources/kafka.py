@@ -1,0 +1,362 @@
+"""Kafka as a :class:`Source` (a consumer group member) and a :class:`Sink` (a producer).
+
+The only module that imports kafka-python. Offsets are never committed automatically:
+the daemon commits the positions of a checkpoint once it is on disk. The source keeps
+its own position per partition (where :meth:`KafkaSource.seek` put it, then after each
+message returned), and on every assignment by the group it seeks each assigned
+partition there, so a rebalance or a restart from a checkpoint resumes exactly where the
+learner's state ends; partitions it has no position for start from the group's
+committed offset, or the earliest one.
+
+A broker outage never raises out of :meth:`KafkaSource.poll`: it returns no message,
+:meth:`KafkaSource.ready` turns false, and the client reconnects on later polls.
+
+Credentials come from the environment (:func:`security_from_env`), never from flags.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kafka import (
+    ConsumerRebalanceListener,
+    KafkaConsumer,
+    KafkaProducer,
+    OffsetAndMetadata,
+    TopicPartition,
+)
+from kafka.errors import KafkaError
+
+from streamlearn.errors import InputError, InvalidParameterError
+from streamlearn.sources.base import Message, Positions
+
+log = logging.getLogger(__name__)
+
+#: the kafka-python options :func:`security_from_env` fills and the clients accept
+SECURITY_OPTIONS = (
+    "security_protocol",
+    "sasl_mechanism",
+    "sasl_plain_username",
+    "sasl_plain_password",
+    "ssl_cafile",
+    "ssl_certfile",
+    "ssl_keyfile",
+)
+_ENVIRONMENT = {
+    "STREAMLEARN_KAFKA_SECURITY_PROTOCOL": "security_protocol",
+    "STREAMLEARN_KAFKA_SASL_MECHANISM": "sasl_mechanism",
+    "STREAMLEARN_KAFKA_SASL_USERNAME": "sasl_plain_username",
+    "STREAMLEARN_KAFKA_SASL_PASSWORD": "sasl_plain_password",
+    "STREAMLEARN_KAFKA_SSL_CAFILE": "ssl_cafile",
+    "STREAMLEARN_KAFKA_SSL_CERTFILE": "ssl_certfile",
+    "STREAMLEARN_KAFKA_SSL_KEYFILE": "ssl_keyfile",
+}
+_PASSWORD_FILE = "STREAMLEARN_KAFKA_SASL_PASSWORD_FILE"
+
+
+def security_from_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """kafka-python security options from ``STREAMLEARN_KAFKA_*`` variables.
+
+    ``STREAMLEARN_KAFKA_SASL_PASSWORD_FILE`` names a file holding the password (its
+    trailing newline dropped), as an alternative to ``STREAMLEARN_KAFKA_SASL_PASSWORD``.
+
+    >>> security_from_env({"STREAMLEARN_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+    ...                    "STREAMLEARN_KAFKA_SASL_USERNAME": "learner", "HOME": "/root"})
+    {'security_protocol': 'SASL_SSL', 'sasl_plain_username': 'learner'}
+    """
+    options = {key: environ[name] for name, key in _ENVIRONMENT.items() if environ.get(name)}
+    password_file = environ.get(_PASSWORD_FILE)
+    if password_file:
+        if "sasl_plain_password" in options:
+            raise InvalidParameterError(
+                f"set STREAMLEARN_KAFKA_SASL_PASSWORD or {_PASSWORD_FILE}, not both"
+            )
+        try:
+            text = Path(password_file).read_text(encoding="utf-8")
+        except OSError as error:
+            raise InputError(f"cannot read {_PASSWORD_FILE} {password_file}: {error}") from error
+        options["sasl_plain_password"] = text.rstrip("\r\n")
+    return options
+
+
+def _checked_security(security: Mapping[str, str] | None) -> dict[str, str]:
+    options = dict(security or {})
+    unknown = sorted(set(options) - set(SECURITY_OPTIONS))
+    if unknown:
+        raise InvalidParameterError(f"unknown Kafka security options: {', '.join(unknown)}")
+    return options
+
+
+class _SeekOnAssign(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Seeks newly assigned partitions to the positions the source holds."""
+
+    def __init__(self, source: KafkaSource) -> None:
+        self._source = source
+
+    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
+        self._source._on_revoked(revoked)
+
+    def on_partitions_lost(self, lost: list[TopicPartition]) -> None:
+        self._source._on_revoked(lost)
+
+    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
+        self._source._on_assigned(assigned)
+
+
+class KafkaSource:
+    """Messages of one topic, read as a member of a consumer group.
+
+    Parameters
+    ----------
+    bootstrap_servers:
+        ``host:port`` of one or more brokers (a list or a comma-separated string).
+    topic, group_id:
+        What to read, and the consumer group that shares it and keeps the offsets.
+    security:
+        kafka-python security options (:data:`SECURITY_OPTIONS`), e.g. from
+        :func:`security_from_env`.
+    request_timeout_ms:
+        How long a request may wait for the broker before the client gives up on it.
+    bootstrap_timeout_ms:
+        How long the first contact with the brokers may take. The consumer is created
+        on the first :meth:`poll`; while no broker answers, each poll waits this long
+        and returns no message.
+    lag_interval:
+        Seconds between refreshes of the end offsets used by :meth:`lag` when the
+        fetch responses did not tell them.
+    consumer_options:
+        More KafkaConsumer options, passed as they are.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str | list[str],
+        topic: str,
+        group_id: str,
+        *,
+        security: Mapping[str, str] | None = None,
+        client_id: str = "streamlearn",
+        session_timeout_ms: int = 10000,
+        heartbeat_interval_ms: int = 3000,
+        request_timeout_ms: int = 30000,
+        bootstrap_timeout_ms: int = 5000,
+        lag_interval: float = 5.0,
+        **consumer_options: Any,
+    ) -> None:
+        self.topic = topic
+        self.group_id = group_id
+        self.lag_interval = lag_interval
+        self._config: dict[str, Any] = {
+            "bootstrap_servers": bootstrap_servers,
+            "group_id": group_id,
+            "client_id": client_id,
+            "enable_auto_commit": False,
+            "auto_offset_reset": "earliest",
+            "session_timeout_ms": session_timeout_ms,
+            "heartbeat_interval_ms": heartbeat_interval_ms,
+            "request_timeout_ms": request_timeout_ms,
+            "bootstrap_timeout_ms": bootstrap_timeout_ms,
+            **_checked_security(security),
+            **consumer_options,
+        }
+        self._consumer: KafkaConsumer | None = None
+        self._positions: Positions = {}  # next offset to return, per partition
+        self._assigned: set[int] = set()
+        self._failed = False
+        self._end_offsets: Positions = {}
+        self._end_offsets_time = -float("inf")
+
+    def _connected_consumer(self) -> Any:
+        """The consumer, created (and subscribed) on first use; raises if unreachable."""
+        if self._consumer is None:
+            consumer = KafkaConsumer.__new__(KafkaConsumer)
+            try:
+                consumer.__init__(**self._config)
+            except KafkaError:
+                # the failed constructor already started its IO thread: stop it
+                client = getattr(consumer, "_client", None)
+                if client is not None:
+                    client.close()
+                raise
+            consumer.subscribe(topics=[self.topic], listener=_SeekOnAssign(self))
+            self._consumer = consumer
+        return self._consumer
+
+    def _on_revoked(self, revoked: list[TopicPartition]) -> None:
+        self._assigned -= {tp.partition for tp in revoked}
+        log.info("partitions revoked: %s", sorted(tp.partition for tp in revoked))
+
+    def _on_assigned(self, assigned: list[TopicPartition]) -> None:
+        consumer = self._consumer
+        self._assigned |= {tp.partition for tp in assigned}  # eager or incremental alike
+        for tp in assigned:
+            offset = self._positions.get(tp.partition)
+            if offset is not None and consumer is not None:
+                consumer.seek(tp, offset)
+        log.info(
+            "partitions assigned: %s (seeking %s)",
+            sorted(self._assigned),
+            {p: self._positions[p] for p in sorted(self._assigned) if p in self._positions},
+        )
+
+    def poll(self, timeout: float, max_messages: int) -> list[Message]:
+        """Up to ``max_messages`` messages, waiting at most ``timeout`` s; [] on a failure."""
+        try:
+            consumer = self._connected_consumer()
+            batches = consumer.poll(timeout_ms=int(timeout * 1000), max_records=max_messages)
+        except (KafkaError, OSError) as error:
+            if not self._failed:
+                log.warning("Kafka poll failed (will retry): %r", error)
+            self._failed = True
+            return []
+        self._failed = False
+        messages: list[Message] = []
+        for tp, records in batches.items():
+            for record in records:
+                messages.append(
+                    Message(
+                        value=record.value if record.value is not None else b"",
+                        key=record.key,
+                        headers=dict(record.headers or ()),
+                        partition=tp.partition,
+                        offset=record.offset,
+                    )
+                )
+            if records:
+                self._positions[tp.partition] = records[-1].offset + 1
+        return messages
+
+    def position(self) -> Positions:
+        """Per partition, the offset after the last message returned (or sought to)."""
+        return dict(self._positions)
+
+    def seek(self, positions: Positions) -> None:
+        """Resume these partitions from these offsets, now if assigned, else on assignment."""
+        self._positions.update(positions)
+        consumer = self._consumer
+        if consumer is None:
+            return
+        for partition, offset in positions.items():
+            if partition in self._assigned:
+                try:
+                    consumer.seek(TopicPartition(self.topic, partition), offset)
+                except KafkaError as error:  # revoked meanwhile: seeks again on assignment
+                    log.warning("seek of partition %d failed: %r", partition, error)
+
+    def commit(self, positions: Positions, timeout: float = 10.0) -> None:
+        """Commit these offsets for the group, waiting at most ``timeout`` s.
+
+        A failure is logged, not raised: the checkpoint holds the positions, and the next
+        commit carries them again.
+        """
+        if not positions:
+            return
+        offsets = {
+            TopicPartition(self.topic, partition): OffsetAndMetadata(offset, "", -1)
+            for partition, offset in positions.items()
+        }
+        try:
+            self._connected_consumer().commit(offsets, timeout_ms=int(timeout * 1000))
+        except KafkaError as error:
+            log.warning("Kafka commit of %s failed: %r", dict(positions), error)
+
+    def ready(self) -> bool:
+        """Whether partitions are assigned, the last poll worked and the group is joined."""
+        consumer = self._consumer
+        if consumer is None or self._failed or not self._assigned:
+            return False
+        coordinator = getattr(consumer, "_coordinator", None)
+        return not (coordinator is not None and coordinator.coordinator_unknown())
+
+    def exhausted(self) -> bool:
+        """Never: a topic can always receive more."""
+        return False
+
+    def lag(self) -> Positions:
+        """Per assigned partition with a known position, messages not yet returned."""
+        consumer = self._consumer
+        if consumer is None or not self._assigned:
+            return {}
+        ends: Positions = {}
+        for partition in self._assigned:
+            highwater = consumer.highwater(TopicPartition(self.topic, partition))
+            if highwater is not None:
+                ends[partition] = highwater
+        missing = self._assigned - set(ends)
+        now = time.monotonic()
+        if missing and self.ready() and now - self._end_offsets_time >= self.lag_interval:
+            self._end_offsets_time = now
+            try:
+                answer = consumer.end_offsets(
+                    [TopicPartition(self.topic, p) for p in missing], timeout_ms=1000
+                )
+                self._end_offsets.update({tp.partition: int(end) for tp, end in answer.items()})
+            except KafkaError as error:
+                log.debug("end offsets failed: %r", error)
+        for partition in missing:
+            if partition in self._end_offsets:
+                ends[partition] = self._end_offsets[partition]
+        return {
+            p: max(end - self._positions[p], 0) for p, end in ends.items() if p in self._positions
+        }
+
+    def close(self) -> None:
+        """Leave the group (without committing) and close the connections."""
+        if self._consumer is not None:
+            try:
+                self._consumer.close(autocommit=False)
+            except KafkaError as error:
+                log.warning("Kafka consumer close failed: %r", error)
+            self._consumer = None
+            self._assigned = set()
+
+
+class KafkaSink:
+    """Messages sent to one topic (predictions), keyed as given."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | list[str],
+        topic: str,
+        *,
+        security: Mapping[str, str] | None = None,
+        client_id: str = "streamlearn",
+        flush_timeout: float = 30.0,
+        **producer_options: Any,
+    ) -> None:
+        self.topic = topic
+        self.flush_timeout = flush_timeout
+        self._producer = KafkaProducer(
+            bootstrap_servers=bootstrap_servers,
+            client_id=client_id,
+            **_checked_security(security),
+            **producer_options,
+        )
+        self._errors: list[BaseException] = []
+
+    def send(self, key: bytes | None, value: bytes) -> None:
+        """Queue one message (delivery errors surface in :meth:`flush`)."""
+        future = self._producer.send(self.topic, value=value, key=key)
+        future.add_errback(self._errors.append)
+
+    def flush(self) -> None:
+        """Wait until every queued message is delivered; raise if one could not be."""
+        try:
+            self._producer.flush(timeout=self.flush_timeout)
+        except KafkaError as error:
+            raise InputError(f"Kafka sink to {self.topic} failed: {error!r}") from error
+        if self._errors:
+            first, count = self._errors[0], len(self._errors)
+            self._errors.clear()
+            raise InputError(f"{count} messages to {self.topic} were not delivered: {first!r}")
+
+    def close(self) -> None:
+        """Flush and close the connection."""
+        try:
+            self.flush()
+        finally:
+            self._producer.close(timeout=self.flush_timeout)

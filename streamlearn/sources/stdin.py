@@ -1,0 +1,169 @@
+"""Standard input (or any pipe or file) as a :class:`Source` of messages of whole lines.
+
+Each message holds up to ``lines_per_message`` complete lines, on partition 0, and its
+offset is the number of its first line counted from 0 over the whole stream. So a
+position, ``{0: n}``, is the number of lines consumed, and :meth:`StdinSource.seek`
+with it skips the first ``n`` lines: a restart from a checkpoint works when the same
+input is given again (standard input cannot go back, so it reads and drops them).
+
+>>> import io
+>>> source = StdinSource(io.BytesIO(b"1 1:1\\n-1 2:1\\n1 3:1"), lines_per_message=2)
+>>> [(m.offset, m.value) for m in source.poll(1.0, 10)]
+[(0, b'1 1:1\\n-1 2:1\\n'), (2, b'1 3:1')]
+>>> source.position(), source.exhausted()
+({0: 3}, True)
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import select
+import time
+from collections import deque
+from typing import IO
+
+import numpy as np
+import numpy.typing as npt
+
+from streamlearn.errors import InvalidParameterError, StateError
+from streamlearn.sources.base import Message, Positions
+
+_LF = 10
+
+
+class StdinSource:
+    """Messages of whole lines read from a byte stream as they arrive.
+
+    Parameters
+    ----------
+    stream:
+        The input, e.g. ``sys.stdin.buffer``. With a file descriptor it is read with
+        ``os.read`` (so this source must be its only reader), waiting with ``select``;
+        without one (``io.BytesIO``) with ``read1``.
+    lines_per_message:
+        Most lines in one message.
+    read_size:
+        Most bytes read at once.
+    """
+
+    def __init__(
+        self, stream: IO[bytes], *, lines_per_message: int = 1000, read_size: int = 1 << 20
+    ) -> None:
+        if lines_per_message < 1:
+            raise InvalidParameterError(f"lines_per_message must be >= 1, got {lines_per_message}")
+        if read_size < 1:
+            raise InvalidParameterError(f"read_size must be >= 1, got {read_size}")
+        self.lines_per_message = lines_per_message
+        self.read_size = read_size
+        self._stream = stream
+        try:
+            self._fd: int | None = stream.fileno()
+        except (OSError, AttributeError, io.UnsupportedOperation):
+            self._fd = None
+        self._tail = b""  # the start of a line whose newline has not come yet
+        self._ready: deque[Message] = deque()  # cut, not yet returned
+        self._lines_cut = 0  # lines read from the stream so far (skipped ones too)
+        self._consumed = 0  # lines up to the end of the last message returned
+        self._skip = 0  # lines still to drop (after a seek)
+        self._eof = False
+
+    def poll(self, timeout: float, max_messages: int) -> list[Message]:
+        """Up to ``max_messages`` messages, waiting at most ``timeout`` s for the first."""
+        deadline = time.monotonic() + max(timeout, 0.0)
+        while len(self._ready) < max_messages and not self._eof:
+            wait = 0.0 if self._ready else deadline - time.monotonic()
+            came = self._read(max(wait, 0.0))
+            if not came and (self._ready or time.monotonic() >= deadline):
+                break
+        out = [self._ready.popleft() for _ in range(min(max_messages, len(self._ready)))]
+        if out:
+            last = out[-1]
+            self._consumed = last.offset + _count_lines(last.value)
+        return out
+
+    def _read(self, wait: float) -> bool:
+        """Read what is available within ``wait`` seconds; whether anything came."""
+        if self._fd is not None:
+            readable, _, _ = select.select([self._fd], [], [], wait)
+            if not readable:
+                return False
+            chunk = os.read(self._fd, self.read_size)
+        else:
+            read1 = getattr(self._stream, "read1", None)
+            chunk = read1(self.read_size) if read1 else self._stream.read(self.read_size)
+        if not chunk:
+            self._eof = True
+            if self._tail:  # the last line, without its newline
+                self._cut(self._tail, np.array([len(self._tail) - 1]))
+                self._tail = b""
+            return True
+        data = self._tail + chunk if self._tail else chunk
+        newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == _LF)
+        if newlines.shape[0] == 0:
+            self._tail = data
+            return True
+        end = int(newlines[-1]) + 1
+        self._tail = data[end:]
+        self._cut(data[:end], newlines)
+        return True
+
+    def _cut(self, data: bytes, line_ends: npt.NDArray[np.intp]) -> None:
+        """Queue messages of the whole lines of ``data`` (``line_ends`` are their last bytes)."""
+        n_lines = int(line_ends.shape[0])
+        first = 0
+        if self._skip:
+            first = min(self._skip, n_lines)
+            self._skip -= first
+        start = 0 if first == 0 else int(line_ends[first - 1]) + 1
+        for line in range(first, n_lines, self.lines_per_message):
+            last = min(line + self.lines_per_message, n_lines) - 1
+            end = int(line_ends[last]) + 1
+            self._ready.append(Message(data[start:end], offset=self._lines_cut + line))
+            start = end
+        self._lines_cut += n_lines
+
+    def position(self) -> Positions:
+        """``{0: lines consumed}``: lines of the messages returned (and skipped lines)."""
+        return {0: self._consumed}
+
+    def seek(self, positions: Positions) -> None:
+        """Skip the first ``positions[0]`` lines of the stream (before reading begins).
+
+        Raises :class:`StateError` once lines were read, unless the position is current.
+        """
+        target = positions.get(0)
+        if target is None or target == self._consumed:
+            return
+        if self._lines_cut or self._tail or self._ready:
+            raise StateError(
+                f"standard input cannot seek to line {target} after reading {self._consumed} lines"
+            )
+        if target < 0:
+            raise InvalidParameterError(f"position must be >= 0, got {target}")
+        self._skip = target
+        self._consumed = target
+
+    def commit(self, positions: Positions) -> None:
+        """Nothing to do: standard input keeps no offsets."""
+
+    def ready(self) -> bool:
+        """Always ready."""
+        return True
+
+    def exhausted(self) -> bool:
+        """Whether the input ended and every line was returned."""
+        return self._eof and not self._ready and not self._tail
+
+    def lag(self) -> Positions:
+        """Unknown: empty."""
+        return {}
+
+    def close(self) -> None:
+        """Nothing to release: the stream belongs to the caller."""
+
+
+def _count_lines(value: bytes) -> int:
+    """Lines in a message: its newlines, plus one for a last line without one."""
+    count = value.count(b"\n")
+    return count if value.endswith(b"\n") else count + 1

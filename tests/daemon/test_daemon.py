@@ -1,0 +1,101 @@
+"""The serve loop's logic over an in-memory source: restart exactness, predictions,
+rejections, checkpoint-then-commit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from memory_source import ListSink, MemorySource
+
+from streamlearn.checkpoint.store import CheckpointStore
+from streamlearn.config import LearnerSpec
+from streamlearn.daemon import Daemon, DaemonSettings
+from streamlearn.parse import SvmlightParser
+from streamlearn.parse.svmlight import ParsedRows
+from streamlearn.replay import ReplaySchedule
+from streamlearn.sources.base import Message
+
+SETTINGS = DaemonSettings(
+    replay=ReplaySchedule(every=50, passes=1),
+    checkpoint_every=10**9,
+    checkpoint_interval=1e9,
+    idle_replay=False,
+)
+
+
+def decode(message: Message) -> ParsedRows:
+    parser = SvmlightParser()
+    return ParsedRows.concatenate([parser.feed(message.value), parser.finish()])
+
+
+def messages(n: int, lines_per_message: int, seed: int) -> list[bytes]:
+    rng = np.random.default_rng(seed)
+    direction = rng.normal(size=8)
+    out = []
+    for _ in range(n):
+        lines = []
+        for _ in range(lines_per_message):
+            x = rng.normal(size=8)
+            label = "+1" if x @ direction + rng.normal(scale=0.3) > 0 else "-1"
+            lines.append(label + " " + " ".join(f"{i + 1}:{v:.5f}" for i, v in enumerate(x)))
+        out.append(("\n".join(lines) + "\n").encode())
+    return out
+
+
+def daemon(
+    source: MemorySource, store: CheckpointStore | None, sink: ListSink | None = None
+) -> Daemon:
+    spec = LearnerSpec.from_options("pdm", {"eps": 0.05})
+    return Daemon(spec, source, decode=decode, settings=SETTINGS, store=store, sink=sink)
+
+
+def test_a_crash_and_restart_gives_the_uninterrupted_model(tmp_path: Path) -> None:
+    values = messages(120, 7, seed=1)  # 840 examples, replays every 50 cross messages
+    whole = daemon(MemorySource({0: values}), None)
+    whole.run()
+
+    store = CheckpointStore(tmp_path / "ckpt", keep=2)
+    source = MemorySource({0: values})
+    first = daemon(source, store)
+    first.restore()
+    for _ in range(10):
+        first.process(source.poll(0.0, 1000))
+    first.checkpoint()
+    assert source.committed == {0: 30}
+    for _ in range(7):  # learned after the checkpoint, then lost in the crash
+        first.process(source.poll(0.0, 1000))
+
+    restarted = daemon(MemorySource({0: values}), store)
+    restarted.run()
+    assert restarted.stream_examples == whole.stream_examples == 840
+    assert np.array_equal(restarted.learner.coef_, whole.learner.coef_)
+    assert restarted.learner.intercept_ == whole.learner.intercept_
+    assert restarted.learner.summary() == whole.learner.summary()
+
+
+def test_several_partitions_nothing_lost_nothing_twice(tmp_path: Path) -> None:
+    parts = {p: messages(20 + 5 * p, 3, seed=p) for p in range(3)}
+    store = CheckpointStore(tmp_path / "ckpt")
+    source = MemorySource(parts)
+    run = daemon(source, store)
+    run.run()
+    assert run.stream_examples == sum(len(v) for v in parts.values()) * 3
+    latest = store.latest()
+    assert latest is not None
+    assert latest[1].payload["positions"] == {str(p): len(v) for p, v in parts.items()}
+    assert source.committed == {p: len(v) for p, v in parts.items()}
+
+
+def test_unlabelled_examples_are_predicted_and_bad_lines_counted() -> None:
+    values = messages(30, 5, seed=3)
+    values.append(b"1:0.5 2:-1.0\n3:2.0\n")  # two examples without labels
+    values.append(b"+1 1:nan\n-1 2:1.0\n")  # one bad line, one good
+    sink = ListSink()
+    run = daemon(MemorySource({0: values}), None, sink)
+    run.run()
+    assert run.stream_examples == 30 * 5 + 1
+    assert [key for key, _ in sink.sent] == [b"k30", b"k30"]
+    for _, value in sink.sent:
+        score, label = value.split()
+        assert int(label) == (1 if float(score) > 0 else -1)

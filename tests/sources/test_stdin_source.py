@@ -1,0 +1,151 @@
+"""StdinSource: whole lines from pipes and streams, positions in lines, seek, the end."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from streamlearn.errors import InvalidParameterError, StateError
+from streamlearn.sources.base import Message
+from streamlearn.sources.stdin import StdinSource
+
+
+@pytest.fixture
+def pipe() -> Iterator[tuple[io.BufferedReader, int]]:
+    read_fd, write_fd = os.pipe()
+    reader = os.fdopen(read_fd, "rb")
+    try:
+        yield reader, write_fd
+    finally:
+        reader.close()
+        with contextlib.suppress(OSError):
+            os.close(write_fd)
+
+
+def lines_of(messages: list[Message]) -> list[bytes]:
+    return [line for m in messages for line in m.value.splitlines()]
+
+
+def drain(source: StdinSource, *, timeout: float = 5.0) -> list[Message]:
+    out: list[Message] = []
+    deadline = time.monotonic() + timeout
+    while not source.exhausted() and time.monotonic() < deadline:
+        out += source.poll(0.1, 1000)
+    return out
+
+
+def test_groups_lines_and_numbers_messages_by_first_line() -> None:
+    data = b"".join(b"%d 1:1\n" % i for i in range(7))
+    source = StdinSource(io.BytesIO(data), lines_per_message=3)
+    messages = drain(source)
+    assert [m.offset for m in messages] == [0, 3, 6]
+    assert [m.value.count(b"\n") for m in messages] == [3, 3, 1]
+    assert b"".join(m.value for m in messages) == data
+    assert all(m.partition == 0 and m.key is None and m.headers == {} for m in messages)
+    assert source.position() == {0: 7}
+    assert source.exhausted()
+    assert source.ready() and source.lag() == {}
+    assert source.poll(0.0, 10) == []
+
+
+def test_max_messages_bounds_each_poll_and_position_follows() -> None:
+    data = b"".join(b"1 %d:1\n" % (i + 1) for i in range(10))
+    source = StdinSource(io.BytesIO(data), lines_per_message=2)
+    first = source.poll(1.0, 2)
+    assert [m.offset for m in first] == [0, 2]
+    assert source.position() == {0: 4}
+    assert not source.exhausted()
+    rest = drain(source)
+    assert [m.offset for m in rest] == [4, 6, 8]
+    assert source.position() == {0: 10}
+
+
+def test_last_line_without_newline_is_a_line() -> None:
+    source = StdinSource(io.BytesIO(b"1 1:1\n-1 2:1"), lines_per_message=10)
+    messages = drain(source)
+    assert [m.value for m in messages] == [b"1 1:1\n", b"-1 2:1"]
+    assert source.position() == {0: 2}
+
+
+def test_pipe_partial_lines_across_reads(pipe: tuple[io.BufferedReader, int]) -> None:
+    reader, write_fd = pipe
+    source = StdinSource(reader, lines_per_message=100)
+    os.write(write_fd, b"1 1:1\n-1 2:")
+    first = source.poll(2.0, 10)
+    assert [m.value for m in first] == [b"1 1:1\n"]
+    os.write(write_fd, b"0.5")
+    assert source.poll(0.05, 10) == []  # the line has not ended: nothing yet
+    os.write(write_fd, b"\n1 3:1\n")
+    second = source.poll(2.0, 10)
+    assert lines_of(second) == [b"-1 2:0.5", b"1 3:1"]
+    assert second[0].offset == 1
+    assert source.position() == {0: 3}
+    os.close(write_fd)
+    assert drain(source) == []
+    assert source.exhausted()
+
+
+def test_poll_waits_at_most_timeout_and_returns_data_as_it_comes(
+    pipe: tuple[io.BufferedReader, int],
+) -> None:
+    reader, write_fd = pipe
+    source = StdinSource(reader)
+    started = time.monotonic()
+    assert source.poll(0.2, 10) == []
+    assert 0.15 <= time.monotonic() - started < 2.0
+    timer = threading.Timer(0.1, os.write, (write_fd, b"1 1:1\n"))
+    timer.start()
+    started = time.monotonic()
+    messages = source.poll(5.0, 10)
+    timer.join()
+    assert lines_of(messages) == [b"1 1:1"]
+    assert time.monotonic() - started < 2.0  # returned when the line came, not at the timeout
+    assert not source.exhausted()
+
+
+def test_seek_skips_lines_and_keeps_stream_offsets() -> None:
+    data = b"".join(b"1 %d:1\n" % (i + 1) for i in range(10))
+    source = StdinSource(io.BytesIO(data), lines_per_message=4, read_size=7)
+    source.seek({0: 5})
+    assert source.position() == {0: 5}
+    messages = drain(source)
+    assert messages[0].offset == 5
+    assert lines_of(messages) == data.splitlines()[5:]
+    assert source.position() == {0: 10}
+
+
+def test_seek_beyond_the_end_leaves_nothing() -> None:
+    source = StdinSource(io.BytesIO(b"1 1:1\n1 2:1\n"))
+    source.seek({0: 5})
+    assert drain(source) == []
+    assert source.exhausted() and source.position() == {0: 5}
+
+
+def test_seek_after_reading_only_to_the_current_position() -> None:
+    source = StdinSource(io.BytesIO(b"1 1:1\n1 2:1\n"), lines_per_message=1)
+    source.poll(1.0, 1)
+    source.seek({0: 1})  # where it is: fine
+    source.seek({})
+    with pytest.raises(StateError):
+        source.seek({0: 0})
+    source.commit({0: 1})  # a no-op
+    source.close()
+
+
+def test_bad_parameters() -> None:
+    with pytest.raises(InvalidParameterError):
+        StdinSource(io.BytesIO(b""), lines_per_message=0)
+    with pytest.raises(InvalidParameterError):
+        StdinSource(io.BytesIO(b"")).seek({0: -1})
+
+
+def test_empty_input_is_exhausted() -> None:
+    source = StdinSource(io.BytesIO(b""))
+    assert source.poll(1.0, 10) == []
+    assert source.exhausted() and source.position() == {0: 0}
