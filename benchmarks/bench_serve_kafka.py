@@ -238,8 +238,8 @@ def layout(
         f"{result['window']:.2f} s: {rate:,.0f} examples/s"
     )
     print(
-        f"  target {target:,.0f} examples/s: {rate / target:.2f}x of target; "
-        f"{rate / raw_rate:.2f}x the raw consumer's rate"
+        f"  target {target:,.0f} examples/s: {rate / target:.3g}x of target; "
+        f"{rate / raw_rate:.3g}x the raw consumer's rate"
     )
     print(
         f"  resident memory (VmRSS) after all learned, default buffer (100000 examples): "

@@ -91,7 +91,7 @@ class Daemon:
         spec: LearnerSpec,
         source: Source,
         *,
-        decode: Callable[[Message], ParsedRows],
+        decode: Callable[[list[Message]], tuple[ParsedRows, list[int]]],
         settings: DaemonSettings,
         store: CheckpointStore | None = None,
         sink: Sink | None = None,
@@ -178,17 +178,20 @@ class Daemon:
         self.take_snapshot()
 
     def process(self, messages: list[Message]) -> None:
-        """Decode, predict the unlabelled examples, learn the labelled ones."""
-        for message in messages:
-            rows = self.decode(message)
-            self._reject(message, rows.rejected)
-            labelled = np.diff(rows.label_ptr) > 0
-            if not labelled.all():
-                self._predict(message, rows.select(~labelled, []))
-            if labelled.any():
-                batch, rejected = binary_batch(rows.select(labelled, []))
-                self._reject(message, rejected)
-                self._learn(batch)
+        """Decode a poll's messages together, predict the unlabelled examples (with the
+        model as the batch found it), learn the labelled ones in arrival order."""
+        rows, starts = self.decode(messages)
+        first_lines = np.asarray(starts, dtype=np.int64)
+        labelled = np.diff(rows.label_ptr) > 0
+        rejected = list(rows.rejected)
+        if not labelled.all():
+            self._predict(messages, first_lines, rows.select(~labelled, []))
+        if labelled.any():
+            batch, label_rejects = binary_batch(rows.select(labelled, []))
+            rejected += label_rejects
+            self._learn(batch)
+        if rejected:
+            self._reject(messages, first_lines, rejected)
         self.positions = self.source.position()
 
     def take_snapshot(self) -> None:
@@ -218,27 +221,33 @@ class Daemon:
         self._presented_seen += presented
         self.observer.count_progressive(presented - mistakes, mistakes)
 
-    def _predict(self, message: Message, rows: ParsedRows) -> None:
+    def _predict(self, messages: list[Message], first_lines: np.ndarray, rows: ParsedRows) -> None:
         scores = self.learner.decision_function((rows.indptr, rows.indices, rows.values))
         self.observer.count_examples("predicted", rows.n_rows)
         if self.sink is None:
             return
-        for score in scores.tolist():
+        owners = _owners(first_lines, rows.line_numbers)
+        for owner, score in zip(owners.tolist(), scores.tolist(), strict=True):
             label = 1 if score > 0 else -1
-            self.sink.send(message.key, f"{score!r} {label}".encode())
+            self.sink.send(messages[owner].key, f"{score!r} {label}".encode())
 
-    def _reject(self, message: Message, rejected: list[Rejected]) -> None:
-        if not rejected:
-            return
+    def _reject(
+        self, messages: list[Message], first_lines: np.ndarray, rejected: list[Rejected]
+    ) -> None:
         for item in rejected:
             self.observer.count_rejected(item.reason, 1)
         self.observer.count_examples("rejected", len(rejected))
-        log.warning(
-            "message %d@%d: %d rejected (first: line %d, %s)",
-            message.offset, message.partition, len(rejected), rejected[0].line, rejected[0].reason,
-        )  # fmt: skip
-        if self.dead_letters is not None:
-            self.dead_letters.send(message.key, message.value)
+        owners = _owners(first_lines, np.array([r.line for r in rejected], dtype=np.int64))
+        for owner in sorted(set(owners.tolist())):
+            message = messages[owner]
+            first = rejected[owners.tolist().index(owner)]
+            line = first.line - int(first_lines[owner]) + 1
+            log.warning(
+                "message %d@%d: rejected line %d (%s)",
+                message.offset, message.partition, line, first.reason,
+            )  # fmt: skip
+            if self.dead_letters is not None:
+                self.dead_letters.send(message.key, message.value)
 
     def _checkpoint_due(self) -> bool:
         if self._checkpoint_requested:
@@ -271,3 +280,8 @@ class Daemon:
             "positions": {str(p): o for p, o in self.positions.items()},
             "job": {"stream_examples": self.stream_examples},
         }
+
+
+def _owners(first_lines: np.ndarray, lines: np.ndarray) -> np.ndarray:
+    """Index of the message each line number belongs to (messages start at first_lines)."""
+    return np.searchsorted(first_lines, lines, side="right") - 1

@@ -20,7 +20,7 @@ from streamlearn.errors import InvalidParameterError
 from streamlearn.http import HttpEndpoint
 from streamlearn.metrics import DaemonMetrics, new_registry
 from streamlearn.parse import ParsedRows
-from streamlearn.parse.messages import decode_message
+from streamlearn.parse.messages import MessageDecoder, decode_message
 from streamlearn.sources.base import Message, Sink, Source
 from streamlearn.sources.stdin import StdinSource
 from streamlearn.sources.stdout import StdoutSink
@@ -69,11 +69,10 @@ def run_serve(config: ServeConfig) -> None:
         else None
     )
 
-    def decode(message: Message) -> ParsedRows:
-        return decode_message(
-            message.value, message.headers, default_format=config.message_format,
-            max_features=config.max_features,
-        )  # fmt: skip
+    decoder = MessageDecoder(default_format=config.message_format, max_features=config.max_features)
+
+    def decode(messages: list[Message]) -> tuple[ParsedRows, list[int]]:
+        return decoder.decode_many([(m.value, m.headers) for m in messages])
 
     holder: dict[str, Daemon] = {}
     metrics = DaemonMetrics(new_registry(), lambda: holder["daemon"].snapshot if holder else None)

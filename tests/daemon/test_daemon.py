@@ -11,7 +11,7 @@ from memory_source import ListSink, MemorySource
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import LearnerSpec
 from streamlearn.daemon import Daemon, DaemonSettings
-from streamlearn.parse import SvmlightParser
+from streamlearn.parse.messages import MessageDecoder
 from streamlearn.parse.svmlight import ParsedRows
 from streamlearn.replay import ReplaySchedule
 from streamlearn.sources.base import Message
@@ -24,9 +24,8 @@ SETTINGS = DaemonSettings(
 )
 
 
-def decode(message: Message) -> ParsedRows:
-    parser = SvmlightParser()
-    return ParsedRows.concatenate([parser.feed(message.value), parser.finish()])
+def decode(messages: list[Message]) -> tuple[ParsedRows, list[int]]:
+    return MessageDecoder().decode_many([(m.value, m.headers) for m in messages])
 
 
 def messages(n: int, lines_per_message: int, seed: int) -> list[bytes]:
