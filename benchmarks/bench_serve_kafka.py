@@ -25,6 +25,7 @@ Run: .venv/bin/python benchmarks/bench_serve_kafka.py [--examples N] [--single-e
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import signal
 import subprocess
@@ -257,7 +258,15 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=1_000_000, help="100 lines a message")
     parser.add_argument("--single-examples", type=int, default=300_000, help="1 a message")
     parser.add_argument("--scrape-interval", type=float, default=0.2, help="seconds")
+    parser.add_argument(
+        "--replay-every",
+        type=int,
+        default=10_000,
+        help="the daemon's --replay-every (its default 10000; 0 measures online learning alone)",
+    )
     args = parser.parse_args()
+    os.environ["STREAMLEARN_REPLAY_EVERY"] = str(args.replay_every)  # the daemon inherits it
+    print(f"daemon: --replay-every {args.replay_every} (replay passes over the buffer)")
 
     path = data_file("adult/a9a.train")
     lines = [line.rstrip(b"\r\n") + b"\n" for line in path.read_bytes().splitlines() if line]
