@@ -37,6 +37,7 @@ import msgpack
 from kafka import KafkaProducer
 
 from streamlearn.parse import SvmlightParser
+from streamlearn.sources.kafka import security_from_env
 
 CONTENT_TYPES = {"svmlight": b"text/svmlight", "msgpack": b"application/msgpack"}
 
@@ -89,28 +90,6 @@ def msgpack_examples(group: list[tuple[int, bytes]]) -> list[dict[str, Any]]:
     return examples
 
 
-def kafka_security_from_env() -> dict[str, Any]:
-    """kafka-python options from the STREAMLEARN_KAFKA_* variables that are set."""
-    env = os.environ
-    options: dict[str, Any] = {}
-    names = {
-        "STREAMLEARN_KAFKA_SECURITY_PROTOCOL": "security_protocol",
-        "STREAMLEARN_KAFKA_SASL_MECHANISM": "sasl_mechanism",
-        "STREAMLEARN_KAFKA_SASL_USERNAME": "sasl_plain_username",
-        "STREAMLEARN_KAFKA_SASL_PASSWORD": "sasl_plain_password",
-        "STREAMLEARN_KAFKA_SSL_CAFILE": "ssl_cafile",
-        "STREAMLEARN_KAFKA_SSL_CERTFILE": "ssl_certfile",
-        "STREAMLEARN_KAFKA_SSL_KEYFILE": "ssl_keyfile",
-    }
-    for variable, option in names.items():
-        if env.get(variable):
-            options[option] = env[variable]
-    password_file = env.get("STREAMLEARN_KAFKA_SASL_PASSWORD_FILE")
-    if password_file and "sasl_plain_password" not in options:
-        options["sasl_plain_password"] = Path(password_file).read_text().strip()
-    return options
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("input", nargs="?", default="-", help="svmlight file ('-': stdin)")
@@ -136,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     producer = KafkaProducer(
         bootstrap_servers=args.bootstrap_servers.split(","),
         linger_ms=20,
-        **kafka_security_from_env(),
+        **security_from_env(os.environ),
     )
     headers = [("content-type", CONTENT_TYPES[args.format])]
     messages = lines = 0

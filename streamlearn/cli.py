@@ -116,6 +116,18 @@ ReplayPasses = Annotated[int, _option("Replay passes each time (R).", "replay_pa
 MaxFeatures = Annotated[int | None, _option("Reject lines with larger indices.", "max_features")]
 
 
+#: the command-line options that are the learner's parameters
+LEARNER_OPTIONS = (
+    "eps", "delta", "rho", "tau", "tau_neg", "tau_pos", "lr", "beta", "b", "zeta", "succ_eta",
+    "buffer_size", "buffer_nnz", "seed", "shrink", "max_passes",
+)  # fmt: skip
+
+
+def _learner_options(values: dict[str, Any]) -> dict[str, Any]:
+    """The learner's parameters among a command's arguments (missing ones are None)."""
+    return {name: values.get(name) for name in LEARNER_OPTIONS}
+
+
 @app.command()
 def learn(
     inputs: Inputs = None,
@@ -153,12 +165,7 @@ def learn(
     quiet: Quiet = False,
 ) -> None:
     """Learn a model from svmlight lines (files or standard input)."""
-    options = {
-        "eps": eps, "delta": delta, "rho": rho, "tau": tau, "tau_neg": tau_neg,
-        "tau_pos": tau_pos, "lr": lr, "beta": beta, "b": b, "zeta": zeta,
-        "succ_eta": succ_eta, "buffer_size": buffer_size, "buffer_nnz": buffer_nnz,
-        "seed": seed, "shrink": shrink, "max_passes": max_passes,
-    }  # fmt: skip
+    options = _learner_options(locals())
     with _errors_to_exit_codes():
         config = LearnConfig(
             learner=LearnerSpec.from_options(algo, options),
@@ -247,12 +254,7 @@ def serve(
     max_features: MaxFeatures = None,
 ) -> None:
     """Learn continuously from standard input or a Kafka topic, with metrics and checkpoints."""
-    options = {
-        "eps": eps, "delta": delta, "rho": rho, "tau": tau, "tau_neg": tau_neg,
-        "tau_pos": tau_pos, "lr": lr, "beta": beta, "b": b, "zeta": zeta,
-        "succ_eta": succ_eta, "buffer_size": buffer_size, "buffer_nnz": buffer_nnz,
-        "seed": seed, "shrink": shrink,
-    }  # fmt: skip
+    options = _learner_options(locals())
     with _errors_to_exit_codes():
         from streamlearn.daemon import DaemonSettings
         from streamlearn.jobs.serve import ServeConfig, run_serve
