@@ -203,15 +203,9 @@ class Daemon:
         if batch.n_examples == 0:
             return
         started = self.clock()
-        start = 0
-        replay = self.settings.replay
-        for size in replay.split(self.stream_examples, batch.n_examples):
-            self.learner.learn_batch(batch.slice(start, start + size))
-            passes = replay.replays_after(self.stream_examples, size)
-            self.stream_examples += size
-            start += size
-            if passes:
-                self.learner.replay(max_passes=passes)
+        self.stream_examples = self.learner.learn_on_schedule(
+            batch, self.settings.replay, self.stream_examples
+        )
         self.observer.observe_learn_batch(self.clock() - started)
         self.observer.count_examples("learned", batch.n_examples)
         # examples held for delta='auto' are presented (and judged) later, all at once
@@ -238,9 +232,11 @@ class Daemon:
             self.observer.count_rejected(item.reason, 1)
         self.observer.count_examples("rejected", len(rejected))
         owners = _owners(first_lines, np.array([r.line for r in rejected], dtype=np.int64))
-        for owner in sorted(set(owners.tolist())):
+        first_of: dict[int, Rejected] = {}
+        for owner, item in zip(owners.tolist(), rejected, strict=True):
+            first_of.setdefault(owner, item)
+        for owner, first in sorted(first_of.items()):
             message = messages[owner]
-            first = rejected[owners.tolist().index(owner)]
             line = first.line - int(first_lines[owner]) + 1
             log.warning(
                 "message %d@%d: rejected line %d (%s)",

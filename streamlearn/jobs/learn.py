@@ -100,14 +100,7 @@ def _stream(
     lines = 0
     for batch, batch_lines in batches:
         lines = batch_lines
-        start = 0
-        for size in config.replay.split(seen, batch.n_examples):
-            learner.learn_batch(batch.slice(start, start + size))
-            passes = config.replay.replays_after(seen, size)
-            seen += size
-            start += size
-            if passes:
-                learner.replay(max_passes=passes)
+        seen = learner.learn_on_schedule(batch, config.replay, seen)
     return seen, lines
 
 

@@ -67,7 +67,7 @@ def describe(path: str) -> dict[str, Any]:
         "format_version": checkpoint.version,
         "created": datetime.fromtimestamp(checkpoint.created, UTC).isoformat(timespec="seconds"),
         "algorithm": learner.algorithm,
-        "params": _plain(learner.get_params()),
+        "params": learner.plain_params(),
         "delta": learner.delta_,
         "intercept": learner.intercept_,
         "stream_examples": job.get("stream_examples"),
@@ -119,13 +119,3 @@ def _decision_text(value: float) -> str:
 
 def _label_text(value: float) -> str:
     return "1" if value > 0 else "-1"
-
-
-def _plain(params: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in params.items():
-        if hasattr(value, "to_dict"):
-            out[key] = value.to_dict()
-        else:
-            out[key] = value
-    return out

@@ -81,7 +81,7 @@ def run_serve(config: ServeConfig) -> None:
         dead_letters=dead_letters, observer=metrics,
     )  # fmt: skip
     holder["daemon"] = daemon
-    metrics.set_info(config.learner.algorithm, _plain(daemon.learner.get_params()))
+    metrics.set_info(config.learner.algorithm, daemon.learner.plain_params())
     host, port = _address(config.metrics_addr)
     endpoint = HttpEndpoint(
         host,
@@ -169,7 +169,3 @@ def _address(text: str) -> tuple[str, int]:
     if not host or not port.isdigit():
         raise InvalidParameterError(f"--metrics-addr must be HOST:PORT, got {text!r}")
     return host, int(port)
-
-
-def _plain(params: dict[str, Any]) -> dict[str, Any]:
-    return {k: (v.to_dict() if hasattr(v, "to_dict") else v) for k, v in params.items()}

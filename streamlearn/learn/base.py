@@ -25,7 +25,7 @@ from streamlearn._kernels import (
 from streamlearn._kernels.engine import N_STATS, CompactSet
 from streamlearn.errors import DivergenceError, InvalidParameterError, StateError
 from streamlearn.learn.inputs import as_batch, as_rows
-from streamlearn.replay import ActiveSetSchedule, ReplayBuffer, pass_permutation
+from streamlearn.replay import ActiveSetSchedule, ReplayBuffer, ReplaySchedule, pass_permutation
 from streamlearn.types import Batch
 
 STATE_FORMAT = "streamlearn.learner"
@@ -99,6 +99,13 @@ class LinearLearner:
     def get_params(self) -> dict[str, Any]:
         """The hyperparameters, as passed to ``__init__``."""
         return {name: getattr(self, name) for name in self._param_names()}
+
+    def plain_params(self) -> dict[str, Any]:
+        """:meth:`get_params` with the active-set schedule as a plain dict (or None)."""
+        params = self.get_params()
+        if self.active_sets is not None:
+            params["active_sets"] = self.active_sets.to_dict()
+        return params
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
@@ -215,6 +222,19 @@ class LinearLearner:
         budget = self.max_passes if max_passes is None else _count("max_passes", max_passes)
         self._run_passes(budget)
         return self
+
+    def learn_on_schedule(self, batch: Batch, schedule: ReplaySchedule, examples_seen: int) -> int:
+        """:meth:`learn_batch`, replaying wherever ``schedule`` says once
+        ``examples_seen`` stream examples came before; returns the new count."""
+        start = 0
+        for size in schedule.split(examples_seen, batch.n_examples):
+            self.learn_batch(batch.slice(start, start + size))
+            passes = schedule.replays_after(examples_seen, size)
+            examples_seen += size
+            start += size
+            if passes:
+                self.replay(max_passes=passes)
+        return examples_seen
 
     def flush(self) -> Self:
         """Start learning the examples held back while ``delta='auto'`` waits for its
@@ -446,9 +466,7 @@ class LinearLearner:
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue exactly: plain numbers, strings and numpy arrays."""
-        params = self.get_params()
-        if self.active_sets is not None:
-            params["active_sets"] = self.active_sets.to_dict()
+        params = self.plain_params()
         pending = Batch.concatenate(self._pending)
         return {
             "format": STATE_FORMAT,
