@@ -35,8 +35,11 @@ from streamlearn._kernels.rules import RULE_KOZINEC, multiplicity, threshold
 BETA, SQNORM, UPDATES, SCALE = 0, 1, 2, 3
 #: ``stats`` counters filled by the kernels
 STAT_UPDATE_EVENTS, STAT_PRESENTATIONS, STAT_MINI_EPOCHS, STAT_STREAM_MISTAKES = 0, 1, 2, 3
+#: ``stats`` entries that are sizes, not counters: the examples each active-set level
+#: held when the last replay pass collected it (levels 1, 2, 3)
+STAT_LEVEL1, STAT_LEVEL2, STAT_LEVEL3 = 4, 5, 6
 #: length of the ``stats`` array
-N_STATS = 4
+N_STATS = 7
 #: below this the Kozinec scale is folded back into the weights
 _MIN_SCALE = 1e-100
 
@@ -390,7 +393,8 @@ def replay_pass(
     times; level 2 is cycled up to nep2 times, level 1 up to nep1 times. A round stops
     early when it makes no update. With ``shrink``, each cycle over level 3 keeps in it
     only the examples that were updated. Returns the number of update events of the
-    full epoch: 0 means the buffer has converged.
+    full epoch: 0 means the buffer has converged. The sizes of the levels as last
+    collected go to ``stats[STAT_LEVEL1:STAT_LEVEL3 + 1]`` (0 for a level not reached).
 
     Workspaces: ``level1`` int64 with room for every slot in ``order``; ``level2`` and
     ``level3`` compact sets (see :data:`CompactSet`) with room for all those examples:
@@ -404,18 +408,22 @@ def replay_pass(
     full_events, n1 = _cycle_slots(
         order, order.shape[0], level1, level2, c1, False, buffer, w, scalars, rule, stats
     )
+    stats[STAT_LEVEL1], stats[STAT_LEVEL2], stats[STAT_LEVEL3] = 0, 0, 0
     if full_events == 0 or schedule[0] == 0.0:
         return full_events
+    stats[STAT_LEVEL1] = n1
     for _ in range(nep1):
         events, n2 = _cycle_slots(
             level1, n1, level1, level2, c2, True, buffer, w, scalars, rule, stats
         )
+        stats[STAT_LEVEL2] = n2
         if events == 0:
             break
         for _ in range(nep2):
             events, n3, _ = _cycle_set(
                 level2, n2, False, level3, True, slot_alpha, w, scalars, rule, stats
             )
+            stats[STAT_LEVEL3] = n3
             if events == 0:
                 break
             for _ in range(nep3):

@@ -22,7 +22,7 @@ from streamlearn._kernels import (
     replay_pass,
     row_sqnorms,
 )
-from streamlearn._kernels.engine import N_STATS, CompactSet
+from streamlearn._kernels.engine import N_STATS, STAT_LEVEL1, CompactSet
 from streamlearn.errors import DivergenceError, InvalidParameterError, StateError
 from streamlearn.learn.inputs import as_batch, as_rows
 from streamlearn.replay import ActiveSetSchedule, ReplayBuffer, ReplaySchedule, pass_permutation
@@ -440,6 +440,9 @@ class LinearLearner:
             "presentations": int(self._stats[1]),
             "mini_epochs": int(self._stats[2]),
             "stream_mistakes": int(self._stats[3]),
+            "active_set_examples": {
+                level: int(self._stats[STAT_LEVEL1 + level - 1]) for level in (1, 2, 3)
+            },
             "passes": self._passes,
             "converged": self._converged,
             "margin_achieved": achieved,
@@ -521,7 +524,9 @@ class LinearLearner:
         self._w[: weights.shape[0]] = weights
         self._n_features = int(weights.shape[0])
         self._scalars = np.array(state["scalars"], dtype=np.float64)
-        self._stats = np.array(state["stats"], dtype=np.int64)
+        stats = np.asarray(state["stats"], dtype=np.int64)
+        self._stats = np.zeros(N_STATS, dtype=np.int64)
+        self._stats[: stats.shape[0]] = stats  # states from before the level sizes: zeros
         self._passes = int(state["passes"])
         self._converged = bool(state["converged"])
         self._examples_seen = int(state["examples_seen"])
