@@ -24,10 +24,12 @@ from streamlearn.learn import (
     AMargitron,
     Kozinec,
     LinearLearner,
+    ModelBank,
     PDMSucc,
     Perceptron,
     TMargitron,
     learner_from_state,
+    model_from_state,
 )
 from streamlearn.replay import ActiveSetSchedule
 from streamlearn.types import Batch
@@ -49,6 +51,7 @@ __all__ = [
     "InvalidParameterError",
     "Kozinec",
     "LinearLearner",
+    "ModelBank",
     "PDMSucc",
     "Perceptron",
     "StateError",
@@ -56,4 +59,5 @@ __all__ = [
     "TMargitron",
     "__version__",
     "learner_from_state",
+    "model_from_state",
 ]

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from streamlearn.errors import StateError
+from streamlearn.learn.bank import BANK_FORMAT, ModelBank
 from streamlearn.learn.base import LinearLearner
 from streamlearn.learn.kozinec import Kozinec
+from streamlearn.learn.labelsets import LabelledRows, as_labelled_rows
 from streamlearn.learn.margitron import AMargitron, TMargitron
 from streamlearn.learn.paum import PAUM
 from streamlearn.learn.pdm import PDM, PFM, PDMSucc
@@ -27,6 +29,13 @@ def learner_from_state(state: dict[str, Any]) -> LinearLearner:
     return LEARNERS[str(algorithm)].from_state(state)
 
 
+def model_from_state(state: dict[str, Any]) -> LinearLearner | ModelBank:
+    """Rebuild a learner or a one-vs-rest bank, whichever made ``state``."""
+    if state.get("format") == BANK_FORMAT:
+        return ModelBank.from_state(state)
+    return learner_from_state(state)
+
+
 __all__ = [
     "LEARNERS",
     "PAM",
@@ -35,9 +44,13 @@ __all__ = [
     "PFM",
     "AMargitron",
     "Kozinec",
+    "LabelledRows",
     "LinearLearner",
+    "ModelBank",
     "PDMSucc",
     "Perceptron",
     "TMargitron",
+    "as_labelled_rows",
     "learner_from_state",
+    "model_from_state",
 ]

@@ -1,0 +1,145 @@
+"""Kernels of a one-vs-rest model bank: one binary learner per label over one shared buffer.
+
+The bank's buffer stores each example's features once (``slot_start``, ``slot_len``,
+``slot_sqnorm``, ``arena_idx``, ``arena_val``, ``ring``, as in
+:mod:`streamlearn._kernels.ring`); every learner ``l`` has its own row of signs
+``signs[l]`` (+1 where label l is in the example's label set, -1 elsewhere) and of slack
+counts ``alphas[l]``, aligned with the slots, and its own rows ``weights[l]``,
+``scalars[l]``, ``stats[l]`` and rule parameters ``rule_params[l]``. The presentation of
+an example to a learner is the engine's own :func:`~streamlearn._kernels.engine.present`,
+so a learner of the bank computes exactly what a standalone learner would.
+
+Replay passes of one learner use :func:`~streamlearn._kernels.engine.replay_pass`
+directly, with the buffer tuple ``(slot_start, slot_len, signs[l], alphas[l],
+slot_sqnorm, arena_idx, arena_val)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamlearn._kernels._jit import kernel
+from streamlearn._kernels.engine import (
+    BETA,
+    SCALE,
+    SQNORM,
+    STAT_PRESENTATIONS,
+    STAT_STREAM_MISTAKES,
+    STAT_UPDATE_EVENTS,
+    UPDATES,
+    present,
+)
+from streamlearn._kernels.ring import ring_append
+
+
+@kernel(inline=True)
+def _count(stats: np.ndarray, lam: float, p: float) -> None:
+    """Count one new example's presentation as ``learn_stream`` does."""
+    stats[STAT_PRESENTATIONS] += 1
+    if p <= 0.0:
+        stats[STAT_STREAM_MISTAKES] += 1
+    if lam > 0.0:
+        stats[STAT_UPDATE_EVENTS] += 1
+
+
+@kernel()
+def bank_learn_stream(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    values: np.ndarray,
+    example_signs: np.ndarray,
+    x_sqnorms: np.ndarray,
+    slot_start: np.ndarray,
+    slot_len: np.ndarray,
+    slot_sqnorm: np.ndarray,
+    arena_idx: np.ndarray,
+    arena_val: np.ndarray,
+    ring: np.ndarray,
+    max_nnz: int,
+    signs: np.ndarray,
+    alphas: np.ndarray,
+    weights: np.ndarray,
+    scalars: np.ndarray,
+    rule_code: int,
+    rule_params: np.ndarray,
+    rho: float,
+    delta_sq: float,
+    stats: np.ndarray,
+    loose: np.ndarray,
+) -> None:
+    """Store each example of the batch once in the shared buffer, then present it to every
+    learner ``l < example_signs.shape[1]`` with its sign ``example_signs[i, l]``.
+
+    An example too large for the arena is presented from the batch and not stored;
+    ``loose[l]`` holds learner l's slack meanwhile (as ``learn_stream`` does).
+    """
+    n_labels = example_signs.shape[1]
+    for i in range(indptr.shape[0] - 1):
+        lo = indptr[i]
+        hi = indptr[i + 1]
+        stored = hi - lo <= max_nnz
+        slot = 0
+        if stored:
+            buffer = (slot_start, slot_len, signs[0], alphas[0], slot_sqnorm, arena_idx, arena_val)
+            slot = ring_append(indices, values, lo, hi, 1.0, x_sqnorms[i], buffer, ring)
+        else:
+            ring[4] += 1
+        for lab in range(n_labels):
+            sign = float(example_signs[i, lab])
+            row_alpha = alphas[lab]
+            row_scalars = scalars[lab]
+            rule = (rule_code, rule_params[lab], rho, delta_sq, False)
+            state = (row_scalars[BETA], row_scalars[SQNORM], row_scalars[UPDATES],
+                     row_scalars[SCALE])  # fmt: skip
+            if stored:
+                signs[lab, slot] = example_signs[i, lab]
+                row_alpha[slot] = 0.0
+                start = slot_start[slot]
+                lam, p, _, state = present(
+                    arena_idx, arena_val, start, start + hi - lo, sign, row_alpha, slot,
+                    x_sqnorms[i], weights[lab], state, row_scalars, row_alpha, rule,
+                )  # fmt: skip
+            else:
+                loose[lab] = 0.0
+                lam, p, _, state = present(
+                    indices, values, lo, hi, sign, loose, lab, x_sqnorms[i], weights[lab],
+                    state, row_scalars, row_alpha, rule,
+                )  # fmt: skip
+            row_scalars[BETA], row_scalars[SQNORM], row_scalars[UPDATES], row_scalars[SCALE] = state
+            _count(stats[lab], lam, p)
+
+
+@kernel()
+def present_history(
+    slots: np.ndarray,
+    slot_start: np.ndarray,
+    slot_len: np.ndarray,
+    slot_sqnorm: np.ndarray,
+    arena_idx: np.ndarray,
+    arena_val: np.ndarray,
+    sign: int,
+    sign_row: np.ndarray,
+    alpha_row: np.ndarray,
+    w: np.ndarray,
+    scalars: np.ndarray,
+    rule_code: int,
+    rule_params: np.ndarray,
+    rho: float,
+    delta_sq: float,
+    stats: np.ndarray,
+) -> None:
+    """Present the buffered ``slots`` once, in order, to one (new) learner, all with the
+    same ``sign``: they become its examples with fresh slack, counted as new examples."""
+    rule = (rule_code, rule_params, rho, delta_sq, False)
+    state = (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
+    for i in range(slots.shape[0]):
+        k = slots[i]
+        sign_row[k] = sign
+        alpha_row[k] = 0.0
+        start = slot_start[k]
+        lam, p, _, state = present(
+            arena_idx, arena_val, start, start + slot_len[k], float(sign), alpha_row, k,
+            slot_sqnorm[k], w, state, scalars, alpha_row, rule,
+        )  # fmt: skip
+        _count(stats, lam, p)
+    scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE] = state

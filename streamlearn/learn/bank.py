@@ -1,0 +1,596 @@
+"""A one-vs-rest model bank: one binary learner per label over one shared replay buffer.
+
+Every label gets a learner of the same class and parameters (PDM, PAUM, ...) that
+learns "this label" (+1) against "any other" (-1). The examples are parsed once and
+stored once, in a :class:`~streamlearn.replay.shared.SharedReplayBuffer`; each learner
+keeps its own weights, scalars, statistics and, aligned with the shared slots, the sign
+and slack coordinate alpha_k of every buffered example for its label.
+
+Labels appear as the stream goes. When an example brings a label never seen before,
+the new label's learner is created and, before that example, **presented every example
+then in the buffer once, oldest first, as a negative** (exactly as
+``learn_stream`` would have presented them had the learner existed from the start).
+Then the example is presented to every learner. Examples evicted before the label
+appeared, and replay passes that ran before it, are not repeated; otherwise a learner
+of the bank is bit for bit the standalone learner trained on the same stream with the
+labels mapped to +1/-1 for its label.
+
+Delta (``delta='auto'``) is fixed once for the whole bank, from the first
+min(1000, buffer_size) examples, as a single learner fixes it. Each label's replay
+passes use its own active sets and the permutation ``pass_permutation(seed, p)`` of its
+own pass count p, as a standalone learner with the same seed would.
+
+Prediction: :meth:`ModelBank.decision_function` gives one column per label (label ids
+in order of first appearance); :meth:`ModelBank.predict` is the multi-class argmax (ties
+go to the lowest label id, the label seen first); :meth:`ModelBank.predict_sets` gives
+every label with a positive decision value; :meth:`ModelBank.rank` orders all labels by
+decision value.
+
+PAUM per label: with ``tau_pos_kappa`` (kappa), label l's margin of positives is
+``tau_pos * 2 / (1 + exp(-kappa * c_l))`` with c_l the fraction of the examples presented
+so far that carry label l (the paper's proposal tau_pos proportional to
+1/(1 + exp(-kappa c)), scaled so that a label with c -> 0 gets ``tau_pos``). c_l is
+measured when the label's learner starts (the example that brings it counted) and again
+at the start of every :meth:`ModelBank.replay`, from all examples presented so far
+(evicted ones included); stream learning between two replays keeps it fixed. So after
+a replay to convergence every buffered example meets PAUM's condition with tau_pos from
+the label's frequency over the whole stream.
+
+>>> import numpy as np
+>>> from streamlearn.learn import PDM
+>>> X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 2.0]])
+>>> bank = ModelBank(PDM(eps=0.1, delta=0.0)).fit(X, [[1], [2], [1, 2], [2]])
+>>> bank.labels_.tolist(), bank.predict_sets(X)[2].tolist()
+([1.0, 2.0], [1.0, 2.0])
+>>> bank.predict(np.array([[0.0, 3.0]])).tolist()
+[2.0]
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from streamlearn._kernels import decision_values, row_sqnorms
+from streamlearn._kernels.bank import bank_learn_stream, present_history
+from streamlearn._kernels.engine import N_STATS
+from streamlearn.errors import InvalidParameterError, StateError
+from streamlearn.learn.base import AUTO_DELTA_WINDOW, LinearLearner, _finite
+from streamlearn.learn.inputs import as_rows
+from streamlearn.learn.labelsets import HasLabelSets, LabelledRows, as_labelled_rows
+from streamlearn.learn.paum import PAUM
+from streamlearn.replay import ActiveSetSchedule, ReplaySchedule
+from streamlearn.replay.shared import SharedReplayBuffer
+
+BANK_FORMAT = "streamlearn.bank"
+BANK_VERSION = 1
+_UPDATES = 2
+
+
+class ModelBank:
+    """One-vs-rest: a binary learner per label, one shared buffer (see the module doc).
+
+    Parameters
+    ----------
+    base
+        A learner whose class and parameters every label's learner takes (only its
+        parameters are used, not its state).
+    tau_pos_kappa
+        PAUM only: kappa of the per-label margin of positives
+        ``tau_pos * 2 / (1 + exp(-kappa c))``, c the label's fraction of positives.
+        None (default) gives every label the base's ``tau_pos``. kappa < 0 gives rarer
+        labels larger margins.
+    """
+
+    def __init__(self, base: LinearLearner, *, tau_pos_kappa: float | None = None) -> None:
+        if not isinstance(base, LinearLearner):
+            raise InvalidParameterError("base must be a learner (PDM(), PAUM(), ...)")
+        if tau_pos_kappa is not None:
+            if not isinstance(base, PAUM):
+                raise InvalidParameterError("tau_pos_kappa is a parameter of PAUM banks only")
+            tau_pos_kappa = _finite("tau_pos_kappa", tau_pos_kappa)
+        self.base = base
+        self.tau_pos_kappa = tau_pos_kappa
+        self._params = base.get_params()
+        self._reset()
+
+    @property
+    def algorithm(self) -> str:
+        """The learners' algorithm name."""
+        return self.base.algorithm
+
+    def _reset(self) -> None:
+        base = self.base
+        self._buffer = SharedReplayBuffer(base.buffer_size, base.buffer_nnz)
+        self._label_values: list[float] = []
+        self._label_ids: dict[float, int] = {}
+        self._learners: list[LinearLearner] = []
+        self._positives = np.zeros(1, dtype=np.int64)
+        self._weights = np.zeros((1, 16), dtype=np.float64)
+        self._scalars = np.zeros((1, 4), dtype=np.float64)
+        self._stats = np.zeros((1, N_STATS), dtype=np.int64)
+        self._n_features = 0
+        self._examples_seen = 0
+        self._delta_value: float | None = None if base.delta == "auto" else float(base.delta)
+        self._pending: list[LabelledRows] = []
+        self._window_seen = 0
+        self._window_max_sqnorm = 0.0
+
+    # -- what the bank holds -------------------------------------------------------------
+
+    @property
+    def labels_(self) -> npt.NDArray[np.float64]:
+        """Label values by label id (the order in which they first appeared)."""
+        return np.array(self._label_values, dtype=np.float64)
+
+    @property
+    def n_labels(self) -> int:
+        """Number of labels (learners)."""
+        return len(self._label_values)
+
+    @property
+    def delta_(self) -> float | None:
+        """The bank's Delta; None while ``delta='auto'`` still waits for its examples."""
+        return self._delta_value
+
+    @property
+    def n_features_in_(self) -> int:
+        """One more than the largest feature index seen."""
+        return self._n_features
+
+    @property
+    def examples_presented(self) -> int:
+        """Examples presented to the bank (not those ``delta='auto'`` still holds)."""
+        return self._examples_seen
+
+    @property
+    def positives_(self) -> npt.NDArray[np.int64]:
+        """Per label id, how many presented examples carried the label."""
+        return self._positives[: self.n_labels].copy()
+
+    @property
+    def buffer(self) -> SharedReplayBuffer:
+        """The shared replay buffer (read it, do not modify it)."""
+        return self._buffer
+
+    @property
+    def converged(self) -> bool:
+        """Whether every learner's last full replay pass made no update."""
+        return all(learner.converged for learner in self.learners())
+
+    def learners(self) -> list[LinearLearner]:
+        """The learners by label id, bound to the bank's arrays (valid until the bank
+        learns again): each is a full binary learner (``coef_``, ``summary()``, ...)."""
+        for label in range(self.n_labels):
+            self._bind(label)
+        return list(self._learners)
+
+    def learner(self, label: float) -> LinearLearner:
+        """The binary learner of one label value."""
+        if float(label) not in self._label_ids:
+            raise KeyError(f"no label {label!r} in the bank")
+        label_id = self._label_ids[float(label)]
+        self._bind(label_id)
+        return self._learners[label_id]
+
+    def tau_pos_(self) -> npt.NDArray[np.float64]:
+        """PAUM banks: each label's current margin of positives (by label id)."""
+        return np.array([getattr(learner, "tau_pos", math.nan) for learner in self._learners])
+
+    # -- learning ------------------------------------------------------------------------
+
+    def learn(self, X: Any, Y: Any) -> Self:
+        """Present each example once, in order: X as learners take it, Y a 1-D array of
+        class labels, a sequence of label sets or a ``(label_ptr, labels)`` pair."""
+        self.learn_rows(as_labelled_rows(X, Y))
+        return self
+
+    def learn_rows(self, rows: HasLabelSets) -> None:
+        """:meth:`learn` for rows with label sets (e.g. the svmlight parser's output)."""
+        labelled = rows if isinstance(rows, LabelledRows) else LabelledRows.from_arrays(rows)
+        if self._delta_value is None:
+            released = self._hold_for_auto_delta(labelled)
+            if released is None:
+                return
+            labelled = released
+        self._present(labelled)
+
+    def learn_on_schedule(
+        self, rows: HasLabelSets, schedule: ReplaySchedule, examples_seen: int
+    ) -> int:
+        """:meth:`learn_rows`, replaying wherever ``schedule`` says once ``examples_seen``
+        stream examples came before; returns the new count."""
+        labelled = rows if isinstance(rows, LabelledRows) else LabelledRows.from_arrays(rows)
+        start = 0
+        for size in schedule.split(examples_seen, labelled.n_examples):
+            self.learn_rows(labelled.slice(start, start + size))
+            passes = schedule.replays_after(examples_seen, size)
+            examples_seen += size
+            start += size
+            if passes:
+                self.replay(max_passes=passes)
+        return examples_seen
+
+    def flush(self) -> Self:
+        """Present what ``delta='auto'`` holds back, fixing Delta from it."""
+        if self._delta_value is None and self._window_seen > 0:
+            self._present(self._release_pending())
+        return self
+
+    def replay(self, max_passes: int | None = None) -> Self:
+        """Replay every label's learner (label id order) until a full pass makes no
+        update, at most ``max_passes`` full passes each (default: the base's)."""
+        self.flush()
+        self._update_tau_pos()
+        for learner in self.learners():
+            learner.replay(max_passes)
+        return self
+
+    def epoch_pass(self) -> bool:
+        """One plain pass over the buffer in arrival order for every learner; returns
+        whether none of them updated."""
+        self.flush()
+        return all([learner.epoch_pass() for learner in self.learners()])
+
+    def fit(self, X: Any, Y: Any) -> Self:
+        """Learn X, Y once and replay to convergence."""
+        return self.learn(X, Y).replay()
+
+    def declare_labels(self, values: Any) -> Self:
+        """Start learners for these label values now (in this order), before any example
+        brings them; each is presented the buffered examples as negatives."""
+        for value in np.asarray(values, dtype=np.float64).ravel().tolist():
+            if value not in self._label_ids:
+                self._add_label(value)
+        return self
+
+    # -- stream presentation -------------------------------------------------------------
+
+    def _present(self, rows: LabelledRows) -> None:
+        """Present rows in order, starting each new label's learner just before the row
+        that brings it."""
+        start = 0
+        for row in range(rows.n_examples):
+            new = [
+                v for v in dict.fromkeys(rows.label_set(row).tolist()) if v not in self._label_ids
+            ]
+            if not new:
+                continue
+            self._present_known(rows.slice(start, row))
+            start = row
+            for value in new:
+                self._add_label(value)
+        self._present_known(rows.slice(start, rows.n_examples))
+
+    def _present_known(self, rows: LabelledRows) -> None:
+        n = rows.n_examples
+        if n == 0:
+            return
+        feats = rows.features()
+        self._grow_features(feats.max_index + 1)
+        self._buffer.features.reserve_for(feats.nnz + n)
+        signs = self._example_signs(rows)
+        n_labels = self.n_labels
+        self._positives[:n_labels] += np.sum(signs > 0, axis=0)
+        self._examples_seen += n
+        if n_labels == 0:
+            signs = np.zeros((n, 0), dtype=np.int8)
+        updates_before = self._scalars[:n_labels, _UPDATES].copy()
+        feats_buf = self._buffer.features
+        bank_learn_stream(
+            feats.indptr, feats.indices, feats.values, signs,
+            row_sqnorms(feats.indptr, feats.values), feats_buf.slot_start, feats_buf.slot_len,
+            feats_buf.slot_sqnorm, feats_buf.arena_idx, feats_buf.arena_val, feats_buf.ring,
+            feats_buf.max_nnz, self._buffer.signs, self._buffer.alphas, self._weights,
+            self._scalars, self.base.rule, self._rule_params(), self.base.rho, self._delta_sq,
+            self._stats, np.zeros(max(n_labels, 1)),
+        )  # fmt: skip
+        changed = self._scalars[:n_labels, _UPDATES] != updates_before
+        for label, learner in enumerate(self._learners):
+            learner._examples_seen += n
+            if changed[label]:
+                learner._converged = False
+
+    def _example_signs(self, rows: LabelledRows) -> npt.NDArray[np.int8]:
+        """+1/-1 per example and label id (every label of the rows is known here)."""
+        signs = np.full((rows.n_examples, max(self.n_labels, 1)), -1, dtype=np.int8)
+        if rows.labels.shape[0]:
+            ids = np.array([self._label_ids[v] for v in rows.labels.tolist()], dtype=np.int64)
+            row_of_label = np.repeat(np.arange(rows.n_examples), np.diff(rows.label_ptr))
+            signs[row_of_label, ids] = 1
+        return signs
+
+    def _add_label(self, value: float) -> None:
+        """A new learner for ``value``, presented the buffered examples as negatives."""
+        label = self._buffer.add_label()
+        self._label_ids[value] = label
+        self._label_values.append(value)
+        capacity = self._weights.shape[0]
+        if label >= capacity:
+            self._weights = _grown_rows(self._weights, 2 * capacity)
+            self._scalars = _grown_rows(self._scalars, 2 * capacity)
+            self._stats = _grown_rows(self._stats, 2 * capacity)
+            self._positives = np.concatenate([self._positives, np.zeros(capacity, np.int64)])
+        self._weights[label] = 0.0
+        self._scalars[label] = [0.0, 0.0, 0.0, 1.0]
+        self._stats[label] = 0
+        self._positives[label] = 0
+        self._learners.append(self._new_learner(self._tau_pos_for(1, self._examples_seen + 1)))
+        slots = self._buffer.features.live_slots()
+        feats = self._buffer.features
+        present_history(
+            slots, feats.slot_start, feats.slot_len, feats.slot_sqnorm, feats.arena_idx,
+            feats.arena_val, -1, self._buffer.signs[label], self._buffer.alphas[label],
+            self._weights[label], self._scalars[label], self.base.rule,
+            self._rule_params()[label], self.base.rho, self._delta_sq, self._stats[label],
+        )  # fmt: skip
+        self._learners[label]._examples_seen = int(slots.shape[0])
+
+    def _new_learner(self, tau_pos: float | None) -> LinearLearner:
+        params = dict(self._params)
+        if tau_pos is not None:
+            params["tau_pos"] = tau_pos
+        learner = type(self.base)(**params)
+        learner._delta_value = self._delta_value
+        return learner
+
+    def _tau_pos_for(self, positives: int, examples: int) -> float | None:
+        """PAUM with kappa: the margin of positives for a label's fraction of positives."""
+        if self.tau_pos_kappa is None:
+            return None
+        assert isinstance(self.base, PAUM)
+        fraction = positives / examples if examples else 0.0
+        return self.base.tau_pos * 2.0 / (1.0 + math.exp(-self.tau_pos_kappa * fraction))
+
+    def _update_tau_pos(self) -> None:
+        for label, learner in enumerate(self._learners):
+            tau = self._tau_pos_for(int(self._positives[label]), self._examples_seen)
+            if tau is not None and isinstance(learner, PAUM):
+                learner.tau_pos = tau
+
+    def _rule_params(self) -> npt.NDArray[np.float64]:
+        params = np.zeros((self._weights.shape[0], 2), dtype=np.float64)
+        for label in range(self.n_labels):
+            self._bind(label)
+            params[label] = self._learners[label]._rule_params()
+        return params
+
+    def _grow_features(self, n_features: int) -> None:
+        if n_features > self._weights.shape[1]:
+            columns = max(2 * self._weights.shape[1], n_features)
+            grown = np.zeros((self._weights.shape[0], columns), dtype=np.float64)
+            grown[:, : self._weights.shape[1]] = self._weights
+            self._weights = grown
+        self._n_features = max(self._n_features, n_features)
+
+    def _bind(self, label: int) -> None:
+        """Point learner ``label`` at its rows of the bank's arrays and its buffer view."""
+        learner = self._learners[label]
+        learner._w = self._weights[label]
+        learner._scalars = self._scalars[label]
+        learner._stats = self._stats[label]
+        learner._n_features = self._n_features
+        learner._buffer = self._buffer.view(label)
+        learner._delta_value = self._delta_value
+
+    @property
+    def _delta_sq(self) -> float:
+        delta = self._delta_value or 0.0
+        return delta * delta
+
+    def _hold_for_auto_delta(self, rows: LabelledRows) -> LabelledRows | None:
+        window = min(AUTO_DELTA_WINDOW, self.base.buffer_size)
+        take = min(window - self._window_seen, rows.n_examples)
+        if take > 0:
+            head = rows.slice(0, take)
+            sqnorms = row_sqnorms(head.indptr, head.values)
+            self._window_max_sqnorm = max(self._window_max_sqnorm, float(sqnorms.max()))
+            self._window_seen += take
+        self._pending.append(LabelledRows.concatenate([rows]))
+        if self._window_seen < window:
+            return None
+        return self._release_pending()
+
+    def _release_pending(self) -> LabelledRows:
+        radius = math.sqrt(self._window_max_sqnorm + self.base.rho**2)
+        self._delta_value = radius / 10.0
+        held = LabelledRows.concatenate(self._pending)
+        self._pending = []
+        for learner in self._learners:
+            learner._delta_value = self._delta_value
+        return held
+
+    # -- prediction ----------------------------------------------------------------------
+
+    def decision_function(self, X: Any) -> npt.NDArray[np.float64]:
+        """Decision values w_l . x + b_l, one row per example, one column per label id."""
+        indptr, indices, values = as_rows(X)
+        out = np.zeros((indptr.shape[0] - 1, self.n_labels), dtype=np.float64)
+        for label, learner in enumerate(self.learners()):
+            out[:, label] = decision_values(
+                indptr, indices, values, learner.coef_, learner.intercept_
+            )
+        return out
+
+    def predict(self, X: Any) -> npt.NDArray[np.float64]:
+        """Multi-class: the label value of the largest decision value (ties: the lowest
+        label id, i.e. the label seen first)."""
+        if self.n_labels == 0:
+            raise StateError("the bank has no label yet")
+        best: npt.NDArray[np.float64] = self.labels_[np.argmax(self.decision_function(X), axis=1)]
+        return best
+
+    def predict_sets(self, X: Any) -> list[npt.NDArray[np.float64]]:
+        """Multi-label: per example, the label values with a positive decision value,
+        by label id."""
+        positive = self.decision_function(X) > 0.0
+        values = self.labels_
+        return [values[row] for row in positive]
+
+    def rank(self, X: Any) -> npt.NDArray[np.float64]:
+        """Per example, every label value ordered by decreasing decision value (ties:
+        lower label id first)."""
+        scores = self.decision_function(X)
+        return self.labels_[np.argsort(-scores, axis=1, kind="stable")]
+
+    # -- reports -------------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        """Bank-wide counts, and per label its learner's summary (certificate included)."""
+        per_label = []
+        for label, learner in enumerate(self.learners()):
+            figures = learner.summary()
+            figures.pop("algorithm")
+            per_label.append(
+                {
+                    "label": self._label_values[label],
+                    "positives": int(self._positives[label]),
+                    **({"tau_pos": learner.tau_pos} if isinstance(learner, PAUM) else {}),
+                    **figures,
+                }
+            )
+        return {
+            "algorithm": self.algorithm,
+            "one_vs_rest": True,
+            "labels": self.n_labels,
+            "examples": self._examples_seen,
+            "updates": float(sum(p["updates"] for p in per_label)),
+            "passes": max((p["passes"] for p in per_label), default=0),
+            "converged": self.converged,
+            "delta": self._delta_value,
+            "n_features": self._n_features,
+            "buffer_examples": len(self._buffer),
+            "buffer_nnz": self._buffer.features.nnz,
+            "buffer_evicted": self._buffer.features.evicted,
+            "pending_examples": sum(p.n_examples for p in self._pending),
+            "per_label": per_label,
+        }
+
+    # -- state dictionaries --------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue exactly: plain numbers, strings and arrays."""
+        pending = LabelledRows.concatenate(self._pending)
+        learners = []
+        for label, learner in enumerate(self._learners):
+            learners.append(
+                {
+                    "tau_pos": getattr(learner, "tau_pos", math.nan),
+                    "positives": int(self._positives[label]),
+                    "passes": learner._passes,
+                    "converged": learner._converged,
+                    "examples_seen": learner._examples_seen,
+                    "extra": learner._extra_state(),
+                }
+            )
+        n = self.n_labels
+        return {
+            "format": BANK_FORMAT,
+            "version": BANK_VERSION,
+            "algorithm": self.algorithm,
+            "params": self.base.plain_params(),
+            "tau_pos_kappa": math.nan if self.tau_pos_kappa is None else self.tau_pos_kappa,
+            "delta_value": math.nan if self._delta_value is None else self._delta_value,
+            "label_values": self.labels_,
+            "weights": self._weights[:n, : self._n_features].copy(),
+            "scalars": self._scalars[:n].copy(),
+            "stats": self._stats[:n].copy(),
+            "n_features": self._n_features,
+            "examples_seen": self._examples_seen,
+            "window_seen": self._window_seen,
+            "window_max_sqnorm": self._window_max_sqnorm,
+            "pending": {
+                "indptr": pending.indptr,
+                "indices": pending.indices,
+                "values": pending.values,
+                "label_ptr": pending.label_ptr,
+                "labels": pending.labels,
+            },
+            "buffer": self._buffer.state_dict(),
+            "learners": learners,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> ModelBank:
+        """A bank that continues exactly where the one that made ``state`` stopped."""
+        from streamlearn.learn import LEARNERS
+
+        if state.get("format") != BANK_FORMAT:
+            raise StateError(f"not a streamlearn model bank state ({state.get('format')!r})")
+        if state.get("version") != BANK_VERSION:
+            raise StateError(f"unsupported model bank state version {state.get('version')!r}")
+        algorithm = state.get("algorithm")
+        if algorithm not in LEARNERS:
+            raise StateError(f"unknown algorithm in bank state: {algorithm!r}")
+        try:
+            params = dict(state["params"])
+            if params.get("active_sets") is not None:
+                params["active_sets"] = ActiveSetSchedule.from_dict(params["active_sets"])
+            kappa = float(state["tau_pos_kappa"])
+            bank = cls(LEARNERS[str(algorithm)](**params),
+                       tau_pos_kappa=None if math.isnan(kappa) else kappa)  # fmt: skip
+            bank._load_state(state)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StateError(f"incomplete model bank state: {exc}") from exc
+        return bank
+
+    def _load_state(self, state: dict[str, Any]) -> None:
+        delta_value = float(state["delta_value"])
+        self._delta_value = None if math.isnan(delta_value) else delta_value
+        self._buffer = SharedReplayBuffer.from_state(state["buffer"])
+        if (
+            self._buffer.max_examples != self.base.buffer_size
+            or self._buffer.max_nnz != self.base.buffer_nnz
+        ):
+            raise StateError("replay buffer capacity in the state differs from the parameters")
+        values = [float(v) for v in np.asarray(state["label_values"]).tolist()]
+        n = len(values)
+        if n != self._buffer.n_labels or len(state["learners"]) != n:
+            raise StateError("model bank state: labels, learners and buffer rows differ")
+        weights = np.asarray(state["weights"], dtype=np.float64).reshape(n, -1)
+        self._n_features = int(state["n_features"])
+        rows = max(n, 1)
+        self._weights = np.zeros((rows, max(16, self._n_features)), dtype=np.float64)
+        self._weights[:n, : weights.shape[1]] = weights
+        self._scalars = np.zeros((rows, 4), dtype=np.float64)
+        self._scalars[:n] = np.asarray(state["scalars"], dtype=np.float64).reshape(n, 4)
+        self._stats = np.zeros((rows, N_STATS), dtype=np.int64)
+        self._stats[:n] = np.asarray(state["stats"], dtype=np.int64).reshape(n, N_STATS)
+        self._positives = np.zeros(rows, dtype=np.int64)
+        self._examples_seen = int(state["examples_seen"])
+        self._window_seen = int(state["window_seen"])
+        self._window_max_sqnorm = float(state["window_max_sqnorm"])
+        pending = LabelledRows.from_arrays(_Arrays(state["pending"]))
+        self._pending = [pending] if pending.n_examples else []
+        self._label_values = values
+        self._label_ids = {v: i for i, v in enumerate(values)}
+        self._learners = []
+        for label, saved in enumerate(state["learners"]):
+            tau = float(saved["tau_pos"])
+            learner = self._new_learner(None if math.isnan(tau) else tau)
+            learner._passes = int(saved["passes"])
+            learner._converged = bool(saved["converged"])
+            learner._examples_seen = int(saved["examples_seen"])
+            learner._load_extra_state(saved["extra"])
+            self._positives[label] = int(saved["positives"])
+            self._learners.append(learner)
+
+
+class _Arrays:
+    """Attribute access to a dict of arrays (a state's ``pending`` rows)."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.indptr = np.asarray(values["indptr"], dtype=np.int64)
+        self.indices = np.asarray(values["indices"], dtype=np.int32)
+        self.values = np.asarray(values["values"], dtype=np.float64)
+        self.label_ptr = np.asarray(values["label_ptr"], dtype=np.int64)
+        self.labels = np.asarray(values["labels"], dtype=np.float64)
+
+
+def _grown_rows(array: npt.NDArray[Any], rows: int) -> npt.NDArray[Any]:
+    out = np.zeros((rows, *array.shape[1:]), dtype=array.dtype)
+    out[: array.shape[0]] = array
+    return out

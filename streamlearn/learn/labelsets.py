@@ -1,0 +1,164 @@
+"""Examples with label sets: what a one-vs-rest bank learns from.
+
+A :class:`LabelledRows` holds CSR features and, per row, a set of label values (numbers)
+as CSR offsets ``label_ptr`` into ``labels``, as the svmlight parser produces them
+(``1,3,7 idx:val ...``). A multi-class example has one label; a multi-label example
+any number, none included (then it is a negative for every label).
+
+>>> import numpy as np
+>>> rows = as_labelled_rows(np.array([[1.0, 0.0], [0.0, 2.0]]), [[3, 1], []])
+>>> rows.label_ptr.tolist(), rows.labels.tolist()
+([0, 2, 2], [3.0, 1.0])
+>>> as_labelled_rows(np.eye(2), np.array([7, 2])).labels.tolist()
+[7.0, 2.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from streamlearn.errors import InvalidInputError
+from streamlearn.learn.inputs import as_rows
+from streamlearn.types import Batch, OffsetArray, ValueArray
+
+
+class HasLabelSets(Protocol):
+    """Anything with CSR features and CSR label sets (e.g. the parser's ``ParsedRows``)."""
+
+    @property
+    def indptr(self) -> OffsetArray: ...
+    @property
+    def indices(self) -> npt.NDArray[np.int32]: ...
+    @property
+    def values(self) -> ValueArray: ...
+    @property
+    def label_ptr(self) -> OffsetArray: ...
+    @property
+    def labels(self) -> ValueArray: ...
+
+
+@dataclass(frozen=True)
+class LabelledRows:
+    """Rows of features (CSR) with label sets (CSR offsets ``label_ptr`` into ``labels``)."""
+
+    indptr: OffsetArray
+    indices: npt.NDArray[np.int32]
+    values: ValueArray
+    label_ptr: OffsetArray
+    labels: ValueArray
+
+    @classmethod
+    def from_arrays(cls, rows: HasLabelSets) -> LabelledRows:
+        """Contiguous copies in the engine's dtypes, label values checked to be finite."""
+        labels = np.array(rows.labels, dtype=np.float64)
+        if labels.shape[0] and not np.all(np.isfinite(labels)):
+            raise InvalidInputError("label values must be finite numbers")
+        label_ptr = np.array(rows.label_ptr, dtype=np.int64)
+        indptr = np.array(rows.indptr, dtype=np.int64)
+        if label_ptr.shape != indptr.shape or label_ptr[-1] != labels.shape[0]:
+            raise InvalidInputError("label_ptr must hold n_rows + 1 offsets into labels")
+        return cls(
+            indptr - indptr[0],
+            np.array(rows.indices[indptr[0] : indptr[-1]], dtype=np.int32),
+            np.array(rows.values[indptr[0] : indptr[-1]], dtype=np.float64),
+            label_ptr - label_ptr[0],
+            labels[label_ptr[0] :],
+        )
+
+    @property
+    def n_examples(self) -> int:
+        """Number of rows."""
+        return int(self.indptr.shape[0] - 1)
+
+    def features(self) -> Batch:
+        """The features as a :class:`Batch` (its labels, all +1, are placeholders)."""
+        return Batch(self.indptr, self.indices, self.values, np.ones(self.n_examples, np.int8))
+
+    def label_set(self, row: int) -> ValueArray:
+        """The label values of one row, in the order given."""
+        return self.labels[self.label_ptr[row] : self.label_ptr[row + 1]]
+
+    def slice(self, start: int, stop: int) -> LabelledRows:
+        """Rows ``start:stop`` with offsets starting at 0."""
+        lo, hi = int(self.indptr[start]), int(self.indptr[stop])
+        llo, lhi = int(self.label_ptr[start]), int(self.label_ptr[stop])
+        return LabelledRows(
+            self.indptr[start : stop + 1] - lo,
+            self.indices[lo:hi],
+            self.values[lo:hi],
+            self.label_ptr[start : stop + 1] - llo,
+            self.labels[llo:lhi],
+        )
+
+    @staticmethod
+    def concatenate(parts: list[LabelledRows]) -> LabelledRows:
+        """Rows of several parts, in order, as one (a copy)."""
+        if not parts:
+            zero = np.zeros(1, dtype=np.int64)
+            return LabelledRows(zero, np.zeros(0, np.int32), np.zeros(0), zero.copy(), np.zeros(0))
+        return LabelledRows(
+            _join([p.indptr for p in parts]),
+            np.concatenate([p.indices for p in parts]),
+            np.concatenate([p.values for p in parts]),
+            _join([p.label_ptr for p in parts]),
+            np.concatenate([p.labels for p in parts]),
+        )
+
+
+def as_labelled_rows(X: Any, Y: Any) -> LabelledRows:
+    """Features X (as :func:`~streamlearn.learn.inputs.as_rows` takes them) with labels Y:
+    a 1-D array of class labels (one per row, multi-class), a sequence of label sets
+    (iterables of numbers, multi-label) or a ``(label_ptr, labels)`` pair."""
+    indptr, indices, values = as_rows(X)
+    n = indptr.shape[0] - 1
+    label_ptr, labels = _label_sets(Y, n)
+    return LabelledRows.from_arrays(LabelledRows(indptr, indices, values, label_ptr, labels))
+
+
+def _label_sets(Y: Any, n: int) -> tuple[OffsetArray, ValueArray]:
+    if isinstance(Y, tuple) and len(Y) == 2:
+        return np.asarray(Y[0], dtype=np.int64), np.asarray(Y[1], dtype=np.float64)
+    if isinstance(Y, np.ndarray) and Y.ndim == 1 and Y.dtype != object:
+        if not np.issubdtype(Y.dtype, np.number) and Y.dtype != np.bool_:
+            raise InvalidInputError(f"labels must be numbers, got dtype {Y.dtype}")
+        if Y.shape[0] != n:
+            raise InvalidInputError(f"{n} examples but {Y.shape[0]} labels")
+        return np.arange(n + 1, dtype=np.int64), Y.astype(np.float64)
+    sets = list(Y)
+    if len(sets) != n:
+        raise InvalidInputError(f"{n} examples but {len(sets)} label sets")
+    flat: list[float] = []
+    ptr = [0]
+    for i, item in enumerate(sets):
+        members = [item] if _is_number(item) else _members(item, i)
+        flat.extend(members)
+        ptr.append(len(flat))
+    return np.asarray(ptr, dtype=np.int64), np.asarray(flat, dtype=np.float64)
+
+
+def _members(item: Any, row: int) -> list[float]:
+    if not isinstance(item, Iterable) or isinstance(item, str | bytes):
+        raise InvalidInputError(f"label set of row {row} is not a number or an iterable of numbers")
+    members = []
+    for value in item:
+        if not _is_number(value):
+            raise InvalidInputError(f"label set of row {row} holds {value!r}, not a number")
+        if float(value) not in members:
+            members.append(float(value))
+    return members
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
+
+
+def _join(offsets: list[OffsetArray]) -> OffsetArray:
+    lengths = np.concatenate([np.diff(p) for p in offsets])
+    out = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out[1:])
+    return out

@@ -1,0 +1,222 @@
+"""The one-vs-rest model bank: equality with standalone learners, new labels, ties, PAUM
+per-label margins, state round trips."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from bank_samples import multilabel_stream, one_label_targets
+
+from streamlearn import PAUM, PDM, Kozinec, ModelBank, PDMSucc, Perceptron, model_from_state
+from streamlearn.checkpoint import decode, encode
+from streamlearn.errors import InvalidParameterError, StateError
+from streamlearn.learn import LinearLearner
+from streamlearn.replay import ReplaySchedule
+
+BASES = [
+    PDM(eps=0.05, delta=0.5),
+    PDM(eps=0.05),  # delta='auto'
+    PAUM(tau_neg=-0.5, tau_pos=2.0, lr=0.5, delta=0.3),
+    Perceptron(delta=0.0),
+    Kozinec(eps=0.01, delta=0.4),
+    PDMSucc(eps=0.02, delta=0.5),
+]
+
+
+def standalone(base: LinearLearner) -> LinearLearner:
+    return type(base)(**base.get_params())
+
+
+def assert_same_learner(
+    ours: LinearLearner, theirs: LinearLearner, ignore: tuple[str, ...] = ()
+) -> None:
+    np.testing.assert_array_equal(ours.coef_, theirs.coef_)
+    assert ours.intercept_ == theirs.intercept_
+    np.testing.assert_array_equal(ours.alpha_, theirs.alpha_)
+    np.testing.assert_array_equal(ours._scalars, theirs._scalars)
+    np.testing.assert_array_equal(ours._stats, theirs._stats)
+    assert ours.examples_presented == theirs.examples_presented
+    mine, other = ours.summary(), theirs.summary()
+    assert {k: v for k, v in mine.items() if k not in ignore} == {
+        k: v for k, v in other.items() if k not in ignore
+    }
+
+
+@pytest.mark.parametrize("base", BASES, ids=lambda b: repr(b)[:30])
+def test_each_learner_is_the_standalone_learner_bit_for_bit(base: LinearLearner) -> None:
+    X, label_sets = multilabel_stream()
+    bank = ModelBank(base)
+    bank.learn(X[:100], label_sets[:100]).learn(X[100:], label_sets[100:]).flush()
+    assert bank.labels_.tolist() == [10.0, 20.0, 30.0, 40.0]  # order of first appearance
+    for value in (10, 20, 30, 40):
+        alone = standalone(base).learn(X, one_label_targets(label_sets, value))
+        alone.flush()
+        assert_same_learner(bank.learner(value), alone)
+    bank.replay()
+    for value in (10, 20, 30, 40):
+        alone = standalone(base).fit(X, one_label_targets(label_sets, value))
+        assert_same_learner(bank.learner(value), alone)
+
+
+def test_learners_known_from_the_start_follow_the_replay_schedule_exactly() -> None:
+    X, label_sets = multilabel_stream(n=300)
+    schedule = ReplaySchedule(every=25, passes=2)
+    bank = ModelBank(PDM(eps=0.05, delta=0.5))
+    bank.learn_on_schedule(_rows(X, label_sets), schedule, 0)
+    alone = PDM(eps=0.05, delta=0.5)
+    alone.learn_on_schedule(_batch(X, one_label_targets(label_sets, 10)), schedule, 0)
+    first = label_sets.index(next(s for s in label_sets if 10 in s))
+    assert first < 25  # label 10 is there before the first replay
+    assert_same_learner(bank.learner(10), alone)
+
+
+def test_a_new_label_is_presented_the_buffer_as_negatives_before_its_example() -> None:
+    X, label_sets = multilabel_stream()
+    first = next(i for i, s in enumerate(label_sets) if 40 in s)
+    bank = ModelBank(PDM(eps=0.05, delta=0.5, buffer_size=30))
+    bank.learn(X[: first + 1], label_sets[: first + 1])
+    learner = bank.learner(40)
+    # it saw the 30 examples then buffered (as negatives) and then its own example
+    assert learner.examples_presented == 31
+    assert learner.buffer.examples().labels.tolist() == [-1] * 29 + [1]
+    assert bank.buffer.features.evicted == first + 1 - 30
+    alone = PDM(eps=0.05, delta=0.5, buffer_size=30)
+    y = one_label_targets(label_sets, 40)
+    alone.learn(X[first - 30 : first + 1], y[first - 30 : first + 1])
+    assert_same_learner(learner, alone, ignore=("buffer_evicted",))
+    # learners that were there all along saw every example
+    assert bank.learner(10).examples_presented == first + 1
+
+
+def test_new_labels_mid_batch_and_mid_stream_give_the_same_bank() -> None:
+    X, label_sets = multilabel_stream()
+    whole = ModelBank(PAUM(delta=0.5)).learn(X, label_sets)
+    pieces = ModelBank(PAUM(delta=0.5))
+    for start in range(0, 240, 7):
+        pieces.learn(X[start : start + 7], label_sets[start : start + 7])
+    _assert_same_bank(whole, pieces)
+
+
+def test_a_declared_label_never_seen_positive_is_learned_as_all_negative() -> None:
+    X, label_sets = multilabel_stream()
+    bank = ModelBank(PDM(eps=0.05, delta=0.5))
+    bank.declare_labels([99, 10])
+    bank.fit(X, label_sets)
+    assert bank.labels_.tolist()[:2] == [99.0, 10.0]
+    assert bank.positives_.tolist()[0] == 0
+    never = bank.learner(99)
+    assert never.buffer.examples().labels.tolist() == [-1] * 240
+    assert np.all(bank.decision_function(X)[:, 0] < 0)
+    assert all(99.0 not in predicted for predicted in bank.predict_sets(X))
+
+
+def test_argmax_ties_go_to_the_lowest_label_id() -> None:
+    X, _ = multilabel_stream()
+    # labels 5 and 3 always come together: their learners are identical
+    bank = ModelBank(PDM(eps=0.05, delta=0.5)).fit(X, [[5, 3]] * 120 + [[7]] * 120)
+    scores = bank.decision_function(X)
+    np.testing.assert_array_equal(scores[:, 0], scores[:, 1])
+    predicted = bank.predict(X)
+    assert set(predicted.tolist()) <= {5.0, 7.0}
+    assert 5.0 in predicted  # the id of 5 (seen first) is lower than that of 3
+    ranking = bank.rank(X)
+    tied = scores[:, 0] >= scores[:, 2]
+    assert ranking[tied, 0].tolist() == [5.0] * int(tied.sum())
+    assert ranking[tied, 1].tolist() == [3.0] * int(tied.sum())
+
+
+def test_multiclass_prediction_on_separable_classes() -> None:
+    rng = np.random.default_rng(3)
+    centres = np.array([[3.0, 0.0], [0.0, 3.0], [-3.0, -3.0]])
+    y = rng.integers(0, 3, size=300)
+    X = centres[y] + rng.normal(scale=0.5, size=(300, 2))
+    bank = ModelBank(PDM(eps=0.05)).fit(X, y)
+    assert bank.labels_.tolist() == sorted(bank.labels_.tolist(), key=y.tolist().index)
+    assert np.mean(bank.predict(X) == y) > 0.97
+    assert bank.converged
+
+
+def test_paum_per_label_tau_pos_follows_the_fraction_of_positives() -> None:
+    X, label_sets = multilabel_stream()
+    bank = ModelBank(PAUM(tau_neg=-1.0, tau_pos=10.0, delta=0.5), tau_pos_kappa=-20.0)
+    bank.learn(X[:60], label_sets[:60])
+    first_20 = next(i for i, s in enumerate(label_sets) if 20 in s)
+    # at its start: one positive among the examples presented with it counted
+    assert bank.learner(20).tau_pos == pytest.approx(20.0 / (1 + math.exp(20.0 / (first_20 + 1))))
+    bank.learn(X[60:], label_sets[60:]).replay()
+    for value, positives in zip(bank.labels_, bank.positives_, strict=True):
+        expected = 20.0 / (1.0 + math.exp(20.0 * positives / 240))
+        assert bank.learner(value).tau_pos == pytest.approx(expected)
+        assert positives == sum(value in s for s in label_sets)
+    taus = bank.tau_pos_()
+    assert taus[np.argmin(bank.positives_)] == taus.max()  # the rarest gets the largest
+
+
+def test_tau_pos_kappa_needs_paum() -> None:
+    with pytest.raises(InvalidParameterError, match="PAUM"):
+        ModelBank(PDM(), tau_pos_kappa=1.0)
+
+
+def test_auto_delta_is_fixed_once_for_the_bank() -> None:
+    X, label_sets = multilabel_stream()
+    bank = ModelBank(PDM(eps=0.05)).learn(X, label_sets)
+    assert bank.delta_ is None and bank.n_labels == 0  # still waiting for 1000 examples
+    bank.flush()
+    alone = PDM(eps=0.05).learn(X, one_label_targets(label_sets, 10)).flush()
+    assert bank.delta_ == alone.delta_
+    assert all(learner.delta_ == alone.delta_ for learner in bank.learners())
+
+
+@pytest.mark.parametrize("base", [PDMSucc(eps=0.02), PAUM(delta=0.5)], ids=["pdmsucc", "paum"])
+def test_state_round_trip_through_a_checkpoint_continues_exactly(base: LinearLearner) -> None:
+    X, label_sets = multilabel_stream()
+    kappa = {"tau_pos_kappa": 3.0} if isinstance(base, PAUM) else {}
+    bank = ModelBank(base, **kappa).learn(X[:150], label_sets[:150])
+    bank.replay(max_passes=2)  # PDM-succ mid-stage, auto-delta examples still pending
+    restored = model_from_state(decode(encode(bank.state_dict(), created=0.0)).payload)
+    assert isinstance(restored, ModelBank)
+    _assert_same_bank(bank, restored)
+    for model in (bank, restored):
+        model.learn(X[150:], label_sets[150:]).replay()
+    _assert_same_bank(bank, restored)
+    np.testing.assert_array_equal(bank.decision_function(X), restored.decision_function(X))
+
+
+def test_bad_states_are_refused() -> None:
+    bank = ModelBank(PDM(delta=0.5)).learn(np.eye(3), [[1], [2], []])
+    state = bank.state_dict()
+    with pytest.raises(StateError, match="version"):
+        ModelBank.from_state({**state, "version": 99})
+    with pytest.raises(StateError, match="labels"):
+        ModelBank.from_state({**state, "learners": state["learners"][:1]})
+    with pytest.raises(StateError):
+        ModelBank.from_state({k: v for k, v in state.items() if k != "weights"})
+
+
+def test_an_example_without_labels_is_a_negative_for_every_label() -> None:
+    bank = ModelBank(Perceptron(delta=0.0)).learn(np.eye(3), [[1], [], [2]])
+    assert bank.learner(1).buffer.examples().labels.tolist() == [1, -1, -1]
+    assert bank.learner(2).buffer.examples().labels.tolist() == [-1, -1, 1]
+
+
+def _assert_same_bank(a: ModelBank, b: ModelBank) -> None:
+    assert a.labels_.tolist() == b.labels_.tolist()
+    for ours, theirs in zip(a.learners(), b.learners(), strict=True):
+        assert_same_learner(ours, theirs)
+        assert ours.get_params() == theirs.get_params()
+    assert a.summary() == b.summary()
+
+
+def _rows(X: Any, label_sets: list[list[int]]) -> Any:
+    from streamlearn.learn import as_labelled_rows
+
+    return as_labelled_rows(X, label_sets)
+
+
+def _batch(X: Any, y: np.ndarray) -> Any:
+    from streamlearn.learn.inputs import as_batch
+
+    return as_batch(X, y)
