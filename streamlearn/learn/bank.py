@@ -558,7 +558,8 @@ class ModelBank:
         self._scalars = np.zeros((rows, 4), dtype=np.float64)
         self._scalars[:n] = np.asarray(state["scalars"], dtype=np.float64).reshape(n, 4)
         self._stats = np.zeros((rows, N_STATS), dtype=np.int64)
-        self._stats[:n] = np.asarray(state["stats"], dtype=np.int64).reshape(n, N_STATS)
+        stats = np.asarray(state["stats"], dtype=np.int64).reshape(n, -1)
+        self._stats[:n, : stats.shape[1]] = stats
         self._positives = np.zeros(rows, dtype=np.int64)
         self._examples_seen = int(state["examples_seen"])
         self._window_seen = int(state["window_seen"])
