@@ -1,9 +1,13 @@
 """``streamlearn serve``: the long-running loop that learns from a stream of messages.
 
-Each turn polls the source, decodes the messages, predicts the unlabelled examples (to
-the sink) and learns the labelled ones through the count-based replay schedule of
-``learn``. Every ``checkpoint_every`` examples or ``checkpoint_interval`` seconds (or on
-request) it writes a checkpoint holding the learner, its buffer and the source positions,
+Each turn polls the source for a :class:`MessageBatch` (the messages as columns),
+decodes it at once (one parser call for each run of svmlight messages), predicts the
+unlabelled examples (to the sink, keyed like their message) and learns the labelled
+ones through the count-based replay schedule of ``learn``. Python objects per message
+are made only for the rare paths: predictions, rejected messages, msgpack ones.
+
+Every ``checkpoint_every`` examples or ``checkpoint_interval`` seconds (or on request)
+it writes a checkpoint holding the learner, its buffer and the source positions,
 and only then commits those positions to the source. On start it restores the newest
 readable checkpoint and seeks the source to its positions, so a crash loses nothing and
 learns nothing twice. When the source is idle it may replay towards convergence
@@ -19,13 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import LearnerSpec
 from streamlearn.learn import LinearLearner, learner_from_state
 from streamlearn.parse import ParsedRows, Rejected, binary_batch
 from streamlearn.replay import ReplaySchedule
-from streamlearn.sources.base import Message, Positions, Sink, Source
+from streamlearn.sources.base import MessageBatch, Positions, Sink, Source
 from streamlearn.types import Batch
 
 log = logging.getLogger("streamlearn.daemon")
@@ -78,6 +83,8 @@ class DaemonSettings:
     checkpoint_interval: float = 30.0
     idle_replay: bool = True
     poll_timeout: float = 0.2
+    #: most messages a turn takes from the source (a Kafka record batch that holds more
+    #: is split across turns)
     max_messages: int = 1000
     #: seconds between snapshots of the learner's summary for the metrics
     summary_interval: float = 1.0
@@ -91,7 +98,7 @@ class Daemon:
         spec: LearnerSpec,
         source: Source,
         *,
-        decode: Callable[[list[Message]], tuple[ParsedRows, list[int]]],
+        decode: Callable[[MessageBatch], tuple[ParsedRows, npt.NDArray[np.int64]]],
         settings: DaemonSettings,
         store: CheckpointStore | None = None,
         sink: Sink | None = None,
@@ -160,7 +167,7 @@ class Daemon:
             self.restore()
         while not self._stop:
             messages = self.source.poll(self.settings.poll_timeout, self.settings.max_messages)
-            if messages:
+            if len(messages):
                 self.process(messages)
             elif self.source.exhausted():
                 break
@@ -177,17 +184,18 @@ class Daemon:
         self.checkpoint()
         self.take_snapshot()
 
-    def process(self, messages: list[Message]) -> None:
+    def process(self, messages: MessageBatch) -> None:
         """Decode a poll's messages together, predict the unlabelled examples (with the
         model as the batch found it), learn the labelled ones in arrival order."""
-        rows, starts = self.decode(messages)
-        first_lines = np.asarray(starts, dtype=np.int64)
+        rows, first_lines = self.decode(messages)
         labelled = np.diff(rows.label_ptr) > 0
         rejected = list(rows.rejected)
         if not labelled.all():
             self._predict(messages, first_lines, rows.select(~labelled, []))
         if labelled.any():
-            batch, label_rejects = binary_batch(rows.select(labelled, []))
+            batch, label_rejects = binary_batch(
+                rows if labelled.all() else rows.select(labelled, [])
+            )
             rejected += label_rejects
             self._learn(batch)
         if rejected:
@@ -215,7 +223,9 @@ class Daemon:
         self._presented_seen += presented
         self.observer.count_progressive(presented - mistakes, mistakes)
 
-    def _predict(self, messages: list[Message], first_lines: np.ndarray, rows: ParsedRows) -> None:
+    def _predict(
+        self, messages: MessageBatch, first_lines: npt.NDArray[np.int64], rows: ParsedRows
+    ) -> None:
         scores = self.learner.decision_function((rows.indptr, rows.indices, rows.values))
         self.observer.count_examples("predicted", rows.n_rows)
         if self.sink is None:
@@ -223,10 +233,10 @@ class Daemon:
         owners = _owners(first_lines, rows.line_numbers)
         for owner, score in zip(owners.tolist(), scores.tolist(), strict=True):
             label = 1 if score > 0 else -1
-            self.sink.send(messages[owner].key, f"{score!r} {label}".encode())
+            self.sink.send(messages.key(owner), f"{score!r} {label}".encode())
 
     def _reject(
-        self, messages: list[Message], first_lines: np.ndarray, rejected: list[Rejected]
+        self, messages: MessageBatch, first_lines: npt.NDArray[np.int64], rejected: list[Rejected]
     ) -> None:
         for item in rejected:
             self.observer.count_rejected(item.reason, 1)
@@ -236,7 +246,7 @@ class Daemon:
         for owner, item in zip(owners.tolist(), rejected, strict=True):
             first_of.setdefault(owner, item)
         for owner, first in sorted(first_of.items()):
-            message = messages[owner]
+            message = messages.message(owner)
             line = first.line - int(first_lines[owner]) + 1
             log.warning(
                 "message %d@%d: rejected line %d (%s)",

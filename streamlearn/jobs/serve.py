@@ -12,6 +12,7 @@ from types import FrameType
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import LearnerSpec
@@ -21,7 +22,7 @@ from streamlearn.http import HttpEndpoint
 from streamlearn.metrics import DaemonMetrics, new_registry
 from streamlearn.parse import ParsedRows
 from streamlearn.parse.messages import MessageDecoder, decode_message
-from streamlearn.sources.base import Message, Sink, Source
+from streamlearn.sources.base import Message, MessageBatch, Sink, Source
 from streamlearn.sources.stdin import StdinSource
 from streamlearn.sources.stdout import StdoutSink
 
@@ -71,8 +72,8 @@ def run_serve(config: ServeConfig) -> None:
 
     decoder = MessageDecoder(default_format=config.message_format, max_features=config.max_features)
 
-    def decode(messages: list[Message]) -> tuple[ParsedRows, list[int]]:
-        return decoder.decode_many([(m.value, m.headers) for m in messages])
+    def decode(messages: MessageBatch) -> tuple[ParsedRows, npt.NDArray[np.int64]]:
+        return decoder.decode_columns(messages.data, messages.spans)
 
     holder: dict[str, Daemon] = {}
     metrics = DaemonMetrics(new_registry(), lambda: holder["daemon"].snapshot if holder else None)
@@ -113,6 +114,8 @@ def warm_up(spec: LearnerSpec) -> None:
     learner.summary()
     learner.decision_function(X)
     decode_message(b"+1 1:1\n", {}, default_format="svmlight")
+    warm = MessageBatch.from_messages([Message(b"+1 1:1\n"), Message(b"-1 2:1")])
+    MessageDecoder().decode_columns(warm.data, warm.spans)
 
 
 def _source(config: ServeConfig) -> Source:

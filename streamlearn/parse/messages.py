@@ -34,15 +34,24 @@ msgpack, or a map that does not follow this schema, is rejected as ``"bad messag
 
 from __future__ import annotations
 
+import itertools
 import math
 import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import cast
 
 import msgpack
 import numpy as np
 import numpy.typing as npt
 
+from streamlearn._kernels.kafka_records import KEY_LENGTH as KEY_LENGTH
+from streamlearn._kernels.kafka_records import KEY_START as KEY_START
+from streamlearn._kernels.kafka_records import TYPE_LENGTH as TYPE_LENGTH
+from streamlearn._kernels.kafka_records import TYPE_START as TYPE_START
+from streamlearn._kernels.kafka_records import VALUE_LENGTH as VALUE_LENGTH
+from streamlearn._kernels.kafka_records import VALUE_START as VALUE_START
+from streamlearn._kernels.kafka_records import join_values
 from streamlearn.errors import InvalidParameterError
 from streamlearn.parse.svmlight import REASONS, TEXT_CHARS, ParsedRows, Rejected, SvmlightParser
 
@@ -58,6 +67,14 @@ CONTENT_TYPES = {
     "application/x-msgpack": "msgpack",
     "application/vnd.msgpack": "msgpack",
 }
+#: rows of the span array of a columnar batch of messages (:func:`pack_messages`): where
+#: each message's value, key and ``content-type`` header value start in the data, and
+#: their lengths (-1 for none)
+SPAN_ROWS = 6
+#: per-message format codes of :meth:`MessageDecoder.formats_of`
+FORMAT_SVMLIGHT, FORMAT_MSGPACK, FORMAT_UNKNOWN = 0, 1, -1
+_FORMAT_CODES = {"svmlight": FORMAT_SVMLIGHT, "msgpack": FORMAT_MSGPACK}
+_FORMAT_CACHE_SIZE = 256
 _INT32_MAX = (1 << 31) - 1
 _BAD_LABEL, _NOT_FINITE, _NEGATIVE, _ABOVE_MAX, _UNSORTED = (
     REASONS[0],
@@ -118,6 +135,7 @@ class MessageDecoder:
         self.max_line_bytes = max_line_bytes
         self.zero_based = zero_based
         self._max_index = _INT32_MAX if max_features is None else max_features - 1
+        self._format_cache: dict[bytes, int] = {}
 
     def format_of(self, headers: Mapping[str, bytes]) -> str | None:
         """The format named by the headers, the default without one, None if unknown."""
@@ -163,28 +181,112 @@ class MessageDecoder:
         >>> rows.line_numbers.tolist(), starts
         ([1, 2, 3], [1, 3])
         """
+        data, spans = pack_messages(
+            [value for value, _ in messages],
+            [None] * len(messages),
+            [headers.get("content-type") for _, headers in messages],
+        )
+        rows, starts = self.decode_columns(data, spans)
+        return rows, starts.tolist()
+
+    def formats_of(
+        self, data: npt.NDArray[np.uint8], spans: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.int8]:
+        """Per message of a columnar batch, its format: ``FORMAT_*`` codes."""
+        type_length = spans[TYPE_LENGTH]
+        codes = np.full(type_length.shape[0], _FORMAT_CODES[self.default_format], dtype=np.int8)
+        typed = np.flatnonzero(type_length >= 0)
+        if typed.shape[0] == 0:
+            return codes
+        cache = self._format_cache
+        type_start = spans[TYPE_START]
+        for i in typed.tolist():
+            start = int(type_start[i])
+            raw = data[start : start + int(type_length[i])].tobytes()
+            code = cache.get(raw)
+            if code is None:
+                name = self.format_of({"content-type": raw})
+                code = FORMAT_UNKNOWN if name is None else _FORMAT_CODES[name]
+                if len(cache) < _FORMAT_CACHE_SIZE:
+                    cache[raw] = code
+            codes[i] = code
+        return codes
+
+    def decode_columns(
+        self, data: npt.NDArray[np.uint8], spans: npt.NDArray[np.int64]
+    ) -> tuple[ParsedRows, npt.NDArray[np.int64]]:
+        """:meth:`decode_many` of a columnar batch (:func:`pack_messages`): the rows and
+        each message's first line number.
+
+        The values of each run of consecutive svmlight messages are joined (a newline
+        ending each) by a compiled kernel and parsed with one parser call; only msgpack
+        messages and messages of an unknown content type are decoded one by one.
+
+        >>> data, spans = pack_messages([b"1 1:1\\n-1 2:1", b"1 3:1"], [None, b"k"], [None, None])
+        >>> rows, starts = MessageDecoder().decode_columns(data, spans)
+        >>> rows.line_numbers.tolist(), starts.tolist()
+        ([1, 2, 3], [1, 3])
+        """
+        n = spans.shape[1]
+        starts = np.empty(n, dtype=np.int64)
+        if n == 0:
+            return ParsedRows.empty(), starts
+        codes = self.formats_of(data, spans)
+        svmlight = codes == FORMAT_SVMLIGHT
+        # run boundaries: where the svmlight flag changes, plus the ends
+        edges = np.flatnonzero(svmlight[1:] != svmlight[:-1]) + 1
+        bounds = [0, *edges.tolist(), n]
         parts: list[ParsedRows] = []
-        starts: list[int] = []
-        run: list[bytes] = []  # consecutive svmlight values not parsed yet
-        run_start = 0  # lines before the run
         lines = 0  # lines before the current message
-        for value, headers in messages:
-            starts.append(lines + 1)
-            if self.format_of(headers) == "svmlight":
-                if not run:
-                    run_start = lines
-                run.append(value if value.endswith(b"\n") or not value else value + b"\n")
-                lines += run[-1].count(b"\n")
+        for first, last in itertools.pairwise(bounds):
+            if svmlight[first]:
+                rows, counts = self._svmlight_run(data, spans, first, last)
+                starts[first] = lines + 1
+                np.cumsum(counts[:-1], out=starts[first + 1 : last])
+                starts[first + 1 : last] += lines + 1
+                parts.append(_shifted(rows, lines))
+                lines += int(counts.sum())
                 continue
-            if run:
-                parts.append(_shifted(self.decode_svmlight(b"".join(run)), run_start))
-                run = []
-            rows = self.decode(value, headers)
-            parts.append(_shifted(rows, lines))
-            lines += max(_example_count(rows), 1)
-        if run:
-            parts.append(_shifted(self.decode_svmlight(b"".join(run)), run_start))
-        return ParsedRows.concatenate(parts), starts
+            for i in range(first, last):
+                starts[i] = lines + 1
+                rows = self._decode_one(data, spans, i, int(codes[i]))
+                parts.append(_shifted(rows, lines))
+                lines += max(_example_count(rows), 1)
+        rows = parts[0] if len(parts) == 1 else ParsedRows.concatenate(parts)
+        return rows, starts
+
+    def _svmlight_run(
+        self, data: npt.NDArray[np.uint8], spans: npt.NDArray[np.int64], first: int, last: int
+    ) -> tuple[ParsedRows, npt.NDArray[np.int64]]:
+        """Rows of messages ``first .. last - 1`` (all svmlight) and their line counts."""
+        lengths = spans[VALUE_LENGTH, first:last]
+        joined = np.empty(int(np.maximum(lengths, 0).sum()) + (last - first), dtype=np.uint8)
+        counts = np.empty(last - first, dtype=np.int64)
+        size = join_values(
+            data, spans[VALUE_START], spans[VALUE_LENGTH], first, last, joined, counts
+        )
+        parser = SvmlightParser(
+            max_features=self.max_features,
+            max_line_bytes=self.max_line_bytes,
+            zero_based=self.zero_based,
+        )
+        rows = parser.feed(cast(bytes, joined[:size]))  # feed takes any bytes-like object
+        last_rows = parser.finish()
+        if last_rows.n_rows or last_rows.rejected:
+            rows = ParsedRows.concatenate([rows, last_rows])
+        return rows, counts
+
+    def _decode_one(
+        self, data: npt.NDArray[np.uint8], spans: npt.NDArray[np.int64], i: int, code: int
+    ) -> ParsedRows:
+        """Rows of message ``i``, a msgpack one or one of an unknown content type."""
+        start, length = int(spans[VALUE_START, i]), int(spans[VALUE_LENGTH, i])
+        value = data[start : start + max(length, 0)].tobytes()
+        if code == FORMAT_MSGPACK:
+            return self.decode_msgpack(value)
+        type_start, type_length = int(spans[TYPE_START, i]), int(spans[TYPE_LENGTH, i])
+        text = data[type_start : type_start + type_length].tobytes()
+        return _rejected_message(f"unknown content-type {text.decode('utf-8', errors='replace')}")
 
     def decode_msgpack(self, value: bytes) -> ParsedRows:
         """Rows of a msgpack example or batch of examples, numbered from 1."""
@@ -245,6 +347,37 @@ class MessageDecoder:
         if not bool(np.all(np.isfinite(values))):
             return _NOT_FINITE
         return _Row(indices, values, _float_label(label))
+
+
+def pack_messages(
+    values: Sequence[bytes | None],
+    keys: Sequence[bytes | None],
+    content_types: Sequence[bytes | None],
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """Messages as one read-only byte array and their spans (``SPAN_ROWS`` x n, int64).
+
+    Each message's value, key and content type (``None``: length -1, start 0) are laid
+    out one after the other.
+
+    >>> data, spans = pack_messages([b"1 1:1", None], [b"k", None], [None, b"text/plain"])
+    >>> data.tobytes(), spans.tolist()
+    (b'1 1:1ktext/plain', [[0, 0], [5, -1], [5, 0], [1, -1], [0, 6], [-1, 10]])
+    """
+    n = len(values)
+    spans = np.zeros((SPAN_ROWS, n), dtype=np.int64)
+    pieces: list[bytes] = []
+    position = 0
+    for row, column in ((VALUE_START, values), (KEY_START, keys), (TYPE_START, content_types)):
+        for i, piece in enumerate(column):
+            if piece is None:
+                spans[row + 1, i] = -1
+                continue
+            spans[row, i] = position
+            spans[row + 1, i] = len(piece)
+            position += len(piece)
+            pieces.append(piece)
+    data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+    return data, spans
 
 
 def _example_count(rows: ParsedRows) -> int:

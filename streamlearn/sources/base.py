@@ -1,5 +1,8 @@
 """What every message source gives the daemon: messages with positions, and commits.
 
+A poll returns a :class:`MessageBatch`: the messages as columns (one byte array, spans
+into it), so that the daemon decodes a whole poll without a Python object per message.
+
 A position is, per partition, the offset of the next message to read. The daemon stores
 positions in its checkpoints and hands them back to :meth:`Source.seek` on restart, and
 commits them with :meth:`Source.commit` only once the checkpoint holding them is on disk.
@@ -7,10 +10,26 @@ commits them with :meth:`Source.commit` only once the checkpoint holding them is
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
+import numpy.typing as npt
+
+from streamlearn.parse.messages import (
+    KEY_LENGTH,
+    KEY_START,
+    SPAN_ROWS,
+    TYPE_LENGTH,
+    TYPE_START,
+    VALUE_LENGTH,
+    VALUE_START,
+    pack_messages,
+)
+
 Positions = dict[int, int]
+CONTENT_TYPE = "content-type"
 
 
 @dataclass(frozen=True)
@@ -24,10 +43,159 @@ class Message:
     offset: int = 0
 
 
+def _read_only(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """``data`` as a read-only view (kernels then see one array type)."""
+    if data.flags.writeable:
+        data = data.view()
+        data.flags.writeable = False
+    return data
+
+
+@dataclass(frozen=True, eq=False)
+class MessageBatch:
+    """Messages as columns: one byte array and, per message, spans into it.
+
+    ``spans`` (int64, ``SPAN_ROWS`` x n, rows named in :mod:`streamlearn.parse.messages`)
+    gives where each message's value, key and ``content-type`` header value start in
+    ``data`` and their lengths (-1, start 0, for a null key or value or no header);
+    ``partitions`` and ``offsets`` say where each message came from. A batch keeps the
+    ``content-type`` header only: other headers are dropped. Single messages
+    (:meth:`message`) are built on demand, for the rare paths.
+
+    >>> batch = MessageBatch.from_messages([Message(b"1 1:1", b"k", {}, 0, 7),
+    ...                                     Message(b"2", None, {"content-type": b"x"}, 1, 3)])
+    >>> len(batch), batch.value(1), batch.key(0), batch.end_positions()
+    (2, b'2', b'k', {0: 8, 1: 4})
+    >>> batch.message(1)
+    Message(value=b'2', key=None, headers={'content-type': b'x'}, partition=1, offset=3)
+    >>> [m.offset for m in MessageBatch.concatenate([batch.slice(1, 2), batch.slice(0, 1)])]
+    [3, 7]
+    """
+
+    data: npt.NDArray[np.uint8]
+    spans: npt.NDArray[np.int64]
+    partitions: npt.NDArray[np.int32]
+    offsets: npt.NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return int(self.offsets.shape[0])
+
+    def __iter__(self) -> Iterator[Message]:
+        return (self.message(i) for i in range(len(self)))
+
+    def __getitem__(self, i: int) -> Message:
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"message {i} of {len(self)}")
+        return self.message(i % len(self))
+
+    @staticmethod
+    def empty() -> MessageBatch:
+        """No message."""
+        return MessageBatch(
+            _read_only(np.empty(0, dtype=np.uint8)),
+            np.zeros((SPAN_ROWS, 0), dtype=np.int64),
+            np.empty(0, dtype=np.int32),
+            np.empty(0, dtype=np.int64),
+        )
+
+    @staticmethod
+    def from_messages(messages: Sequence[Message]) -> MessageBatch:
+        """The columns of these messages (headers other than ``content-type`` dropped)."""
+        data, spans = pack_messages(
+            [m.value for m in messages],
+            [m.key for m in messages],
+            [m.headers.get(CONTENT_TYPE) for m in messages],
+        )
+        return MessageBatch(
+            _read_only(data),
+            spans,
+            np.array([m.partition for m in messages], dtype=np.int32),
+            np.array([m.offset for m in messages], dtype=np.int64),
+        )
+
+    def _bytes(self, start_row: int, length_row: int, i: int) -> bytes | None:
+        length = int(self.spans[length_row, i])
+        if length < 0:
+            return None
+        start = int(self.spans[start_row, i])
+        return self.data[start : start + length].tobytes()
+
+    def value(self, i: int) -> bytes:
+        """The value of message ``i`` (empty for a null value)."""
+        return self._bytes(VALUE_START, VALUE_LENGTH, i) or b""
+
+    def key(self, i: int) -> bytes | None:
+        """The key of message ``i``."""
+        return self._bytes(KEY_START, KEY_LENGTH, i)
+
+    def message(self, i: int) -> Message:
+        """Message ``i`` as an object."""
+        content_type = self._bytes(TYPE_START, TYPE_LENGTH, i)
+        return Message(
+            self.value(i),
+            self.key(i),
+            {} if content_type is None else {CONTENT_TYPE: content_type},
+            int(self.partitions[i]),
+            int(self.offsets[i]),
+        )
+
+    def slice(self, first: int, last: int) -> MessageBatch:
+        """Messages ``first .. last - 1`` (sharing this batch's arrays)."""
+        return MessageBatch(
+            self.data,
+            self.spans[:, first:last],
+            self.partitions[first:last],
+            self.offsets[first:last],
+        )
+
+    def end_positions(self) -> Positions:
+        """Per partition of the batch, the offset after its last message here."""
+        n = len(self)
+        if n == 0:
+            return {}
+        partitions = self.partitions
+        if partitions[0] == partitions[-1] and bool(np.all(partitions == partitions[0])):
+            return {int(partitions[0]): int(self.offsets[-1]) + 1}
+        positions: Positions = {}
+        for partition, offset in zip(partitions.tolist(), self.offsets.tolist(), strict=True):
+            positions[partition] = offset + 1
+        return positions
+
+    @staticmethod
+    def concatenate(parts: Sequence[MessageBatch]) -> MessageBatch:
+        """The messages of several batches, in order, as one (copying only the bytes
+        their spans cover)."""
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return MessageBatch.empty()
+        if len(parts) == 1:
+            return parts[0]
+        pieces: list[npt.NDArray[np.uint8]] = []
+        spans: list[npt.NDArray[np.int64]] = []
+        base = 0
+        for part in parts:
+            starts = part.spans[0::2]
+            lengths = part.spans[1::2]
+            present = lengths >= 0
+            low = int(starts[present].min()) if present.any() else 0
+            high = int((starts + lengths)[present].max()) if present.any() else 0
+            shifted = part.spans.copy()
+            shifted[0::2] = np.where(present, starts + (base - low), 0)
+            pieces.append(part.data[low:high])
+            spans.append(shifted)
+            base += high - low
+        return MessageBatch(
+            _read_only(np.concatenate(pieces)),
+            np.concatenate(spans, axis=1),
+            np.concatenate([p.partitions for p in parts]),
+            np.concatenate([p.offsets for p in parts]),
+        )
+
+
 class Source(Protocol):
     """A resumable stream of messages."""
 
-    def poll(self, timeout: float, max_messages: int) -> list[Message]:
+    def poll(self, timeout: float, max_messages: int) -> MessageBatch:
         """Up to ``max_messages`` messages, waiting at most ``timeout`` seconds for the first."""
         ...
 

@@ -11,6 +11,12 @@ committed offset, or the earliest one.
 A broker outage never raises out of :meth:`KafkaSource.poll`: it returns no message,
 :meth:`KafkaSource.ready` turns false, and the client reconnects on later polls.
 
+The consumer hands over whole record batches (:mod:`streamlearn.sources.kafka_blocks`),
+decoded by a compiled kernel into a :class:`MessageBatch` without a Python object per
+message. A poll returns at most ``max_messages`` messages: what a batch holds beyond
+that waits in the source for the next poll (and is dropped, to be fetched again, when
+its partition is sought or revoked), so positions stay exact per message.
+
 Credentials come from the environment (:func:`security_from_env`), never from flags.
 """
 
@@ -18,10 +24,12 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from kafka import (
     ConsumerRebalanceListener,
     KafkaConsumer,
@@ -32,7 +40,8 @@ from kafka import (
 from kafka.errors import KafkaError
 
 from streamlearn.errors import InputError, InvalidParameterError
-from streamlearn.sources.base import Message, Positions
+from streamlearn.sources.base import Message, MessageBatch, Positions
+from streamlearn.sources.kafka_blocks import RecordBlock, install_block_records
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +178,10 @@ class KafkaSource:
         self._failed = False
         self._end_offsets: Positions = {}
         self._end_offsets_time = -float("inf")
+        self._pending: deque[MessageBatch] = deque()  # fetched, not yet returned
+        self._pending_count = 0
+        #: whether the consumer hands over record batches (False: records one by one)
+        self.block_records = False
 
     def _connected_consumer(self) -> Any:
         """The consumer, created (and subscribed) on first use; raises if unreachable."""
@@ -182,17 +195,36 @@ class KafkaSource:
                 if client is not None:
                     client.close()
                 raise
+            self.block_records = install_block_records(consumer)
             consumer.subscribe(topics=[self.topic], listener=_SeekOnAssign(self))
             self._consumer = consumer
         return self._consumer
 
+    def _drop_pending(self, partitions: set[int]) -> None:
+        """Forget fetched messages of these partitions (they will be fetched again)."""
+        if not partitions or not self._pending:
+            return
+        kept: deque[MessageBatch] = deque()
+        for batch in self._pending:
+            keep = ~np.isin(batch.partitions, list(partitions))
+            if keep.all():
+                kept.append(batch)
+            elif keep.any():  # a batch holds one partition, unless built from records
+                kept.append(MessageBatch.concatenate(
+                    [batch.slice(i, i + 1) for i in np.flatnonzero(keep).tolist()]
+                ))  # fmt: skip
+        self._pending = kept
+        self._pending_count = sum(len(batch) for batch in kept)
+
     def _on_revoked(self, revoked: list[TopicPartition]) -> None:
         self._assigned -= {tp.partition for tp in revoked}
+        self._drop_pending({tp.partition for tp in revoked})
         log.info("partitions revoked: %s", sorted(tp.partition for tp in revoked))
 
     def _on_assigned(self, assigned: list[TopicPartition]) -> None:
         consumer = self._consumer
         self._assigned |= {tp.partition for tp in assigned}  # eager or incremental alike
+        self._drop_pending({tp.partition for tp in assigned})
         for tp in assigned:
             offset = self._positions.get(tp.partition)
             if offset is not None and consumer is not None:
@@ -203,32 +235,75 @@ class KafkaSource:
             {p: self._positions[p] for p in sorted(self._assigned) if p in self._positions},
         )
 
-    def poll(self, timeout: float, max_messages: int) -> list[Message]:
-        """Up to ``max_messages`` messages, waiting at most ``timeout`` s; [] on a failure."""
-        try:
-            consumer = self._connected_consumer()
-            batches = consumer.poll(timeout_ms=int(timeout * 1000), max_records=max_messages)
-        except (KafkaError, OSError) as error:
-            if not self._failed:
-                log.warning("Kafka poll failed (will retry): %r", error)
-            self._failed = True
-            return []
-        self._failed = False
-        messages: list[Message] = []
-        for tp, records in batches.items():
-            for record in records:
-                messages.append(
-                    Message(
-                        value=record.value if record.value is not None else b"",
-                        key=record.key,
-                        headers=dict(record.headers or ()),
-                        partition=tp.partition,
-                        offset=record.offset,
+    def poll(self, timeout: float, max_messages: int) -> MessageBatch:
+        """Up to ``max_messages`` messages, waiting at most ``timeout`` s; none on a failure."""
+        if self._pending_count < max_messages:
+            wait = 0.0 if self._pending_count else timeout
+            try:
+                consumer = self._connected_consumer()
+                fetched = consumer.poll(timeout_ms=int(wait * 1000), max_records=max_messages)
+            except (KafkaError, OSError) as error:
+                if not self._failed:
+                    log.warning("Kafka poll failed (will retry): %r", error)
+                self._failed = True
+                fetched = {}
+            else:
+                self._failed = False
+            for tp, items in fetched.items():
+                self._queue(tp.partition, items)
+        batch = self._take(max_messages)
+        if len(batch):
+            self._positions.update(batch.end_positions())
+        return batch
+
+    def _queue(self, partition: int, items: list[Any]) -> None:
+        """Keep what one partition's fetch gave: record blocks, or records one by one."""
+        records: list[Message] = []
+        for item in items:
+            if isinstance(item, RecordBlock):
+                if records:
+                    self._push(MessageBatch.from_messages(records))
+                    records = []
+                self._push(
+                    MessageBatch(
+                        item.data,
+                        item.spans,
+                        np.full(len(item), partition, dtype=np.int32),
+                        item.offsets,
                     )
                 )
-            if records:
-                self._positions[tp.partition] = records[-1].offset + 1
-        return messages
+            else:
+                records.append(
+                    Message(
+                        value=item.value if item.value is not None else b"",
+                        key=item.key,
+                        headers=dict(item.headers or ()),
+                        partition=partition,
+                        offset=item.offset,
+                    )
+                )
+        if records:
+            self._push(MessageBatch.from_messages(records))
+
+    def _push(self, batch: MessageBatch) -> None:
+        self._pending.append(batch)
+        self._pending_count += len(batch)
+
+    def _take(self, max_messages: int) -> MessageBatch:
+        """The first ``max_messages`` pending messages (the rest stays pending)."""
+        parts: list[MessageBatch] = []
+        room = max_messages
+        while room > 0 and self._pending:
+            first = self._pending[0]
+            if len(first) <= room:
+                parts.append(self._pending.popleft())
+                room -= len(first)
+            else:
+                parts.append(first.slice(0, room))
+                self._pending[0] = first.slice(room, len(first))
+                room = 0
+        self._pending_count -= max_messages - room
+        return MessageBatch.concatenate(parts)
 
     def position(self) -> Positions:
         """Per partition, the offset after the last message returned (or sought to)."""
@@ -237,6 +312,7 @@ class KafkaSource:
     def seek(self, positions: Positions) -> None:
         """Resume these partitions from these offsets, now if assigned, else on assignment."""
         self._positions.update(positions)
+        self._drop_pending(set(positions))
         consumer = self._consumer
         if consumer is None:
             return
@@ -313,6 +389,8 @@ class KafkaSource:
                 log.warning("Kafka consumer close failed: %r", error)
             self._consumer = None
             self._assigned = set()
+            self._pending.clear()
+            self._pending_count = 0
 
 
 class KafkaSink:

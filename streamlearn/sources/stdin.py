@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn.errors import InvalidParameterError, StateError
-from streamlearn.sources.base import Message, Positions
+from streamlearn.sources.base import Message, MessageBatch, Positions
 
 _LF = 10
 
@@ -68,7 +68,7 @@ class StdinSource:
         self._skip = 0  # lines still to drop (after a seek)
         self._eof = False
 
-    def poll(self, timeout: float, max_messages: int) -> list[Message]:
+    def poll(self, timeout: float, max_messages: int) -> MessageBatch:
         """Up to ``max_messages`` messages, waiting at most ``timeout`` s for the first."""
         deadline = time.monotonic() + max(timeout, 0.0)
         while len(self._ready) < max_messages and not self._eof:
@@ -80,7 +80,7 @@ class StdinSource:
         if out:
             last = out[-1]
             self._consumed = last.offset + _count_lines(last.value)
-        return out
+        return MessageBatch.from_messages(out)
 
     def _read(self, wait: float) -> bool:
         """Read what is available within ``wait`` seconds; whether anything came."""

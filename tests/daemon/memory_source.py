@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streamlearn.sources.base import Message, Positions
+from streamlearn.sources.base import Message, MessageBatch, Positions
 
 
 class MemorySource:
@@ -14,7 +14,7 @@ class MemorySource:
         self.next: Positions = dict.fromkeys(partitions, 0)
         self.committed: Positions = {}
 
-    def poll(self, timeout: float, max_messages: int) -> list[Message]:
+    def poll(self, timeout: float, max_messages: int) -> MessageBatch:
         out = []
         for partition, values in self.partitions.items():
             start = self.next[partition]
@@ -23,7 +23,7 @@ class MemorySource:
             self.next[partition] = (
                 start + len(out) - sum(1 for m in out if m.partition != partition)
             )
-        return out[:max_messages] if len(out) <= max_messages else out
+        return MessageBatch.from_messages(out[:max_messages] if len(out) <= max_messages else out)
 
     def position(self) -> Positions:
         return dict(self.next)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 from memory_source import ListSink, MemorySource
 
 from streamlearn.checkpoint.store import CheckpointStore
@@ -14,7 +15,7 @@ from streamlearn.daemon import Daemon, DaemonSettings
 from streamlearn.parse.messages import MessageDecoder
 from streamlearn.parse.svmlight import ParsedRows
 from streamlearn.replay import ReplaySchedule
-from streamlearn.sources.base import Message
+from streamlearn.sources.base import MessageBatch
 
 SETTINGS = DaemonSettings(
     replay=ReplaySchedule(every=50, passes=1),
@@ -24,8 +25,8 @@ SETTINGS = DaemonSettings(
 )
 
 
-def decode(messages: list[Message]) -> tuple[ParsedRows, list[int]]:
-    return MessageDecoder().decode_many([(m.value, m.headers) for m in messages])
+def decode(messages: MessageBatch) -> tuple[ParsedRows, npt.NDArray[np.int64]]:
+    return MessageDecoder().decode_columns(messages.data, messages.spans)
 
 
 def messages(n: int, lines_per_message: int, seed: int) -> list[bytes]:
