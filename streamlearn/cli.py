@@ -161,6 +161,21 @@ def learn(
     max_features: MaxFeatures = None,
     strict: Annotated[bool, _option("Stop at the first bad line (exit code 2).", "strict")] = False,
     keep: Annotated[int, _option("Previous model files to keep (m.ckpt.1, ...).", "keep")] = 1,
+    one_vs_rest: Annotated[
+        bool,
+        _option(
+            "One binary learner per label (lines carry label sets like 1,3,7 or one class).",
+            "one_vs_rest",
+        ),
+    ] = False,
+    tau_pos_kappa: Annotated[
+        float | None,
+        _option(
+            "PAUM banks: per-label tau_pos * 2 / (1 + exp(-kappa c)), c the label's "
+            "fraction of positives.",
+            "tau_pos_kappa",
+        ),
+    ] = None,
     as_json: AsJson = False,
     quiet: Quiet = False,
 ) -> None:
@@ -179,6 +194,8 @@ def learn(
             max_features=max_features,
             strict=strict,
             keep=keep,
+            one_vs_rest=one_vs_rest,
+            tau_pos_kappa=tau_pos_kappa,
         )
         size = InputStream(config.inputs).size
         with _progress(size, quiet) as advance:
@@ -302,15 +319,25 @@ def predict(
     inputs: Inputs = None,
     model: Annotated[str, _option("Model file written by learn.", "model")] = "model.ckpt",
     labels: Annotated[
-        bool, typer.Option("--labels", help="Print +1/-1 instead of scores.")
+        bool,
+        typer.Option("--labels", help="Print +1/-1 instead of scores (banks: the class)."),
     ] = False,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            help="One-vs-rest models: sets (labels with a positive score, 3,7), class "
+            "(the argmax), ranking (label:score, best first) or scores (label:score).",
+        ),
+    ] = None,
 ) -> None:
     """Print one decision value (or label) per example line; bad lines give nan (or 0)."""
     with _errors_to_exit_codes():
         learner, _ = load_model(model)
         stream = InputStream([str(p) for p in inputs or ()])
         out = sys.stdout
-        for line in predict_lines(learner, stream, labels=labels, rejects=_quiet_log()):
+        lines = predict_lines(learner, stream, labels=labels, output=output, rejects=_quiet_log())
+        for line in lines:
             out.write(line + "\n")
 
 
@@ -320,12 +347,13 @@ def evaluate_command(
     model: Annotated[str, _option("Model file written by learn.", "model")] = "model.ckpt",
     as_json: AsJson = False,
 ) -> None:
-    """Accuracy, precision, recall, F1, average precision and AUC on labelled lines."""
+    """Accuracy, precision, recall, F1, average precision and AUC on labelled lines; for
+    one-vs-rest models per label and macro/micro averages (and multi-class accuracy)."""
     with _errors_to_exit_codes():
         learner, _ = load_model(model)
         stream = InputStream([str(p) for p in inputs or ()])
         scores = evaluate(learner, stream, rejects=_quiet_log())
-        _print_mapping(scores, as_json)
+        _print_report(scores, as_json)
 
 
 @app.command()
@@ -343,7 +371,7 @@ def inspect(
             learner, _ = load_model(str(model))
             export_weights(learner, str(export_weights_to))
             details["exported_weights"] = str(export_weights_to)
-        _print_mapping(details, as_json)
+        _print_report(details, as_json)
 
 
 def main() -> None:
@@ -409,11 +437,64 @@ def _print_learn(report: LearnReport, as_json: bool) -> None:
     if as_json:
         print(json.dumps(figures, default=_json_default))
         return
+    if "per_label" in figures:
+        keys: tuple[str, ...] = (
+            "examples", "rejected_lines", "labels", "updates", "passes", "converged",
+            "worst_certified_gap", "seconds", "model",
+        )  # fmt: skip
+        _print_report({k: figures[k] for k in (*keys, "per_label")}, as_json=False)
+        return
     keys = (
         "examples", "rejected_lines", "updates", "passes", "converged", "margin_achieved",
         "margin_upper_bound", "certified_gap", "seconds", "model",
     )  # fmt: skip
     _print_mapping({k: figures[k] for k in keys}, as_json=False)
+
+
+#: columns of the per-label table, in this order when present
+LABEL_COLUMNS = (
+    "label", "positives", "predicted", "tau_pos", "precision", "recall", "f1",
+    "average_precision", "intercept", "updates", "passes", "converged", "margin_achieved",
+    "certified_gap", "weight_norm",
+)  # fmt: skip
+
+
+def _print_report(values: dict[str, Any], as_json: bool) -> None:
+    """A mapping, then its per-label table and confusion matrix when it has them."""
+    if as_json:
+        print(json.dumps(values, default=_json_default))
+        return
+    plain = {k: v for k, v in values.items() if k not in ("per_label", "multiclass")}
+    multiclass = values.get("multiclass")
+    if multiclass is not None:
+        plain["multiclass_accuracy"] = multiclass["accuracy"]
+    _print_mapping(plain, as_json=False)
+    per_label = values.get("per_label")
+    if per_label:
+        columns = [c for c in LABEL_COLUMNS if c in per_label[0]]
+        print()
+        _print_table(columns, [[_cell(row[c], c) for c in columns] for row in per_label])
+    if multiclass is not None:
+        names = [_cell(v, "label") for v in multiclass["labels"]]
+        print("\nconfusion matrix (rows: true label, columns: predicted label)")
+        matrix = multiclass["confusion_matrix"]
+        rows = [[name, *map(str, counts)] for name, counts in zip(names, matrix, strict=True)]
+        _print_table(["", *names], rows)
+
+
+def _print_table(columns: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+    print("  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True)))
+    for row in rows:
+        print("  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)))
+
+
+def _cell(value: Any, column: str) -> str:
+    if column == "label" and isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, float):
+        return f"{value:.4g}" if math.isfinite(value) else str(value)
+    return str(value)
 
 
 def _print_mapping(values: dict[str, Any], as_json: bool) -> None:

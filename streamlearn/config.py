@@ -86,6 +86,10 @@ class LearnConfig:
     strict: bool = False
     chunk_size: int = 4 << 20
     keep: int = 1
+    #: one binary learner per label (a :class:`~streamlearn.learn.ModelBank`)
+    one_vs_rest: bool = False
+    #: PAUM banks: kappa of the per-label margin of positives
+    tau_pos_kappa: float | None = None
 
     def __post_init__(self) -> None:
         if self.epochs is not None and self.epochs < 1:
@@ -94,6 +98,8 @@ class LearnConfig:
             raise InvalidParameterError(f"--max-features must be >= 1, got {self.max_features}")
         if self.keep < 1:
             raise InvalidParameterError(f"--keep must be >= 1, got {self.keep}")
+        if self.tau_pos_kappa is not None and not self.one_vs_rest and self.resume is None:
+            raise InvalidParameterError("--tau-pos-kappa needs --one-vs-rest")
 
 
 def _parse_delta(value: Any) -> float | str:

@@ -19,12 +19,16 @@ from streamlearn.config import LearnConfig
 from streamlearn.daemon import DAEMON_KIND
 from streamlearn.errors import InputError, StateError
 from streamlearn.jobs.rejects import RejectLog
-from streamlearn.learn import LinearLearner, learner_from_state
-from streamlearn.parse import Rejected, SvmlightParser, binary_batch
+from streamlearn.learn import LabelledRows, LinearLearner, ModelBank, model_from_state
+from streamlearn.parse import ParsedRows, Rejected, SvmlightParser, binary_batch
 from streamlearn.sources import InputStream
 from streamlearn.types import Batch
 
 MODEL_KIND = "streamlearn.model"
+#: a binary learner or a one-vs-rest bank: what a model file holds
+Model = LinearLearner | ModelBank
+#: what the parser's rows become: binary batches, or rows with label sets for a bank
+Examples = Batch | LabelledRows
 
 
 @dataclass
@@ -59,12 +63,13 @@ def run_learn(
     """Run the job; ``on_bytes`` hears how many input bytes each chunk held (progress)."""
     started = time.perf_counter()
     learner, stream_examples = _start(config)
+    bank = isinstance(learner, ModelBank)
     inputs = InputStream(config.inputs, chunk_size=config.chunk_size, stdin=stdin)
     rejects = RejectLog(strict=config.strict, on_reject=on_reject)
     lines = 0
     try:
         chunks = inputs.chunks(keep_for_rereading=(config.epochs or 1) > 1)
-        batches = _batches(_counting(chunks, on_bytes), config.max_features, rejects)
+        batches = _batches(_counting(chunks, on_bytes), config.max_features, rejects, bank)
         if config.epochs is None:
             stream_examples, lines = _stream(learner, batches, config, stream_examples)
             if lines == 0:
@@ -83,30 +88,53 @@ def run_learn(
     return LearnReport(learner.summary(), lines, rejects, seconds, config.model)
 
 
-def _start(config: LearnConfig) -> tuple[LinearLearner, int]:
+def _start(config: LearnConfig) -> tuple[Model, int]:
     if config.resume is None:
+        if config.one_vs_rest:
+            return ModelBank(config.learner.build(), tau_pos_kappa=config.tau_pos_kappa), 0
         return config.learner.build(), 0
     learner, job = load_model(config.resume)
-    conflicts = config.learner.conflicts_with(learner)
+    if isinstance(learner, ModelBank):
+        conflicts = config.learner.conflicts_with(learner.base)
+        if config.tau_pos_kappa is not None and config.tau_pos_kappa != learner.tau_pos_kappa:
+            conflicts.append(f"--tau-pos-kappa (the checkpoint has {learner.tau_pos_kappa!r})")
+    else:
+        conflicts = config.learner.conflicts_with(learner)
+        if config.one_vs_rest:
+            conflicts.append("--one-vs-rest (the checkpoint holds a binary model)")
     if conflicts:
         raise StateError(f"--resume {config.resume}: " + "; ".join(conflicts))
     return learner, int(job.get("stream_examples", 0))
 
 
 def _stream(
-    learner: LinearLearner, batches: Iterator[tuple[Batch, int]], config: LearnConfig, seen: int
+    learner: Model, batches: Iterator[tuple[Examples, int]], config: LearnConfig, seen: int
 ) -> tuple[int, int]:
     """Learn batch after batch, replaying where the count-based schedule says."""
     lines = 0
     for batch, batch_lines in batches:
         lines = batch_lines
-        seen = learner.learn_on_schedule(batch, config.replay, seen)
+        if isinstance(learner, ModelBank):
+            assert isinstance(batch, LabelledRows)
+            seen = learner.learn_on_schedule(batch, config.replay, seen)
+        else:
+            assert isinstance(batch, Batch)
+            seen = learner.learn_on_schedule(batch, config.replay, seen)
     return seen, lines
 
 
+def _learn_once(learner: Model, batch: Examples) -> None:
+    if isinstance(learner, ModelBank):
+        assert isinstance(batch, LabelledRows)
+        learner.learn_rows(batch)
+    else:
+        assert isinstance(batch, Batch)
+        learner.learn_batch(batch)
+
+
 def _epochs(
-    learner: LinearLearner,
-    batches: Iterator[tuple[Batch, int]],
+    learner: Model,
+    batches: Iterator[tuple[Examples, int]],
     inputs: InputStream,
     config: LearnConfig,
     seen: int,
@@ -117,7 +145,7 @@ def _epochs(
     lines = 0
     for batch, batch_lines in batches:
         lines = batch_lines
-        learner.learn_batch(batch)
+        _learn_once(learner, batch)
         seen += batch.n_examples
     if lines == 0:
         raise InputError(f"the input is empty ({inputs.name})")
@@ -127,27 +155,37 @@ def _epochs(
         if whole_input_buffered:
             learner.epoch_pass()
             continue
-        again = _batches(inputs.reread(), config.max_features, RejectLog())
+        bank = isinstance(learner, ModelBank)
+        again = _batches(inputs.reread(), config.max_features, RejectLog(), bank)
         for batch, _ in again:
-            learner.learn_batch(batch)
+            _learn_once(learner, batch)
         learner.flush()
     return seen, lines
 
 
 def _batches(
-    chunks: Iterator[bytes], max_features: int | None, rejects: RejectLog
-) -> Iterator[tuple[Batch, int]]:
-    """Parsed binary batches with the number of lines read so far."""
+    chunks: Iterator[bytes], max_features: int | None, rejects: RejectLog, bank: bool
+) -> Iterator[tuple[Examples, int]]:
+    """Parsed batches (binary, or with label sets for a ``bank``) with the number of
+    lines read so far."""
+    convert = _labelled if bank else _binary
     parser = SvmlightParser(max_features=max_features)
     for chunk in chunks:
-        yield _binary(parser.feed(chunk), rejects), parser.lines_seen
-    yield _binary(parser.finish(), rejects), parser.lines_seen
+        yield convert(parser.feed(chunk), rejects), parser.lines_seen
+    yield convert(parser.finish(), rejects), parser.lines_seen
 
 
-def _binary(rows: Any, rejects: RejectLog) -> Batch:
+def _binary(rows: ParsedRows, rejects: RejectLog) -> Examples:
     batch, rejected = binary_batch(rows)  # the parser's rejections and bad labels
     rejects.add(rejected)
     return batch
+
+
+def _labelled(rows: ParsedRows, rejects: RejectLog) -> Examples:
+    """Rows with their label sets: any numbers, several or none (a negative for every
+    label)."""
+    rejects.add(rows.rejected)
+    return LabelledRows.from_arrays(rows)
 
 
 def _counting(chunks: Iterator[bytes], on_bytes: Callable[[int], None] | None) -> Iterator[bytes]:
@@ -157,8 +195,11 @@ def _counting(chunks: Iterator[bytes], on_bytes: Callable[[int], None] | None) -
         yield chunk
 
 
-def save_model(path: str, learner: LinearLearner, stream_examples: int, *, keep: int = 1) -> None:
-    """Write the learner and the job's counts as a checkpoint file (atomically)."""
+def save_model(path: str, learner: Model, stream_examples: int, *, keep: int = 1) -> None:
+    """Write the learner (or bank) and the job's counts as a checkpoint file (atomically).
+
+    A bank's state goes where a learner's does (``"learner"``); its own ``format``
+    field (``streamlearn.bank``) tells them apart when the file is read."""
     payload = {
         "kind": MODEL_KIND,
         "learner": learner.state_dict(),
@@ -167,11 +208,11 @@ def save_model(path: str, learner: LinearLearner, stream_examples: int, *, keep:
     write_checkpoint(Path(path), payload, keep=keep)
 
 
-def load_model(path: str) -> tuple[LinearLearner, dict[str, Any]]:
-    """The learner stored by :func:`save_model` (or in a daemon's checkpoint) and the
-    job's counts."""
+def load_model(path: str) -> tuple[Model, dict[str, Any]]:
+    """The learner or bank stored by :func:`save_model` (or in a daemon's checkpoint)
+    and the job's counts."""
     checkpoint = read_checkpoint(Path(path))
     payload = checkpoint.payload
     if payload.get("kind") not in (MODEL_KIND, DAEMON_KIND) or "learner" not in payload:
         raise StateError(f"{path} is a checkpoint but not a streamlearn model")
-    return learner_from_state(payload["learner"]), dict(payload.get("job", {}))
+    return model_from_state(payload["learner"]), dict(payload.get("job", {}))

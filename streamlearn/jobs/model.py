@@ -12,24 +12,44 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn.checkpoint.store import read_checkpoint
+from streamlearn.errors import InvalidParameterError
 from streamlearn.evaluation import binary_scores
-from streamlearn.jobs.learn import load_model
+from streamlearn.jobs.bank_model import (
+    OUTPUTS,
+    bank_prediction_lines,
+    bank_weights,
+    describe_bank,
+    evaluate_bank,
+)
+from streamlearn.jobs.learn import Model, load_model
 from streamlearn.jobs.rejects import RejectLog
-from streamlearn.learn import LinearLearner
+from streamlearn.learn import LinearLearner, ModelBank
 from streamlearn.parse import ParsedRows, SvmlightParser, binary_batch
 from streamlearn.sources import InputStream
 
 
 def predict_lines(
-    learner: LinearLearner,
+    learner: Model,
     inputs: InputStream,
     *,
     labels: bool = False,
+    output: str | None = None,
     rejects: RejectLog | None = None,
 ) -> Iterator[str]:
     """One output line per example line of the input, in order: the decision value
-    (or the label +1/-1 with ``labels``); a rejected line gives ``nan`` (or ``0``)."""
+    (or the label +1/-1 with ``labels``); a rejected line gives ``nan`` (or ``0``).
+
+    For a bank, ``output`` chooses among :data:`~streamlearn.jobs.bank_model.OUTPUTS`
+    (default ``sets``; ``labels`` means ``class``)."""
     rejects = rejects if rejects is not None else RejectLog()
+    if isinstance(learner, ModelBank):
+        chosen = output or ("class" if labels else "sets")
+        if chosen not in OUTPUTS:
+            raise InvalidParameterError(f"--output must be one of {', '.join(OUTPUTS)}")
+        yield from bank_prediction_lines(learner, inputs, output=chosen, rejects=rejects)
+        return
+    if output is not None:
+        raise InvalidParameterError("--output is for one-vs-rest models; this one is binary")
     for rows in _parsed(inputs, None):
         rejects.add(rows.rejected)
         decisions = _decisions(learner, rows)
@@ -37,10 +57,13 @@ def predict_lines(
 
 
 def evaluate(
-    learner: LinearLearner, inputs: InputStream, *, rejects: RejectLog | None = None
+    learner: Model, inputs: InputStream, *, rejects: RejectLog | None = None
 ) -> dict[str, Any]:
-    """Binary figures of the model on a labelled input (rejected lines are skipped)."""
+    """Binary figures of the model on a labelled input (rejected lines are skipped); for
+    a bank, per-label and averaged figures (:func:`~streamlearn.jobs.bank_model.evaluate_bank`)."""
     rejects = rejects if rejects is not None else RejectLog()
+    if isinstance(learner, ModelBank):
+        return evaluate_bank(learner, inputs, rejects=rejects)
     all_labels: list[npt.NDArray[np.int8]] = []
     all_decisions: list[npt.NDArray[np.float64]] = []
     for rows in _parsed(inputs, None):
@@ -60,12 +83,17 @@ def describe(path: str) -> dict[str, Any]:
     """What a model file holds: algorithm, parameters, certificate, sizes, provenance."""
     checkpoint = read_checkpoint(Path(path))
     learner, job = load_model(path)
-    summary = learner.summary()
-    return {
+    header = {
         "file": path,
         "bytes": Path(path).stat().st_size,
         "format_version": checkpoint.version,
         "created": datetime.fromtimestamp(checkpoint.created, UTC).isoformat(timespec="seconds"),
+    }
+    if isinstance(learner, ModelBank):
+        return {**header, "stream_examples": job.get("stream_examples"), **describe_bank(learner)}
+    summary = learner.summary()
+    return {
+        **header,
         "algorithm": learner.algorithm,
         "params": learner.plain_params(),
         "delta": learner.delta_,
@@ -75,9 +103,10 @@ def describe(path: str) -> dict[str, Any]:
     }
 
 
-def export_weights(learner: LinearLearner, path: str) -> None:
-    """Save ``coef_`` as a .npy file (the intercept is reported by ``inspect``)."""
-    np.save(path, learner.coef_)
+def export_weights(learner: Model, path: str) -> None:
+    """Save ``coef_`` as a .npy file (the intercept is reported by ``inspect``); for a
+    bank, one row per label id (the order of ``inspect``'s ``label_values``)."""
+    np.save(path, bank_weights(learner) if isinstance(learner, ModelBank) else learner.coef_)
 
 
 def batch_rows(batch: Any) -> tuple[Any, Any, Any]:

@@ -460,6 +460,7 @@ class ModelBank:
             "updates": float(sum(p["updates"] for p in per_label)),
             "passes": max((p["passes"] for p in per_label), default=0),
             "converged": self.converged,
+            "worst_certified_gap": _worst([p["certified_gap"] for p in per_label]),
             "delta": self._delta_value,
             "n_features": self._n_features,
             "buffer_examples": len(self._buffer),
@@ -589,6 +590,13 @@ class _Arrays:
         self.values = np.asarray(values["values"], dtype=np.float64)
         self.label_ptr = np.asarray(values["label_ptr"], dtype=np.int64)
         self.labels = np.asarray(values["labels"], dtype=np.float64)
+
+
+def _worst(gaps: list[float]) -> float:
+    """The largest certified gap (NaN when some label has none: not yet certified)."""
+    if not gaps or any(math.isnan(g) for g in gaps):
+        return math.nan
+    return max(gaps)
 
 
 def _grown_rows(array: npt.NDArray[Any], rows: int) -> npt.NDArray[Any]:

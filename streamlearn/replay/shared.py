@@ -49,6 +49,16 @@ class SharedReplayBuffer:
         """Capacity in stored nonzeros."""
         return self.features.max_nnz
 
+    @property
+    def evicted(self) -> int:
+        """Examples dropped so far to make room (oldest first)."""
+        return self.features.evicted
+
+    @property
+    def unbuffered(self) -> int:
+        """Examples too large for the whole arena, learned from but never stored."""
+        return self.features.unbuffered
+
     def add_label(self) -> int:
         """Room for one more learner's rows (zeros); returns its number."""
         label = self.n_labels
