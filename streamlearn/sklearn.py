@@ -1,0 +1,514 @@
+"""scikit-learn estimators for every learner: fit, partial_fit, predict, decision_function.
+
+Each estimator wraps one engine learner (:mod:`streamlearn.learn`) with the same
+parameters under the same names and defaults. ``fit`` learns the examples once and
+replays the buffer to convergence, exactly as the learner's ``fit``; ``partial_fit``
+learns the examples once, in order (the learner's ``learn``), keeping them in the replay
+buffer. The learner is ``learner_`` after fitting: its ``summary()`` gives the margin
+certificate and ``learner_.replay()`` continues towards convergence after ``partial_fit``.
+
+Labels are any two values; ``classes_`` is sorted and ``classes_[1]`` is the positive
+class (a positive decision value). The engine is binary: more than two classes are
+refused. Input is a dense array or any scipy sparse matrix; the number of features is
+fixed by the first fit.
+
+This module needs scikit-learn; ``import streamlearn`` does not.
+
+>>> import numpy as np
+>>> X = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 0.5], [0.2, 2.0]])
+>>> clf = PDMClassifier(eps=0.1, delta=0.0).fit(X, ["spam", "ham", "spam", "ham"])
+>>> clf.predict(X).tolist(), clf.classes_.tolist()
+(['spam', 'ham', 'spam', 'ham'], ['ham', 'spam'])
+>>> clf.coef_.shape, clf.intercept_.shape
+((1, 2), (1,))
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, ClassVar, Self
+
+import numpy as np
+import numpy.typing as npt
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from streamlearn.errors import StateError
+from streamlearn.learn import (
+    PAM,
+    PAUM,
+    PDM,
+    PFM,
+    AMargitron,
+    Kozinec,
+    LinearLearner,
+    PDMSucc,
+    Perceptron,
+    TMargitron,
+)
+from streamlearn.replay import ActiveSetSchedule
+
+STATE_FORMAT = "streamlearn.sklearn"
+STATE_VERSION = 1
+
+
+class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
+    """What every estimator shares; subclasses set ``_learner_class`` and ``__init__``."""
+
+    _learner_class: ClassVar[type[LinearLearner]]
+
+    # fitted attributes, set by fit, partial_fit and from_state
+    learner_: LinearLearner
+    classes_: npt.NDArray[Any]
+    coef_: npt.NDArray[np.float64]
+    intercept_: npt.NDArray[np.float64]
+    n_features_in_: int
+    n_iter_: int
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    # -- learning ------------------------------------------------------------------------
+
+    def fit(self, X: Any, y: Any) -> Self:
+        """Learn every example once, then replay the buffer until a full pass makes no
+        update (at most ``max_passes`` passes; a ``ConvergenceWarning`` says when the
+        bound stopped it). Starts from scratch on every call."""
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+        classes = _binary_classes(y, type(self).__name__)
+        learner = self._learner_class(**self.get_params(deep=False))
+        learner.learn(X, _signs(y, classes)).replay()
+        if not learner.converged:
+            warnings.warn(
+                f"{type(self).__name__} stopped after max_passes={learner.max_passes} "
+                "replay passes without converging; raise max_passes or loosen the "
+                "parameters",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        self.learner_ = learner
+        self.classes_ = classes
+        self.n_iter_ = int(learner.summary()["passes"])
+        self._refresh_weights()
+        return self
+
+    def partial_fit(self, X: Any, y: Any, classes: Any = None) -> Self:
+        """Learn the examples once, in order, keeping them in the replay buffer (no replay).
+
+        ``classes`` (both labels) is required on the first call, as scikit-learn's
+        ``partial_fit`` convention wants. Calls in chunks equal one call on the whole:
+        learner ``learn(A)`` then ``learn(B)`` is ``learn(A + B)``. With ``delta='auto'``
+        the learner holds the first min(1000, buffer_size) examples until they fix Delta,
+        so until then the weights stay zero; pass a number as ``delta`` to learn at once.
+        """
+        first_call = not hasattr(self, "classes_")
+        if first_call:
+            if classes is None:
+                raise ValueError("classes must be passed on the first call to partial_fit.")
+            known = _binary_classes(np.asarray(classes), type(self).__name__)
+        else:
+            known = self.classes_
+            if classes is not None and not np.array_equal(np.unique(classes), known):
+                raise ValueError(
+                    f"classes {np.unique(classes).tolist()} differ from classes_ "
+                    f"{known.tolist()} of the earlier calls to partial_fit"
+                )
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, reset=first_call)
+        check_classification_targets(y)
+        unknown = np.setdiff1d(y, known)
+        if unknown.size:
+            raise ValueError(
+                f"y holds labels {unknown.tolist()[:5]} that are not in classes {known.tolist()}"
+            )
+        if first_call:
+            self.learner_ = self._learner_class(**self.get_params(deep=False))
+            self.classes_ = known
+            self.n_iter_ = 0
+        self.learner_.learn(X, _signs(y, self.classes_))
+        self._refresh_weights()
+        return self
+
+    def _refresh_weights(self) -> None:
+        weights = self.learner_.coef_
+        coef = np.zeros((1, self.n_features_in_), dtype=np.float64)
+        coef[0, : weights.shape[0]] = weights[: self.n_features_in_]
+        self.coef_ = coef
+        self.intercept_ = np.array([self.learner_.intercept_])
+
+    # -- prediction ----------------------------------------------------------------------
+
+    def decision_function(self, X: Any) -> npt.NDArray[np.float64]:
+        """w . x + b for every row of X; positive means ``classes_[1]``."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        return self.learner_.decision_function(X)
+
+    def predict(self, X: Any) -> npt.NDArray[Any]:
+        """``classes_[1]`` where the decision value is positive, ``classes_[0]`` elsewhere."""
+        decision = self.decision_function(X)
+        result: npt.NDArray[Any] = self.classes_[(decision > 0.0).astype(np.intp)]
+        return result
+
+    # -- state ---------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """The fitted estimator as plain values and numpy arrays, for
+        :func:`streamlearn.checkpoint.encode` (labels must be numbers, str or bool)."""
+        check_is_fitted(self)
+        names = getattr(self, "feature_names_in_", None)
+        return {
+            "format": STATE_FORMAT,
+            "version": STATE_VERSION,
+            "estimator": type(self).__name__,
+            "classes": self.classes_.tolist(),
+            "classes_dtype": self.classes_.dtype.str,
+            "n_features_in": self.n_features_in_,
+            "feature_names_in": None if names is None else [str(name) for name in names],
+            "n_iter": self.n_iter_,
+            "learner": self.learner_.state_dict(),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Self:
+        """The estimator that made ``state`` (see :meth:`state_dict`), ready to predict
+        and to continue with ``partial_fit``."""
+        if state.get("format") != STATE_FORMAT or state.get("version") != STATE_VERSION:
+            raise StateError(
+                f"not a streamlearn scikit-learn state (format {state.get('format')!r}, "
+                f"version {state.get('version')!r})"
+            )
+        if state.get("estimator") != cls.__name__:
+            raise StateError(f"state is for {state.get('estimator')!r}, not {cls.__name__}")
+        try:
+            learner = cls._learner_class.from_state(state["learner"])
+            estimator = cls(**learner.get_params())
+            estimator.learner_ = learner
+            estimator.classes_ = np.asarray(
+                state["classes"], dtype=np.dtype(state["classes_dtype"])
+            )
+            estimator.n_features_in_ = int(state["n_features_in"])
+            if state["feature_names_in"] is not None:
+                estimator.feature_names_in_ = np.asarray(state["feature_names_in"], dtype=object)
+            estimator.n_iter_ = int(state["n_iter"])
+        except (KeyError, TypeError) as exc:
+            raise StateError(f"incomplete scikit-learn state: {exc}") from exc
+        estimator._refresh_weights()
+        return estimator
+
+
+def _binary_classes(y: npt.NDArray[Any], name: str) -> npt.NDArray[Any]:
+    """The two sorted labels of y; clear errors for one class or more than two."""
+    check_classification_targets(y)
+    kind = type_of_target(y, input_name="y", raise_unknown=True)
+    if kind != "binary":
+        raise ValueError(
+            f"Only binary classification is supported. The type of the target is {kind}."
+        )
+    classes = np.unique(y)
+    if classes.shape[0] != 2:
+        raise ValueError(
+            f"{name} needs examples of two classes, but y holds only one class: {classes.tolist()}"
+        )
+    return classes
+
+
+def _signs(y: npt.NDArray[Any], classes: npt.NDArray[Any]) -> npt.NDArray[np.int8]:
+    """+1 for ``classes[1]``, -1 for ``classes[0]``."""
+    return np.where(y == classes[1], 1, -1).astype(np.int8)
+
+
+class PDMClassifier(_LinearClassifier):
+    """The perceptron with dynamic margin (:class:`streamlearn.PDM`): at convergence its
+    margin is at least (1 - eps) of the maximum."""
+
+    _learner_class = PDM
+
+    def __init__(
+        self,
+        eps: float = 0.01,
+        *,
+        multiple_updates: bool = True,
+        rho: float = 1.0,
+        delta: float | str = "auto",
+        buffer_size: int = 100_000,
+        buffer_nnz: int = 10_000_000,
+        seed: int = 0,
+        active_sets: ActiveSetSchedule | None = None,
+        max_passes: int = 1000,
+    ) -> None:
+        self.eps = eps
+        self.multiple_updates = multiple_updates
+        self.rho = rho
+        self.delta = delta
+        self.buffer_size = buffer_size
+        self.buffer_nnz = buffer_nnz
+        self.seed = seed
+        self.active_sets = active_sets
+        self.max_passes = max_passes
+
+
+class PDMSuccClassifier(_LinearClassifier):
+    """PDM in successive runs of decreasing eps (:class:`streamlearn.PDMSucc`)."""
+
+    _learner_class = PDMSucc
+
+    def __init__(
+        self,
+        eps: float = 0.01,
+        *,
+        succ_eta: float = 8.0,
+        eps_start: float = 0.5,
+        multiple_updates: bool = True,
+        rho: float = 1.0,
+        delta: float | str = "auto",
+        buffer_size: int = 100_000,
+        buffer_nnz: int = 10_000_000,
+        seed: int = 0,
+        active_sets: ActiveSetSchedule | None = None,
+        max_passes: int = 1000,
+    ) -> None:
+        self.eps = eps
+        self.succ_eta = succ_eta
+        self.eps_start = eps_start
+        self.multiple_updates = multiple_updates
+        self.rho = rho
+        self.delta = delta
+        self.buffer_size = buffer_size
+        self.buffer_nnz = buffer_nnz
+        self.seed = seed
+        self.active_sets = active_sets
+        self.max_passes = max_passes
+
+
+class PFMClassifier(_LinearClassifier):
+    """The perceptron with fixed margin ``beta`` (:class:`streamlearn.PFM`); ``beta`` has
+    no default and must be below the data's maximum margin."""
+
+    _learner_class = PFM
+
+    def __init__(
+        self,
+        beta: float,
+        *,
+        multiple_updates: bool = True,
+        rho: float = 1.0,
+        delta: float | str = "auto",
+        buffer_size: int = 100_000,
+        buffer_nnz: int = 10_000_000,
+        seed: int = 0,
+        active_sets: ActiveSetSchedule | None = None,
+        max_passes: int = 1000,
+    ) -> None:
+        self.beta = beta
+        self.multiple_updates = multiple_updates
+        self.rho = rho
+        self.delta = delta
+        self.buffer_size = buffer_size
+        self.buffer_nnz = buffer_nnz
+        self.seed = seed
+        self.active_sets = active_sets
+        self.max_passes = max_passes
+
+
+class PAUMClassifier(_LinearClassifier):
+    """The perceptron with uneven margins ``tau_neg``, ``tau_pos`` (:class:`streamlearn.PAUM`)."""
+
+    _learner_class = PAUM
+
+    def __init__(
+        self,
+        tau_neg: float = -1.0,
+        tau_pos: float = 1.0,
+        lr: float = 1.0,
+        *,
+        rho: float = 1.0,
+        delta: float | str = "auto",
+        buffer_size: int = 100_000,
+        buffer_nnz: int = 10_000_000,
+        seed: int = 0,
+        active_sets: ActiveSetSchedule | None = None,
+        max_passes: int = 1000,
+    ) -> None:
+        self.tau_neg = tau_neg
+        self.tau_pos = tau_pos
+        self.lr = lr
+        self.rho = rho
+        self.delta = delta
+        self.buffer_size = buffer_size
+        self.buffer_nnz = buffer_nnz
+        self.seed = seed
+        self.active_sets = active_sets
+        self.max_passes = max_passes
+
+
+class PAMClassifier(_LinearClassifier):
+    """The perceptron with margin ``tau`` (:class:`streamlearn.PAM`)."""
+
+    _learner_class = PAM
+
+    def __init__(
+        self,
+        tau: float = 1.0,
+        *,
+        rho: float = 1.0,
+        delta: float | str = "auto",
+        buffer_size: int = 100_000,
+        buffer_nnz: int = 10_000_000,
+        seed: int = 0,
+        active_sets: ActiveSetSchedule | None = None,
+        max_passes: int = 1000,
+    ) -> None:
+        self.tau = tau
+        self.rho = rho
+        self.delta = delta
+        self.buffer_size = buffer_size
+        self.buffer_nnz = buffer_nnz
+        self.seed = seed
+        self.active_sets = active_sets
+        self.max_passes = max_passes
+
+
+class PerceptronClassifier(_LinearClassifier):
+    """Rosenblatt's perceptron (:class:`streamlearn.Perceptron`)."""
+
+    _learner_class = Perceptron
+
+    def __init__(
+        self,
+        *,
+        rho: float = 1.0,
+        delta: float | str = "auto",
+        buffer_size: int = 100_000,
+        buffer_nnz: int = 10_000_000,
+        seed: int = 0,
+        active_sets: ActiveSetSchedule | None = None,
+        max_passes: int = 1000,
+    ) -> None:
+        self.rho = rho
+        self.delta = delta
+        self.buffer_size = buffer_size
+        self.buffer_nnz = buffer_nnz
+        self.seed = seed
+        self.active_sets = active_sets
+        self.max_passes = max_passes
+
+
+class TMargitronClassifier(_LinearClassifier):
+    """The t-margitron: update when a . y <= b t^(1 - zeta) (:class:`streamlearn.TMargitron`)."""
+
+    _learner_class = TMargitron
+
+    def __init__(
+        self,
+        b: float = 1.0,
+        zeta: float = 0.5,
+        *,
+        rho: float = 1.0,
+        delta: float | str = "auto",
+        buffer_size: int = 100_000,
+        buffer_nnz: int = 10_000_000,
+        seed: int = 0,
+        active_sets: ActiveSetSchedule | None = None,
+        max_passes: int = 1000,
+    ) -> None:
+        self.b = b
+        self.zeta = zeta
+        self.rho = rho
+        self.delta = delta
+        self.buffer_size = buffer_size
+        self.buffer_nnz = buffer_nnz
+        self.seed = seed
+        self.active_sets = active_sets
+        self.max_passes = max_passes
+
+
+class AMargitronClassifier(_LinearClassifier):
+    """The a-margitron: update when a . y <= b ||a||^(1 - zeta)
+    (:class:`streamlearn.AMargitron`)."""
+
+    _learner_class = AMargitron
+
+    def __init__(
+        self,
+        b: float = 1.0,
+        zeta: float = 0.5,
+        *,
+        rho: float = 1.0,
+        delta: float | str = "auto",
+        buffer_size: int = 100_000,
+        buffer_nnz: int = 10_000_000,
+        seed: int = 0,
+        active_sets: ActiveSetSchedule | None = None,
+        max_passes: int = 1000,
+    ) -> None:
+        self.b = b
+        self.zeta = zeta
+        self.rho = rho
+        self.delta = delta
+        self.buffer_size = buffer_size
+        self.buffer_nnz = buffer_nnz
+        self.seed = seed
+        self.active_sets = active_sets
+        self.max_passes = max_passes
+
+
+class KozinecClassifier(_LinearClassifier):
+    """Kozinec's algorithm with absolute accuracy ``eps`` (:class:`streamlearn.Kozinec`)."""
+
+    _learner_class = Kozinec
+
+    def __init__(
+        self,
+        eps: float = 0.001,
+        *,
+        rho: float = 1.0,
+        delta: float | str = "auto",
+        buffer_size: int = 100_000,
+        buffer_nnz: int = 10_000_000,
+        seed: int = 0,
+        active_sets: ActiveSetSchedule | None = None,
+        max_passes: int = 1000,
+    ) -> None:
+        self.eps = eps
+        self.rho = rho
+        self.delta = delta
+        self.buffer_size = buffer_size
+        self.buffer_nnz = buffer_nnz
+        self.seed = seed
+        self.active_sets = active_sets
+        self.max_passes = max_passes
+
+
+#: the estimator of every learner, by the learner's ``algorithm`` name
+ESTIMATORS: dict[str, type[_LinearClassifier]] = {
+    cls._learner_class.algorithm: cls
+    for cls in (
+        PerceptronClassifier,
+        PAMClassifier,
+        PAUMClassifier,
+        PFMClassifier,
+        PDMClassifier,
+        PDMSuccClassifier,
+        TMargitronClassifier,
+        AMargitronClassifier,
+        KozinecClassifier,
+    )
+}
+
+__all__ = [
+    "ESTIMATORS",
+    "AMargitronClassifier",
+    "KozinecClassifier",
+    "PAMClassifier",
+    "PAUMClassifier",
+    "PDMClassifier",
+    "PDMSuccClassifier",
+    "PFMClassifier",
+    "PerceptronClassifier",
+    "TMargitronClassifier",
+]
