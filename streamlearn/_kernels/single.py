@@ -1,0 +1,307 @@
+"""One example at a time: the engine's stream step for callers that hold a single example.
+
+``learn_stream`` takes a batch; an online caller (the river adapter) holds one example
+and pays numba's dispatch for every argument of every call. So these kernels take the
+learner's state packed into two blocks, the example included:
+
+- ``F`` (float64): the engine's ``scalars`` ``[beta, sqnorm, updates, scale]``, the two
+  rule parameters, rho, Delta^2 and one cell of loose slack (the ``F_*`` offsets), then
+  the buffer's ``slot_alpha`` and ``slot_sqnorm``, a workspace of values and the raw
+  example ``[index_0 .. index_(n-1), value_0 .. value_(n-1)]`` (indices as floats, in
+  any order, zeros and repeated indices allowed), which the caller writes in place;
+- ``Z`` (int64): the buffer's ``ring``, the ``stats`` counters and a few more counts
+  (the ``Z_*`` offsets), then the buffer's ``slot_start`` and ``slot_len`` and a
+  workspace of indices.
+
+Slices of the blocks are the learner's own arrays (views, see :func:`block_views`), so
+the batch kernels (``replay_pass`` and the rest) work on the very same state. Each
+example is put in canonical form first (zeros dropped, indices sorted, repeated indices
+added up in their order of appearance, as ``canonicalize_rows`` does), then stored and
+presented exactly as ``learn_stream`` does: weights, buffer and counters equal those of
+the batch path bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from streamlearn._kernels._jit import kernel
+from streamlearn._kernels.engine import (
+    BETA,
+    N_STATS,
+    SCALE,
+    STAT_PRESENTATIONS,
+    STAT_STREAM_MISTAKES,
+    STAT_UPDATE_EVENTS,
+    present,
+    sparse_dot,
+)
+from streamlearn._kernels.ring import WRITE_POS, ring_append
+
+#: ``F`` header: engine scalars at 0..3, then these
+F_RULE, F_RHO, F_DELTA_SQ, F_LOOSE = 4, 6, 7, 8
+F_HEAD = 9
+#: ``Z`` header: ring at 0..4, stats at 5 .. 5 + N_STATS - 1, then these
+Z_RING = 0
+Z_STATS = 5
+Z_CODE = Z_STATS + N_STATS
+#: arena capacity in nonzeros (the buffer's ``max_nnz``)
+Z_MAX_NNZ = Z_CODE + 1
+#: examples presented so far
+Z_EXAMPLES = Z_MAX_NNZ + 1
+#: one more than the largest index of a presented example
+Z_N_FEATURES = Z_EXAMPLES + 1
+#: set to 1 by an update (the caller clears it)
+Z_CHANGED = Z_N_FEATURES + 1
+#: slots of the buffer
+Z_CAPACITY = Z_CHANGED + 1
+#: room of the workspaces, in nonzeros
+Z_WORK = Z_CAPACITY + 1
+#: the entry of the raw example that stopped the last call (or the nonzeros wanted)
+Z_WHERE = Z_WORK + 1
+#: nonzeros of the example in the workspaces
+Z_LAST = Z_WHERE + 1
+#: why the last call returned NaN
+Z_STATUS = Z_LAST + 1
+Z_HEAD = Z_STATUS + 1
+
+#: status codes, returned negated
+OK = 0
+NOT_FINITE = 1
+BAD_INDEX = 2
+NO_WORKSPACE = 3
+NEED_ARENA = 4
+
+
+def block_sizes(capacity: int, work: int) -> tuple[int, int]:
+    """Lengths of ``F`` and ``Z`` for a buffer of ``capacity`` slots and examples of up
+    to ``work`` entries."""
+    return F_HEAD + 2 * capacity + 3 * work, Z_HEAD + 2 * capacity + work
+
+
+def raw_offset(capacity: int, work: int) -> int:
+    """Where the raw example starts in ``F``."""
+    return F_HEAD + 2 * capacity + work
+
+
+def block_views(F: np.ndarray, Z: np.ndarray) -> dict[str, np.ndarray]:
+    """The named arrays that live in the blocks (views, not copies)."""
+    cap = int(Z[Z_CAPACITY])
+    work = int(Z[Z_WORK])
+    return {
+        "scalars": F[0:4],
+        "slot_alpha": F[F_HEAD : F_HEAD + cap],
+        "slot_sqnorm": F[F_HEAD + cap : F_HEAD + 2 * cap],
+        "work_values": F[F_HEAD + 2 * cap : F_HEAD + 2 * cap + work],
+        "raw": F[F_HEAD + 2 * cap + work : F_HEAD + 2 * cap + 3 * work],
+        "ring": Z[Z_RING : Z_RING + 5],
+        "stats": Z[Z_STATS : Z_STATS + N_STATS],
+        "slot_start": Z[Z_HEAD : Z_HEAD + cap],
+        "slot_len": Z[Z_HEAD + cap : Z_HEAD + 2 * cap],
+        "work_indices": Z[Z_HEAD + 2 * cap : Z_HEAD + 2 * cap + work],
+    }
+
+
+@kernel(inline=True)
+def _canonical(n: int, n_weights: int, F: np.ndarray, Z: np.ndarray) -> int:
+    """Write the canonical form of the raw example of ``n`` entries to the workspaces
+    (its nonzeros to ``Z[Z_LAST]``); return the nonzeros, or a negated status code
+    with the offending entry in ``Z[Z_WHERE]``."""
+    cap = Z[Z_CAPACITY]
+    work = Z[Z_WORK]
+    if n > work:
+        return -NO_WORKSPACE
+    idx = Z[Z_HEAD + 2 * cap : Z_HEAD + 2 * cap + work]
+    val = F[F_HEAD + 2 * cap : F_HEAD + 2 * cap + work]
+    ex = F[F_HEAD + 2 * cap + work : F_HEAD + 2 * cap + 3 * work]
+    m = 0
+    for j in range(n):
+        v = ex[n + j]
+        if not math.isfinite(v):
+            Z[Z_WHERE] = j
+            return -NOT_FINITE
+        if v == 0.0:
+            continue
+        k = ex[j]
+        if not (0.0 <= k < n_weights) or k != math.floor(k):
+            Z[Z_WHERE] = j
+            return -BAD_INDEX
+        i = int(k)
+        # stable insertion: after every entry with an index <= i
+        p = m
+        while p > 0 and idx[p - 1] > i:
+            idx[p] = idx[p - 1]
+            val[p] = val[p - 1]
+            p -= 1
+        idx[p] = i
+        val[p] = v
+        m += 1
+    # add up repeated indices, in their order of appearance
+    out = 0
+    for j in range(m):
+        if out > 0 and idx[out - 1] == idx[j]:
+            val[out - 1] += val[j]
+        else:
+            idx[out] = idx[j]
+            val[out] = val[j]
+            out += 1
+    Z[Z_LAST] = out
+    return out
+
+
+@kernel(inline=True)
+def _decide(n: int, w: np.ndarray, F: np.ndarray, Z: np.ndarray) -> float:
+    m = _canonical(n, w.shape[0], F, Z)
+    if m < 0:
+        Z[Z_STATUS] = -m
+        return math.nan
+    cap = Z[Z_CAPACITY]
+    idx = Z[Z_HEAD + 2 * cap : Z_HEAD + 2 * cap + m]
+    val = F[F_HEAD + 2 * cap : F_HEAD + 2 * cap + m]
+    dot = sparse_dot(idx, val, 0, m, w)
+    return F[SCALE] * (dot + F[F_RHO] * F[BETA])
+
+
+@kernel(inline=True)
+def _learn_last(
+    label: float,
+    w: np.ndarray,
+    F: np.ndarray,
+    Z: np.ndarray,
+    slot_label: np.ndarray,
+    arena_idx: np.ndarray,
+    arena_val: np.ndarray,
+) -> int:
+    """Store the example in the workspaces in the buffer (evicting the oldest) and present
+    it, as ``learn_stream`` does for each example of a batch. Returns 0, or
+    ``-NEED_ARENA`` with nothing changed: the caller grows the arena as
+    ``ReplayBuffer.reserve_for(Z[Z_WHERE] + 1)`` does and calls again."""
+    m = Z[Z_LAST]
+    cap = Z[Z_CAPACITY]
+    idx = Z[Z_HEAD + 2 * cap : Z_HEAD + 2 * cap + m]
+    val = F[F_HEAD + 2 * cap : F_HEAD + 2 * cap + m]
+    max_nnz = Z[Z_MAX_NNZ]
+    size = arena_idx.shape[0]
+    if size < max_nnz and Z[Z_RING + WRITE_POS] + m + 2 > size:
+        Z[Z_WHERE] = m
+        return -NEED_ARENA
+    x_sqnorm = 0.0
+    for j in range(m):
+        x_sqnorm += val[j] * val[j]
+    slot_start = Z[Z_HEAD : Z_HEAD + cap]
+    slot_len = Z[Z_HEAD + cap : Z_HEAD + 2 * cap]
+    slot_alpha = F[F_HEAD : F_HEAD + cap]
+    slot_sqnorm = F[F_HEAD + cap : F_HEAD + 2 * cap]
+    ring = Z[Z_RING : Z_RING + 5]
+    buffer = (slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm, arena_idx, arena_val)
+    rule = (int(Z[Z_CODE]), F[F_RULE : F_RULE + 2], F[F_RHO], F[F_DELTA_SQ], False)
+    state = (F[0], F[1], F[2], F[3])
+    if m <= max_nnz:
+        slot = ring_append(idx, val, 0, m, label, x_sqnorm, buffer, ring)
+        start = slot_start[slot]
+        lam, p, _, state = present(
+            arena_idx, arena_val, start, start + m, label, slot_alpha, slot, x_sqnorm, w,
+            state, F, slot_alpha, rule,
+        )  # fmt: skip
+    else:
+        loose = F[F_LOOSE : F_LOOSE + 1]
+        loose[0] = 0.0
+        lam, p, _, state = present(
+            idx, val, 0, m, label, loose, 0, x_sqnorm, w, state, F, slot_alpha, rule
+        )
+        ring[4] += 1
+    F[0], F[1], F[2], F[3] = state
+    Z[Z_STATS + STAT_PRESENTATIONS] += 1
+    if p <= 0.0:
+        Z[Z_STATS + STAT_STREAM_MISTAKES] += 1
+    if lam > 0.0:
+        Z[Z_STATS + STAT_UPDATE_EVENTS] += 1
+        Z[Z_CHANGED] = 1
+    Z[Z_EXAMPLES] += 1
+    if m > 0 and idx[m - 1] + 1 > Z[Z_N_FEATURES]:
+        Z[Z_N_FEATURES] = idx[m - 1] + 1
+    return OK
+
+
+@kernel()
+def canonical(n: int, n_weights: int, F: np.ndarray, Z: np.ndarray) -> int:
+    """Put the raw example in canonical form in the workspaces; returns its nonzeros or
+    a negated status."""
+    return _canonical(n, n_weights, F, Z)
+
+
+@kernel()
+def decision(n: int, w: np.ndarray, F: np.ndarray, Z: np.ndarray) -> float:
+    """The engine's decision value ``scale (w . x + rho beta)`` of the raw example of
+    ``n`` entries, whose canonical form stays in the workspaces; NaN when the example
+    is rejected, with the status in ``Z[Z_STATUS]``."""
+    return _decide(n, w, F, Z)
+
+
+@kernel()
+def learn_one(
+    n: int,
+    label: float,
+    w: np.ndarray,
+    F: np.ndarray,
+    Z: np.ndarray,
+    slot_label: np.ndarray,
+    arena_idx: np.ndarray,
+    arena_val: np.ndarray,
+) -> int:
+    """Learn the raw example of ``n`` entries with ``label`` (+1 or -1): 0, or a negated
+    status and nothing changed (see :func:`learn_last` for ``-NEED_ARENA``)."""
+    m = _canonical(n, w.shape[0], F, Z)
+    if m < 0:
+        return m
+    return _learn_last(label, w, F, Z, slot_label, arena_idx, arena_val)
+
+
+@kernel()
+def learn_last(
+    label: float,
+    w: np.ndarray,
+    F: np.ndarray,
+    Z: np.ndarray,
+    slot_label: np.ndarray,
+    arena_idx: np.ndarray,
+    arena_val: np.ndarray,
+) -> int:
+    """Learn the example whose canonical form the last call left in the workspaces: 0, or
+    ``-NEED_ARENA`` and nothing changed (grow the arena as
+    ``ReplayBuffer.reserve_for(Z[Z_WHERE] + 1)`` does, then call again)."""
+    return _learn_last(label, w, F, Z, slot_label, arena_idx, arena_val)
+
+
+@kernel()
+def learn_last_then_decide(
+    label: float,
+    n: int,
+    w: np.ndarray,
+    F: np.ndarray,
+    Z: np.ndarray,
+    slot_label: np.ndarray,
+    arena_idx: np.ndarray,
+    arena_val: np.ndarray,
+) -> float:
+    """:func:`learn_last` then :func:`decision` in one call (an online caller learns an
+    example it has just predicted, then predicts the next one). NaN on failure, with
+    the status in ``Z[Z_STATUS]``: ``NEED_ARENA`` means that nothing was done, any other
+    that the learning was."""
+    status = _learn_last(label, w, F, Z, slot_label, arena_idx, arena_val)
+    if status < 0:
+        Z[Z_STATUS] = -status
+        return math.nan
+    return _decide(n, w, F, Z)
+
+
+def empty_blocks(capacity: int, work: int) -> tuple[np.ndarray, np.ndarray]:
+    """Zeroed blocks with their sizes recorded."""
+    f_size, i_size = block_sizes(capacity, work)
+    F = np.zeros(f_size, dtype=np.float64)
+    Z = np.zeros(i_size, dtype=np.int64)
+    Z[Z_CAPACITY] = capacity
+    Z[Z_WORK] = work
+    return F, Z
