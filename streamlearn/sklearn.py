@@ -5,7 +5,8 @@ parameters under the same names and defaults. ``fit`` learns the examples once a
 replays the buffer to convergence, exactly as the learner's ``fit``; ``partial_fit``
 learns the examples once, in order (the learner's ``learn``), keeping them in the replay
 buffer. The learner is ``learner_`` after fitting: its ``summary()`` gives the margin
-certificate and ``learner_.replay()`` continues towards convergence after ``partial_fit``.
+certificate and ``learner_.replay()`` continues towards convergence after ``partial_fit``
+(``coef_`` and ``intercept_`` always show the learner's current weights).
 
 Labels are any two values; ``classes_`` is sorted and ``classes_[1]`` is the positive
 class (a positive decision value). The engine is binary: more than two classes are
@@ -62,8 +63,6 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     # fitted attributes, set by fit, partial_fit and from_state
     learner_: LinearLearner
     classes_: npt.NDArray[Any]
-    coef_: npt.NDArray[np.float64]
-    intercept_: npt.NDArray[np.float64]
     n_features_in_: int
     n_iter_: int
 
@@ -94,7 +93,6 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         self.learner_ = learner
         self.classes_ = classes
         self.n_iter_ = int(learner.summary()["passes"])
-        self._refresh_weights()
         return self
 
     def partial_fit(self, X: Any, y: Any, classes: Any = None) -> Self:
@@ -130,15 +128,21 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             self.classes_ = known
             self.n_iter_ = 0
         self.learner_.learn(X, _signs(y, self.classes_))
-        self._refresh_weights()
         return self
 
-    def _refresh_weights(self) -> None:
+    @property
+    def coef_(self) -> npt.NDArray[np.float64]:
+        """The learner's weights as a (1, n_features_in_) array (zeros for features it
+        never saw nonzero)."""
         weights = self.learner_.coef_
         coef = np.zeros((1, self.n_features_in_), dtype=np.float64)
         coef[0, : weights.shape[0]] = weights[: self.n_features_in_]
-        self.coef_ = coef
-        self.intercept_ = np.array([self.learner_.intercept_])
+        return coef
+
+    @property
+    def intercept_(self) -> npt.NDArray[np.float64]:
+        """The learner's bias as a (1,) array."""
+        return np.array([self.learner_.intercept_])
 
     # -- prediction ----------------------------------------------------------------------
 
@@ -197,7 +201,6 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             estimator.n_iter_ = int(state["n_iter"])
         except (KeyError, TypeError) as exc:
             raise StateError(f"incomplete scikit-learn state: {exc}") from exc
-        estimator._refresh_weights()
         return estimator
 
 

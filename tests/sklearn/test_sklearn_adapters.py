@@ -138,7 +138,7 @@ def test_partial_fit_in_chunks_equals_engine_learn_over_the_same_chunks(delta: A
     assert np.any(estimator.coef_ != 0.0)
     estimator.learner_.replay()
     learner.replay()
-    np.testing.assert_array_equal(estimator.learner_.coef_, learner.coef_)
+    _assert_same_model(estimator, learner, X)
 
 
 def test_partial_fit_in_chunks_equals_one_partial_fit() -> None:
