@@ -64,7 +64,6 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     learner_: LinearLearner
     classes_: npt.NDArray[Any]
     n_features_in_: int
-    n_iter_: int
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -92,7 +91,6 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             )
         self.learner_ = learner
         self.classes_ = classes
-        self.n_iter_ = int(learner.summary()["passes"])
         return self
 
     def partial_fit(self, X: Any, y: Any, classes: Any = None) -> Self:
@@ -126,7 +124,6 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         if first_call:
             self.learner_ = self._learner_class(**self.get_params(deep=False))
             self.classes_ = known
-            self.n_iter_ = 0
         self.learner_.learn(X, _signs(y, self.classes_))
         return self
 
@@ -143,6 +140,12 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     def intercept_(self) -> npt.NDArray[np.float64]:
         """The learner's bias as a (1,) array."""
         return np.array([self.learner_.intercept_])
+
+    @property
+    def n_iter_(self) -> int:
+        """The replay passes the learner has made: those of ``fit``, none for
+        ``partial_fit``, plus any of ``learner_.replay()``."""
+        return int(self.learner_.summary()["passes"])
 
     # -- prediction ----------------------------------------------------------------------
 
@@ -173,7 +176,6 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             "classes_dtype": self.classes_.dtype.str,
             "n_features_in": self.n_features_in_,
             "feature_names_in": None if names is None else [str(name) for name in names],
-            "n_iter": self.n_iter_,
             "learner": self.learner_.state_dict(),
         }
 
@@ -198,7 +200,6 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             estimator.n_features_in_ = int(state["n_features_in"])
             if state["feature_names_in"] is not None:
                 estimator.feature_names_in_ = np.asarray(state["feature_names_in"], dtype=object)
-            estimator.n_iter_ = int(state["n_iter"])
         except (KeyError, TypeError) as exc:
             raise StateError(f"incomplete scikit-learn state: {exc}") from exc
         return estimator

@@ -139,6 +139,7 @@ def test_partial_fit_in_chunks_equals_engine_learn_over_the_same_chunks(delta: A
     estimator.learner_.replay()
     learner.replay()
     _assert_same_model(estimator, learner, X)
+    assert estimator.n_iter_ == learner.summary()["passes"] >= 1
 
 
 def test_partial_fit_in_chunks_equals_one_partial_fit() -> None:
