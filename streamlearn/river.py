@@ -462,7 +462,10 @@ class LearnerClassifier(base.MiniBatchClassifier):
 
     def learn_one(self, x: dict[Hashable, Any], y: Any, **kwargs: Any) -> None:
         """Learn one example: stored in the replay buffer, presented once."""
-        sign = self._signs.get(y)
+        try:
+            sign = self._signs.get(y)
+        except TypeError:
+            sign = None
         if sign is None:
             sign = self._sign_of_new_label(y)
         if self._deferred:
