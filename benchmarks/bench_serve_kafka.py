@@ -9,6 +9,10 @@ is not measured). For each topic:
 
 - the anchor: a KafkaConsumer with every partition assigned by hand, read from the start,
   counting lines (b"\\n" in each value), timed from the first record to the last;
+- the daemon's own consumer without learning: a KafkaSource (record batches decoded by the
+  compiled kernel into columns, see streamlearn/sources/kafka_blocks.py) polled with the
+  daemon's budget of 1000 messages, its values joined and their lines counted as the
+  decoder does before parsing, timed the same way (its group join excluded);
 - the daemon: ``python -m streamlearn serve --algo pdm --eps 0.05 --source kafka ...
   --idle-replay off`` as a subprocess, its /metrics scraped every ``--scrape-interval`` s;
   its rate is the examples learned between the first scrape that shows any learned example
@@ -19,6 +23,8 @@ is not measured). For each topic:
 Targets (from the issue): at least 1M examples/s with 100 lines per message and 150k/s with
 one example per message, learning included.
 
+The three are interleaved, ``--repeats`` times each in turn; medians and ratios are printed.
+
 Run: .venv/bin/python benchmarks/bench_serve_kafka.py [--examples N] [--single-examples N]
 """
 
@@ -28,6 +34,7 @@ import argparse
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -104,6 +111,33 @@ def raw_consumer(bootstrap: str, topic: str, expected_lines: int) -> tuple[int, 
         return messages, lines, done - first, done - polling
     finally:
         consumer.close(autocommit=False)
+
+
+def block_consumer(bootstrap: str, topic: str, expected_lines: int) -> tuple[int, int, float]:
+    """(messages, lines, seconds from the first message to the last) of the daemon's
+    KafkaSource, without learning: values joined and lines counted as the decoder does."""
+    import numpy as np
+
+    from streamlearn.parse.messages import joined_values
+    from streamlearn.sources.kafka import KafkaSource
+
+    source = KafkaSource(bootstrap, topic, f"bench-blocks-{uuid.uuid4().hex[:8]}")
+    try:
+        messages = lines = 0
+        first = 0.0
+        deadline = time.monotonic() + 300
+        while lines < expected_lines and time.monotonic() < deadline:
+            batch = source.poll(0.5, 1000)
+            if len(batch) and not first:
+                first = time.perf_counter()
+            messages += len(batch)
+            joined, _ = joined_values(batch.data, batch.spans)
+            lines += int(np.count_nonzero(joined == 10))
+        if not source.block_records:
+            print("  (the KafkaSource read records one by one: kafka-python's internals differ)")
+        return messages, lines, time.perf_counter() - first
+    finally:
+        source.close()
 
 
 def learned(metrics_url: str) -> int | None:
@@ -209,6 +243,7 @@ def layout(
     per_message: int,
     target: float,
     interval: float,
+    repeats: int,
 ) -> None:
     """Fill a topic with ``examples`` lines, ``per_message`` a message, and measure both."""
     stream = stream_lines(lines, examples)
@@ -222,33 +257,51 @@ def layout(
         f"messages on 1 partition (produced in {seconds:.1f} s, not measured; "
         f"Tansu end offset {end:,})"
     )
-    messages, counted, raw_seconds, poll_seconds = raw_consumer(tansu.bootstrap, topic, examples)
-    raw_rate = counted / raw_seconds
+    raw_rates: list[float] = []
+    block_rates: list[float] = []
+    daemon_rates: list[float] = []
+    for repeat in range(repeats):
+        print(f"-- repeat {repeat + 1} of {repeats}")
+        messages, counted, raw_seconds, poll_seconds = raw_consumer(
+            tansu.bootstrap, topic, examples
+        )
+        raw_rates.append(counted / raw_seconds)
+        print(
+            f"raw kafka-python consumer (anchor): {counted:,} lines in {messages:,} messages, "
+            f"{raw_seconds:.2f} s first record to last: {raw_rates[-1]:,.0f} lines/s "
+            f"({counted / poll_seconds:,.0f} lines/s counting from the first poll, "
+            f"{poll_seconds:.2f} s)"
+        )
+        messages, counted, block_seconds = block_consumer(tansu.bootstrap, topic, examples)
+        block_rates.append(counted / block_seconds)
+        print(
+            f"streamlearn KafkaSource, no learning: {counted:,} lines in {messages:,} messages, "
+            f"{block_seconds:.2f} s first message to last: {block_rates[-1]:,.0f} lines/s "
+            f"({block_rates[-1] / raw_rates[-1]:.3g}x the raw consumer)"
+        )
+        result = daemon(tansu.bootstrap, topic, examples, free_port(), interval)
+        daemon_rates.append(result["rate"])
+        print(
+            f"streamlearn serve (pdm, eps 0.05): {result['learned']:,} learned; first learned "
+            f"example seen {result['first_seen']:.1f} s after launch (group join + numba "
+            f"start-up, excluded); {result['learned'] - result['first_count']:,} learned in the "
+            f"next {result['window']:.2f} s: {result['rate']:,.0f} examples/s "
+            f"({result['rate'] / raw_rates[-1]:.3g}x the raw consumer)"
+        )
+        print(
+            f"  resident memory (VmRSS) after all learned, default buffer (100000 examples): "
+            f"{result['rss_mb']:,.0f} MB; exit code after SIGTERM: {result['exit_code']}"
+            + (" (ok)" if result["exit_code"] == 0 else " (NOT 0)")
+        )
+        if result["exit_code"] != 0:
+            print(result["tail"])
+    raw, blocks, rate = (statistics.median(r) for r in (raw_rates, block_rates, daemon_rates))
     print(
-        f"raw kafka-python consumer (anchor): {counted:,} lines in {messages:,} messages, "
-        f"{raw_seconds:.2f} s first record to last: {raw_rate:,.0f} lines/s "
-        f"({counted / poll_seconds:,.0f} lines/s counting from the first poll, "
-        f"{poll_seconds:.2f} s)"
+        f"medians of {repeats}: raw consumer {raw:,.0f} lines/s; KafkaSource without learning "
+        f"{blocks:,.0f} lines/s ({blocks / raw:.3g}x raw); daemon {rate:,.0f} examples/s "
+        f"({rate / raw:.3g}x raw)"
     )
-    result = daemon(tansu.bootstrap, topic, examples, free_port(), interval)
-    rate = result["rate"]
-    print(
-        f"streamlearn serve (pdm, eps 0.05): {result['learned']:,} learned; first learned "
-        f"example seen {result['first_seen']:.1f} s after launch (group join + numba start-up, "
-        f"excluded); {result['learned'] - result['first_count']:,} learned in the next "
-        f"{result['window']:.2f} s: {rate:,.0f} examples/s"
-    )
-    print(
-        f"  target {target:,.0f} examples/s: {rate / target:.3g}x of target; "
-        f"{rate / raw_rate:.3g}x the raw consumer's rate"
-    )
-    print(
-        f"  resident memory (VmRSS) after all learned, default buffer (100000 examples): "
-        f"{result['rss_mb']:,.0f} MB; exit code after SIGTERM: {result['exit_code']}"
-        + (" (ok)" if result["exit_code"] == 0 else " (NOT 0)")
-    )
-    if result["exit_code"] != 0:
-        print(result["tail"])
+    print(f"  target {target:,.0f} examples/s: daemon at {rate / target:.3g}x of target")
 
 
 def main() -> None:
@@ -258,6 +311,7 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=1_000_000, help="100 lines a message")
     parser.add_argument("--single-examples", type=int, default=300_000, help="1 a message")
     parser.add_argument("--scrape-interval", type=float, default=0.2, help="seconds")
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved runs of each")
     parser.add_argument(
         "--replay-every",
         type=int,
@@ -287,6 +341,7 @@ def main() -> None:
             100,
             TARGET_BATCHED,
             args.scrape_interval,
+            args.repeats,
         )
         layout(
             tansu,
@@ -297,6 +352,7 @@ def main() -> None:
             1,
             TARGET_SINGLE,
             args.scrape_interval,
+            args.repeats,
         )
     finally:
         tansu.stop()

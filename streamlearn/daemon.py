@@ -37,6 +37,10 @@ log = logging.getLogger("streamlearn.daemon")
 DAEMON_KIND = "streamlearn.daemon"
 
 
+#: per message of a decoded batch, the number of its first line (asked only when needed)
+FirstLines = Callable[[], npt.NDArray[np.int64]]
+
+
 class Observer(Protocol):
     """What the daemon reports as it goes (:class:`streamlearn.metrics.DaemonMetrics`)."""
 
@@ -98,7 +102,7 @@ class Daemon:
         spec: LearnerSpec,
         source: Source,
         *,
-        decode: Callable[[MessageBatch], tuple[ParsedRows, npt.NDArray[np.int64]]],
+        decode: Callable[[MessageBatch], tuple[ParsedRows, FirstLines]],
         settings: DaemonSettings,
         store: CheckpointStore | None = None,
         sink: Sink | None = None,
@@ -191,7 +195,7 @@ class Daemon:
         labelled = np.diff(rows.label_ptr) > 0
         rejected = list(rows.rejected)
         if not labelled.all():
-            self._predict(messages, first_lines, rows.select(~labelled, []))
+            self._predict(messages, first_lines(), rows.select(~labelled, []))
         if labelled.any():
             batch, label_rejects = binary_batch(
                 rows if labelled.all() else rows.select(labelled, [])
@@ -199,7 +203,7 @@ class Daemon:
             rejected += label_rejects
             self._learn(batch)
         if rejected:
-            self._reject(messages, first_lines, rejected)
+            self._reject(messages, first_lines(), rejected)
         self.positions = self.source.position()
 
     def take_snapshot(self) -> None:

@@ -87,7 +87,7 @@ def _is_content_type(data: np.ndarray, start: int, length: int, name: np.ndarray
     return True
 
 
-@kernel()
+@kernel(releases_gil=True)
 def decode_records(
     data: np.ndarray,
     start: int,
@@ -212,7 +212,7 @@ def decode_records(
     return RECORDS_OK, kept, n_records
 
 
-@kernel()
+@kernel(allocates=True, releases_gil=True)  # slice assignment (memcpy) needs the runtime
 def join_values(
     data: np.ndarray,
     value_start: np.ndarray,
@@ -220,11 +220,11 @@ def join_values(
     first: int,
     last: int,
     out: np.ndarray,
-    lines: np.ndarray,
+    ends: np.ndarray,
 ) -> int:
     """Copy values ``first .. last - 1`` into ``out``, each followed by a newline unless
-    it is empty or already ends with one; ``lines[i - first]`` gets the newlines of
-    value ``i`` so copied. Returns the bytes written.
+    it is empty or already ends with one; ``ends[i - first]`` gets the end of value
+    ``i`` in ``out``. Returns the bytes written.
 
     ``out`` needs room for every value plus one byte each; a negative length (a null
     value) counts as empty.
@@ -232,17 +232,12 @@ def join_values(
     q = 0
     for i in range(first, last):
         n = value_length[i]
-        count = 0
         if n > 0:
             s = value_start[i]
-            for k in range(n):
-                c = _byte(data, s + k)
-                out[q + k] = c
-                count += c == 10
+            out[q : q + n] = data[s : s + n]
             q += n
             if _byte(data, s + n - 1) != 10:
                 out[q] = 10
                 q += 1
-                count += 1
-        lines[i - first] = count
+        ends[i - first] = q
     return q

@@ -445,7 +445,7 @@ def find_byte(data: np.ndarray, byte: int, start: int) -> int:
     return -1
 
 
-@kernel(allocates=True)
+@kernel(allocates=True, releases_gil=True)
 def parse_lines(
     data: np.ndarray, shift: int, max_index: int, max_line_bytes: int
 ) -> tuple[Any, ...]:

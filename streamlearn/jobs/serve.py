@@ -12,11 +12,10 @@ from types import FrameType
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import LearnerSpec
-from streamlearn.daemon import Daemon, DaemonSettings
+from streamlearn.daemon import Daemon, DaemonSettings, FirstLines
 from streamlearn.errors import InvalidParameterError
 from streamlearn.http import HttpEndpoint
 from streamlearn.metrics import DaemonMetrics, new_registry
@@ -72,7 +71,7 @@ def run_serve(config: ServeConfig) -> None:
 
     decoder = MessageDecoder(default_format=config.message_format, max_features=config.max_features)
 
-    def decode(messages: MessageBatch) -> tuple[ParsedRows, npt.NDArray[np.int64]]:
+    def decode(messages: MessageBatch) -> tuple[ParsedRows, FirstLines]:
         return decoder.decode_columns(messages.data, messages.spans)
 
     holder: dict[str, Daemon] = {}

@@ -76,6 +76,7 @@ FORMAT_SVMLIGHT, FORMAT_MSGPACK, FORMAT_UNKNOWN = 0, 1, -1
 _FORMAT_CODES = {"svmlight": FORMAT_SVMLIGHT, "msgpack": FORMAT_MSGPACK}
 _FORMAT_CACHE_SIZE = 256
 _INT32_MAX = (1 << 31) - 1
+_LF = 10
 _BAD_LABEL, _NOT_FINITE, _NEGATIVE, _ABOVE_MAX, _UNSORTED = (
     REASONS[0],
     REASONS[2],
@@ -186,8 +187,8 @@ class MessageDecoder:
             [None] * len(messages),
             [headers.get("content-type") for _, headers in messages],
         )
-        rows, starts = self.decode_columns(data, spans)
-        return rows, starts.tolist()
+        rows, first_lines = self.decode_columns(data, spans)
+        return rows, first_lines().tolist()
 
     def formats_of(
         self, data: npt.NDArray[np.uint8], spans: npt.NDArray[np.int64]
@@ -214,23 +215,24 @@ class MessageDecoder:
 
     def decode_columns(
         self, data: npt.NDArray[np.uint8], spans: npt.NDArray[np.int64]
-    ) -> tuple[ParsedRows, npt.NDArray[np.int64]]:
+    ) -> tuple[ParsedRows, FirstLines]:
         """:meth:`decode_many` of a columnar batch (:func:`pack_messages`): the rows and
-        each message's first line number.
+        each message's first line number (worked out when asked: only rejections and
+        predictions need it).
 
         The values of each run of consecutive svmlight messages are joined (a newline
         ending each) by a compiled kernel and parsed with one parser call; only msgpack
         messages and messages of an unknown content type are decoded one by one.
 
         >>> data, spans = pack_messages([b"1 1:1\\n-1 2:1", b"1 3:1"], [None, b"k"], [None, None])
-        >>> rows, starts = MessageDecoder().decode_columns(data, spans)
-        >>> rows.line_numbers.tolist(), starts.tolist()
+        >>> rows, first_lines = MessageDecoder().decode_columns(data, spans)
+        >>> rows.line_numbers.tolist(), first_lines().tolist()
         ([1, 2, 3], [1, 3])
         """
         n = spans.shape[1]
-        starts = np.empty(n, dtype=np.int64)
+        first_lines = FirstLines(n)
         if n == 0:
-            return ParsedRows.empty(), starts
+            return ParsedRows.empty(), first_lines
         codes = self.formats_of(data, spans)
         svmlight = codes == FORMAT_SVMLIGHT
         # run boundaries: where the svmlight flag changes, plus the ends
@@ -240,41 +242,32 @@ class MessageDecoder:
         lines = 0  # lines before the current message
         for first, last in itertools.pairwise(bounds):
             if svmlight[first]:
-                rows, counts = self._svmlight_run(data, spans, first, last)
-                starts[first] = lines + 1
-                np.cumsum(counts[:-1], out=starts[first + 1 : last])
-                starts[first + 1 : last] += lines + 1
+                joined, ends = joined_values(data, spans, first, last)
+                rows, run_lines = self._parse_joined(joined)
+                first_lines.add_run(first, lines, joined, ends)
                 parts.append(_shifted(rows, lines))
-                lines += int(counts.sum())
+                lines += run_lines
                 continue
             for i in range(first, last):
-                starts[i] = lines + 1
+                first_lines.add_one(i, lines)
                 rows = self._decode_one(data, spans, i, int(codes[i]))
                 parts.append(_shifted(rows, lines))
                 lines += max(_example_count(rows), 1)
         rows = parts[0] if len(parts) == 1 else ParsedRows.concatenate(parts)
-        return rows, starts
+        return rows, first_lines
 
-    def _svmlight_run(
-        self, data: npt.NDArray[np.uint8], spans: npt.NDArray[np.int64], first: int, last: int
-    ) -> tuple[ParsedRows, npt.NDArray[np.int64]]:
-        """Rows of messages ``first .. last - 1`` (all svmlight) and their line counts."""
-        lengths = spans[VALUE_LENGTH, first:last]
-        joined = np.empty(int(np.maximum(lengths, 0).sum()) + (last - first), dtype=np.uint8)
-        counts = np.empty(last - first, dtype=np.int64)
-        size = join_values(
-            data, spans[VALUE_START], spans[VALUE_LENGTH], first, last, joined, counts
-        )
+    def _parse_joined(self, joined: npt.NDArray[np.uint8]) -> tuple[ParsedRows, int]:
+        """Rows of newline-ended svmlight lines, and the number of lines."""
         parser = SvmlightParser(
             max_features=self.max_features,
             max_line_bytes=self.max_line_bytes,
             zero_based=self.zero_based,
         )
-        rows = parser.feed(cast(bytes, joined[:size]))  # feed takes any bytes-like object
+        rows = parser.feed(cast(bytes, joined))  # feed takes any bytes-like object
         last_rows = parser.finish()
         if last_rows.n_rows or last_rows.rejected:
             rows = ParsedRows.concatenate([rows, last_rows])
-        return rows, counts
+        return rows, parser.lines_seen
 
     def _decode_one(
         self, data: npt.NDArray[np.uint8], spans: npt.NDArray[np.int64], i: int, code: int
@@ -347,6 +340,67 @@ class MessageDecoder:
         if not bool(np.all(np.isfinite(values))):
             return _NOT_FINITE
         return _Row(indices, values, _float_label(label))
+
+
+class FirstLines:
+    """Per message of a decoded batch, the number of its first line, counted from 1 over
+    the batch: computed on the first call (it counts the newlines of joined values).
+
+    A message's lines are its svmlight lines or its msgpack examples (at least one); an
+    empty svmlight message has none, and shares its number with the next message.
+    """
+
+    def __init__(self, n: int) -> None:
+        self._n = n
+        self._runs: list[tuple[int, int, npt.NDArray[np.uint8], npt.NDArray[np.int64]]] = []
+        self._ones: list[tuple[int, int]] = []
+        self._done: npt.NDArray[np.int64] | None = None
+
+    def add_run(
+        self, first: int, lines: int, joined: npt.NDArray[np.uint8], ends: npt.NDArray[np.int64]
+    ) -> None:
+        """Messages ``first ..`` are the svmlight values ``joined`` (ending at ``ends``),
+        after ``lines`` lines."""
+        self._runs.append((first, lines, joined, ends))
+
+    def add_one(self, i: int, lines: int) -> None:
+        """Message ``i`` comes after ``lines`` lines."""
+        self._ones.append((i, lines))
+
+    def __call__(self) -> npt.NDArray[np.int64]:
+        if self._done is None:
+            starts = np.empty(self._n, dtype=np.int64)
+            for i, lines in self._ones:
+                starts[i] = lines + 1
+            for first, lines, joined, ends in self._runs:
+                # newlines before each message: those before the end of the previous one
+                newlines = np.flatnonzero(joined == _LF)
+                before = np.searchsorted(newlines, ends[:-1])
+                starts[first] = lines + 1
+                starts[first + 1 : first + ends.shape[0]] = before + lines + 1
+            self._done = starts
+            self._runs = []
+        return self._done
+
+
+def joined_values(
+    data: npt.NDArray[np.uint8], spans: npt.NDArray[np.int64], first: int = 0, last: int = -1
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """The values of messages ``first .. last - 1`` (all when ``last`` is -1) one after
+    the other, each ending with a newline (empty ones left empty), and where each ends.
+
+    >>> data, spans = pack_messages([b"1 1:1", b"", b"-1 2:1\\n"], [None] * 3, [None] * 3)
+    >>> joined, ends = joined_values(data, spans)
+    >>> joined.tobytes(), ends.tolist()
+    (b'1 1:1\\n-1 2:1\\n', [6, 6, 13])
+    """
+    if last < 0:
+        last = spans.shape[1]
+    lengths = spans[VALUE_LENGTH, first:last]
+    joined = np.empty(int(np.maximum(lengths, 0).sum()) + (last - first), dtype=np.uint8)
+    ends = np.empty(last - first, dtype=np.int64)
+    size = join_values(data, spans[VALUE_START], spans[VALUE_LENGTH], first, last, joined, ends)
+    return joined[:size], ends
 
 
 def pack_messages(

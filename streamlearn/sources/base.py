@@ -139,6 +139,10 @@ class MessageBatch:
             int(self.offsets[i]),
         )
 
+    def value_bytes(self) -> int:
+        """The bytes of all values."""
+        return int(np.maximum(self.spans[VALUE_LENGTH], 0).sum())
+
     def slice(self, first: int, last: int) -> MessageBatch:
         """Messages ``first .. last - 1`` (sharing this batch's arrays)."""
         return MessageBatch(

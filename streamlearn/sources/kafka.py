@@ -137,6 +137,9 @@ class KafkaSource:
     lag_interval:
         Seconds between refreshes of the end offsets used by :meth:`lag` when the
         fetch responses did not tell them.
+    prefetch_bytes:
+        While fewer message bytes than this wait in the source, every poll also asks
+        the consumer for more (which keeps a fetch in flight during learning).
     consumer_options:
         More KafkaConsumer options, passed as they are.
     """
@@ -154,6 +157,7 @@ class KafkaSource:
         request_timeout_ms: int = 30000,
         bootstrap_timeout_ms: int = 5000,
         lag_interval: float = 5.0,
+        prefetch_bytes: int = 4 << 20,
         **consumer_options: Any,
     ) -> None:
         self.topic = topic
@@ -180,6 +184,8 @@ class KafkaSource:
         self._end_offsets_time = -float("inf")
         self._pending: deque[MessageBatch] = deque()  # fetched, not yet returned
         self._pending_count = 0
+        self._pending_bytes = 0  # of their values
+        self.prefetch_bytes = prefetch_bytes
         #: whether the consumer hands over record batches (False: records one by one)
         self.block_records = False
 
@@ -215,6 +221,7 @@ class KafkaSource:
                 ))  # fmt: skip
         self._pending = kept
         self._pending_count = sum(len(batch) for batch in kept)
+        self._pending_bytes = sum(batch.value_bytes() for batch in kept)
 
     def _on_revoked(self, revoked: list[TopicPartition]) -> None:
         self._assigned -= {tp.partition for tp in revoked}
@@ -237,7 +244,9 @@ class KafkaSource:
 
     def poll(self, timeout: float, max_messages: int) -> MessageBatch:
         """Up to ``max_messages`` messages, waiting at most ``timeout`` s; none on a failure."""
-        if self._pending_count < max_messages:
+        if self._pending_count < max_messages or self._pending_bytes < self.prefetch_bytes:
+            # polling the consumer also sends the next fetch: keep one in flight while
+            # the daemon learns what came, up to prefetch_bytes held here
             wait = 0.0 if self._pending_count else timeout
             try:
                 consumer = self._connected_consumer()
@@ -288,6 +297,7 @@ class KafkaSource:
     def _push(self, batch: MessageBatch) -> None:
         self._pending.append(batch)
         self._pending_count += len(batch)
+        self._pending_bytes += batch.value_bytes()
 
     def _take(self, max_messages: int) -> MessageBatch:
         """The first ``max_messages`` pending messages (the rest stays pending)."""
@@ -302,6 +312,7 @@ class KafkaSource:
                 parts.append(first.slice(0, room))
                 self._pending[0] = first.slice(room, len(first))
                 room = 0
+            self._pending_bytes -= parts[-1].value_bytes()
         self._pending_count -= max_messages - room
         return MessageBatch.concatenate(parts)
 
@@ -390,7 +401,7 @@ class KafkaSource:
             self._consumer = None
             self._assigned = set()
             self._pending.clear()
-            self._pending_count = 0
+            self._pending_count = self._pending_bytes = 0
 
 
 class KafkaSink:

@@ -6,12 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 from memory_source import ListSink, MemorySource
 
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import LearnerSpec
-from streamlearn.daemon import Daemon, DaemonSettings
+from streamlearn.daemon import Daemon, DaemonSettings, FirstLines
 from streamlearn.parse.messages import MessageDecoder
 from streamlearn.parse.svmlight import ParsedRows
 from streamlearn.replay import ReplaySchedule
@@ -25,7 +24,7 @@ SETTINGS = DaemonSettings(
 )
 
 
-def decode(messages: MessageBatch) -> tuple[ParsedRows, npt.NDArray[np.int64]]:
+def decode(messages: MessageBatch) -> tuple[ParsedRows, FirstLines]:
     return MessageDecoder().decode_columns(messages.data, messages.spans)
 
 

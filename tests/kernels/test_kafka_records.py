@@ -242,9 +242,9 @@ def test_join_values_ends_each_value_with_one_newline() -> None:
         position += len(v or b"")
     data = np.frombuffer(buffer, dtype=np.uint8)
     out = np.empty(len(buffer) + len(values), dtype=np.uint8)
-    lines = np.empty(len(values), dtype=np.int64)
-    size = join_values(data, np.array(starts), np.array(lengths), 0, 5, out, lines)
+    ends = np.empty(len(values), dtype=np.int64)
+    size = join_values(data, np.array(starts), np.array(lengths), 0, 5, out, ends)
     assert out[:size].tobytes() == b"1 1:1\n-1 2:1\na\nb\n"
-    assert lines.tolist() == [1, 0, 0, 1, 2]
-    size = join_values(data, np.array(starts), np.array(lengths), 3, 5, out, lines)
-    assert out[:size].tobytes() == b"-1 2:1\na\nb\n" and lines[:2].tolist() == [1, 2]
+    assert ends.tolist() == [6, 6, 6, 13, 17]
+    size = join_values(data, np.array(starts), np.array(lengths), 3, 5, out, ends)
+    assert out[:size].tobytes() == b"-1 2:1\na\nb\n" and ends[:2].tolist() == [7, 11]
