@@ -88,9 +88,13 @@ HASH_CACHE_SIZE = 1 << 20
 _ADAPTER_OPTIONS = ("n_features", "pos_label", "replay_every", "replay_passes")
 _FIRST_WORKSPACE = 64
 
+# the hot kernels; _compile_hot_kernels swaps in their machine code for the fixed types
 _learn_kernel = single.learn_one
 _decision_kernel = single.decision
 _learn_last_then_decide = single.learn_last_then_decide
+_hot_kernels_compiled = False
+#: dtypes of (w, F, Z, slot_label, arena_idx, arena_val), the only ones the hot kernels get
+_KERNEL_DTYPES = (np.float64, np.float64, np.int64, np.int8, np.int32, np.float64)
 #: ``pack_into`` of n indices and n values as native doubles, by n
 _PACKERS: dict[int, Callable[..., None]] = {
     n: struct.Struct(f"@{2 * n}d").pack_into for n in range(_FIRST_WORKSPACE + 1)
@@ -284,9 +288,17 @@ class LearnerClassifier(base.MiniBatchClassifier):
         learner = self._learner
         buf = learner._buffer
         self._w = learner._w
-        self._kernel_args = (learner._w, self._F, self._Z, buf.slot_label, buf.arena_idx,
-                             buf.arena_val)  # fmt: skip
-        self._decision_args = (learner._w, self._F, self._Z)
+        self._slot_label = buf.slot_label
+        self._arena_idx = buf.arena_idx
+        self._arena_val = buf.arena_val
+        args: tuple[np.ndarray, ...] = (
+            learner._w, self._F, self._Z, buf.slot_label, buf.arena_idx, buf.arena_val
+        )  # fmt: skip
+        for array_, dtype in zip(args, _KERNEL_DTYPES, strict=True):
+            if array_.dtype != dtype or array_.ndim != 1 or not array_.flags.c_contiguous:
+                raise StateError(f"a learner array is {array_.dtype}[{array_.shape}], not {dtype}")
+        self._kernel_args = args
+        _compile_hot_kernels(args)
 
     def _ensure_weights(self, n: int) -> None:
         learner = self._learner
@@ -483,7 +495,16 @@ class LearnerClassifier(base.MiniBatchClassifier):
             except _PACK_ERRORS:
                 n = self._pack_slow(x, learning=True)[0]
             if self._held is None:
-                status = _learn_kernel(n, sign, *self._kernel_args)
+                status = _learn_kernel(
+                    n,
+                    sign,
+                    self._w,
+                    self._F,
+                    self._Z,
+                    self._slot_label,
+                    self._arena_idx,
+                    self._arena_val,
+                )
                 while status:
                     if status != -single.NEED_ARENA:
                         self._reject(x, -status)
@@ -535,21 +556,63 @@ class LearnerClassifier(base.MiniBatchClassifier):
         deferred = self._deferred
         if deferred:
             self._deferred = 0.0
-            f: float = _learn_last_then_decide(deferred, n, *self._kernel_args)
-            while f != f and self._Z[single.Z_STATUS] == single.NEED_ARENA:
-                self._grow_arena()
-                f = _learn_last_then_decide(deferred, n, *self._kernel_args)
+            f: float = _learn_last_then_decide(
+                deferred,
+                n,
+                self._w,
+                self._F,
+                self._Z,
+                self._slot_label,
+                self._arena_idx,
+                self._arena_val,
+            )
         else:
-            f = _decision_kernel(n, *self._decision_args)
+            f = _decision_kernel(n, self._w, self._F, self._Z)
         if f != f:
-            self._last_x = None
-            self._reject(x, int(self._Z[single.Z_STATUS]))
+            f = self._decide_again(x, n, deferred)
         self._last_x = dict(x) if complete else None
+        return f
+
+    def _decide_again(self, x: Mapping[Hashable, Any], n: int, deferred: float) -> float:
+        """After a kernel said NaN: grow the arena for the deferred example and decide
+        again, or name what is wrong with ``x``."""
+        self._last_x = None
+        f = math.nan
+        while deferred and self._Z[single.Z_STATUS] == single.NEED_ARENA:
+            self._grow_arena()
+            f = _learn_last_then_decide(deferred, n, *self._kernel_args)
+            if f == f:
+                return f
+        self._reject(x, int(self._Z[single.Z_STATUS]))
         return f
 
     def predict_one(self, x: dict[Hashable, Any], **kwargs: Any) -> Any:
         """The positive label when w . x + b > 0, else the negative one."""
-        return self._pos if self._decision(x) > 0.0 else self._neg
+        # _decision's fast path, inlined: this and learn_one are the hot loop
+        n = len(x)
+        try:
+            _PACKERS[n](self._F, self._raw_at, *map(self._lookup, x), *x.values())
+        except _PACK_ERRORS:
+            return self._pos if self._decision(x) > 0.0 else self._neg
+        deferred = self._deferred
+        if deferred:
+            self._deferred = 0.0
+            f: float = _learn_last_then_decide(
+                deferred,
+                n,
+                self._w,
+                self._F,
+                self._Z,
+                self._slot_label,
+                self._arena_idx,
+                self._arena_val,
+            )
+        else:
+            f = _decision_kernel(n, self._w, self._F, self._Z)
+        if f != f:
+            f = self._decide_again(x, n, deferred)
+        self._last_x = dict(x)
+        return self._pos if f > 0.0 else self._neg
 
     def predict_proba_one(self, x: dict[Hashable, Any], **kwargs: Any) -> dict[Any, float]:
         """Probabilities of both labels (see the module doc for the map)."""
@@ -637,6 +700,20 @@ class LearnerClassifier(base.MiniBatchClassifier):
         type(self).__init__(self, **pickled["params"])
         state = pickled["state"]
         self._load(self.learner_class.from_state(state["learner"]), state)
+
+
+def _compile_hot_kernels(args: tuple[np.ndarray, ...]) -> None:
+    """Call the per-example kernels without numba's type dispatch from now on: every
+    caller passes a Python int, a Python float and arrays of ``_KERNEL_DTYPES``
+    (``_refresh_arrays`` checks them)."""
+    global _learn_kernel, _decision_kernel, _learn_last_then_decide, _hot_kernels_compiled
+    if _hot_kernels_compiled:
+        return
+    w, F, Z = args[:3]
+    _decision_kernel = single.compiled(single.decision, 0, w, F, Z)
+    _learn_kernel = single.compiled(single.learn_one, 0, 1.0, *args)
+    _learn_last_then_decide = single.compiled(single.learn_last_then_decide, 1.0, 0, *args)
+    _hot_kernels_compiled = True
 
 
 def _check_value(key: Hashable, value: Any) -> None:

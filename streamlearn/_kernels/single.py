@@ -24,7 +24,10 @@ the batch path bit for bit.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
+import numba
 import numpy as np
 
 from streamlearn._kernels._jit import kernel
@@ -295,6 +298,25 @@ def learn_last_then_decide(
         Z[Z_STATUS] = -status
         return math.nan
     return _decide(n, w, F, Z)
+
+
+def compiled(dispatcher: Any, *example_args: Any) -> Callable[..., Any]:
+    """The machine code of kernel ``dispatcher`` for exactly the types of ``example_args``,
+    as a function that skips numba's type dispatch (which costs about as much again as
+    the call itself, with eight arguments).
+
+    Only for arguments of exactly those types, every time: an array of another dtype
+    would be misread. Falls back to the dispatcher itself when numba keeps its compiled
+    versions elsewhere.
+    """
+    typeof: Callable[[Any], Any] = numba.typeof
+    signature = tuple(typeof(arg) for arg in example_args)
+    dispatcher.compile(signature)
+    try:
+        entry: Callable[..., Any] = dispatcher.overloads[signature].entry_point
+    except (AttributeError, KeyError):
+        return dispatcher
+    return entry
 
 
 def empty_blocks(capacity: int, work: int) -> tuple[np.ndarray, np.ndarray]:
