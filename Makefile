@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine_a9a.py
 	$(BIN)/python benchmarks/bench_parse.py
 	$(BIN)/python benchmarks/bench_learn_throughput.py
+	$(BIN)/python benchmarks/bench_river_adapter.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

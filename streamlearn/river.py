@@ -11,7 +11,8 @@ names and defaults, plus four options of their own:
     sees it (zero values included), and the model keeps the name-to-index map.
     An int: names are hashed instead, to ``crc32(name) % n_features`` with ``zlib.crc32``
     of the UTF-8 bytes of the name (of ``repr(name)`` for names that are not str), the
-    same in every process; colliding names add up.
+    same in every process; colliding names add up. The weights (``n_features`` floats)
+    are allocated at once.
 ``pos_label``
     The label learned as +1 (the positive class of PAUM's ``tau_pos``). None (default):
     True and 1 are +1; False, 0 and -1 are -1; any other label is -1 when it is the first
@@ -48,6 +49,11 @@ The models equal the engine's on the same examples, bit for bit (weights, buffer
 counters); :meth:`LearnerClassifier.state_dict` and ``from_state`` carry the engine's
 state plus the feature map and the labels, in values that streamlearn's checkpoint
 codec stores.
+
+Speed: an example becomes indices and values packed with ``struct`` straight into the
+learner's state block, and one kernel of :mod:`streamlearn._kernels.single` both learns
+the example that ``predict_one`` just saw (``learn_one`` only notes its label) and
+predicts the next one: a progressive predict_one + learn_one costs one compiled call.
 """
 
 from __future__ import annotations

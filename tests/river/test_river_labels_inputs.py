@@ -267,3 +267,27 @@ def test_streamlearn_imports_without_river() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_bad_values_inside_the_auto_delta_window() -> None:
+    model = PDMClassifier()  # delta='auto': examples are held, not yet learned
+    for x, y in phishing()[:10]:
+        model.learn_one(x, y)
+    with pytest.raises(InvalidInputError, match="feature 'https' has the value nan"):
+        model.learn_one({**phishing()[10][0], "https": math.nan}, True)
+    assert model.state_dict()["learner"]["pending"]["labels"].shape == (10,)
+
+
+def test_the_hash_cache_starts_over_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    import streamlearn.river as adapters
+
+    stream = phishing()[:300]
+    large = PDMClassifier(delta=1.0, n_features=32)
+    for x, y in stream:
+        large.learn_one(x, y)
+    monkeypatch.setattr(adapters, "HASH_CACHE_SIZE", 5)
+    small = PDMClassifier(delta=1.0, n_features=32)
+    for x, y in stream:
+        small.learn_one(x, y)
+    assert len(small._index) <= 5 < len(large._index)
+    assert small.weights == large.weights
