@@ -176,6 +176,7 @@ class ModelBank:
         self._bind(label_id)
         return self._learners[label_id]
 
+    @property
     def tau_pos_(self) -> npt.NDArray[np.float64]:
         """PAUM banks: each label's current margin of positives (by label id)."""
         return np.array([getattr(learner, "tau_pos", math.nan) for learner in self._learners])

@@ -151,7 +151,7 @@ def test_paum_per_label_tau_pos_follows_the_fraction_of_positives() -> None:
         expected = 20.0 / (1.0 + math.exp(20.0 * positives / 240))
         assert bank.learner(value).tau_pos == pytest.approx(expected)
         assert positives == sum(value in s for s in label_sets)
-    taus = bank.tau_pos_()
+    taus = bank.tau_pos_
     assert taus[np.argmin(bank.positives_)] == taus.max()  # the rarest gets the largest
 
 
