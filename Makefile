@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_parse.py
 	$(BIN)/python benchmarks/bench_learn_throughput.py
 	$(BIN)/python benchmarks/bench_river_adapter.py
+	$(BIN)/python benchmarks/bench_multilabel.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
