@@ -98,3 +98,38 @@ def test_unlabelled_examples_are_predicted_and_bad_lines_counted() -> None:
     for _, value in sink.sent:
         score, label = value.split()
         assert int(label) == (1 if float(score) > 0 else -1)
+
+
+def test_mixed_formats_in_one_poll_keep_order_keys_and_dead_letters() -> None:
+    import msgpack
+
+    from streamlearn.sources.base import Message
+
+    def pack(document: object) -> bytes:
+        return bytes(msgpack.packb(document))
+
+    svm: dict[str, bytes] = {}
+    mp = {"content-type": b"application/msgpack"}
+    polled = [
+        Message(b"+1 1:1\n-1 2:1", b"a", svm, 0, 0),  # two lines, the last without newline
+        Message(pack({"examples": [{"indices": [0], "values": [1.0], "label": 1},
+                                   {"indices": [4], "values": [2.0]}]}), b"b", mp, 0, 1),
+        Message(b"\xc1", b"c", mp, 0, 2),  # not msgpack: dead letter
+        Message(b"3:1\n", b"d", {"content-type": b"text/svmlight; charset=utf-8"}, 0, 3),
+        Message(b"+1 1:1", b"e", {"content-type": b"image/png"}, 0, 4),  # unknown type
+        Message(b"", None, svm, 0, 5),  # no line at all
+        Message(b"-1 5:1\n+1 1:nan\n", b"g", svm, 0, 6),  # one good line, one bad
+    ]  # fmt: skip
+    sink, dead = ListSink(), ListSink()
+    spec = LearnerSpec.from_options("pdm", {"eps": 0.05})
+    source = MemorySource({0: []})
+    run = Daemon(spec, source, decode=decode, settings=SETTINGS, sink=sink, dead_letters=dead)
+    run.process(MessageBatch.from_messages(polled))
+    assert run.stream_examples == 4  # two svmlight lines, one msgpack example, one more
+    assert [key for key, _ in sink.sent] == [b"b", b"d"]  # predictions keyed like input
+    assert dead.sent == [(b"c", b"\xc1"), (b"e", b"+1 1:1"), (b"g", b"-1 5:1\n+1 1:nan\n")]
+    # learned in arrival order: as the same four examples in one svmlight message
+    same = Daemon(spec, MemorySource({0: []}), decode=decode, settings=SETTINGS)
+    same.process(MessageBatch.from_messages([Message(b"+1 1:1\n-1 2:1\n+1 1:1\n-1 5:1\n")]))
+    assert np.array_equal(run.learner.coef_, same.learner.coef_)
+    assert run.learner.summary() == same.learner.summary()

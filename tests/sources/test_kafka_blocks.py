@@ -19,6 +19,7 @@ from kafka.record import MemoryRecords
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.util import calc_crc32c
+from kafka.serializer import Deserializer
 from services import Tansu, wait_for
 
 from streamlearn.sources.base import MessageBatch
@@ -299,3 +300,27 @@ def test_poll_budget_counts_messages_not_batches(
     again = source_read(source, 397, budget=100)
     assert [o for o, *_ in again] == list(range(3, 400))
     assert source.position() == {0: 400}
+
+
+@pytest.mark.kafka
+def test_records_one_by_one_give_the_same_messages(
+    tansu: Tansu, opened: list[KafkaSource], topic_name: str
+) -> None:
+    tansu.create_topic(topic_name, 1)
+    produce(tansu, topic_name, [b"1 1:%d\n" % i for i in range(50)], compression=None,
+            headers=[("content-type", b"text/svmlight")])  # fmt: skip
+
+    class Same(Deserializer):
+        def deserialize(self, topic: str, headers: Any, data: bytes | None) -> bytes | None:
+            return data
+
+    # a deserializer keeps kafka-python's own record path (blocks hold raw bytes only)
+    stock = KafkaSource(
+        tansu.bootstrap, topic_name, f"g-{uuid.uuid4().hex[:8]}", key_deserializer=Same()
+    )
+    opened.append(stock)
+    fast = new_source(tansu, opened, topic_name)
+    by_records = source_read(stock, 50, budget=7)
+    assert not stock.block_records
+    assert source_read(fast, 50, budget=7) == by_records == stock_read(tansu, topic_name, 0, 50)
+    assert stock.position() == fast.position() == {0: 50}
