@@ -163,13 +163,14 @@ class ModelBank:
 
     def learners(self) -> list[LinearLearner]:
         """The learners by label id, bound to the bank's arrays (valid until the bank
-        learns again): each is a full binary learner (``coef_``, ``summary()``, ...)."""
+        learns again): each is a full binary learner (``coef_``, ``summary()``, ...) to
+        read; learn through the bank, never through them."""
         for label in range(self.n_labels):
             self._bind(label)
         return list(self._learners)
 
     def learner(self, label: float) -> LinearLearner:
-        """The binary learner of one label value."""
+        """The binary learner of one label value (to read, as :meth:`learners`)."""
         if float(label) not in self._label_ids:
             raise KeyError(f"no label {label!r} in the bank")
         label_id = self._label_ids[float(label)]
@@ -253,17 +254,18 @@ class ModelBank:
     def _present(self, rows: LabelledRows) -> None:
         """Present rows in order, starting each new label's learner just before the row
         that brings it."""
+        flat = rows.labels.tolist()
+        first_position: dict[float, int] = {}
+        for position, value in enumerate(flat):
+            if value not in self._label_ids and value not in first_position:
+                first_position[value] = position
+        # the row of each new label's first appearance; within a row, labels in their order
+        first_rows = np.searchsorted(rows.label_ptr, list(first_position.values()), side="right")
         start = 0
-        for row in range(rows.n_examples):
-            new = [
-                v for v in dict.fromkeys(rows.label_set(row).tolist()) if v not in self._label_ids
-            ]
-            if not new:
-                continue
+        for value, row in zip(first_position, (first_rows - 1).tolist(), strict=True):
             self._present_known(rows.slice(start, row))
             start = row
-            for value in new:
-                self._add_label(value)
+            self._add_label(value)
         self._present_known(rows.slice(start, rows.n_examples))
 
     def _present_known(self, rows: LabelledRows) -> None:

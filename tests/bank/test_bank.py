@@ -220,3 +220,18 @@ def _batch(X: Any, y: np.ndarray) -> Any:
     from streamlearn.learn.inputs import as_batch
 
     return as_batch(X, y)
+
+
+def test_a_bank_goes_through_a_checkpoint_store(tmp_path: Any) -> None:
+    from streamlearn.checkpoint import CheckpointStore
+
+    X, label_sets = multilabel_stream()
+    bank = ModelBank(PDM(eps=0.05, delta=0.5)).fit(X, label_sets)
+    store = CheckpointStore(tmp_path, keep=2)
+    store.write({"kind": "streamlearn.model", "learner": bank.state_dict()}, created=0.0)
+    latest = store.latest()
+    assert latest is not None
+    restored = model_from_state(latest[1].payload["learner"])
+    assert isinstance(restored, ModelBank)
+    np.testing.assert_array_equal(restored.decision_function(X), bank.decision_function(X))
+    np.testing.assert_array_equal(restored.rank(X), bank.rank(X))

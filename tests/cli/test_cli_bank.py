@@ -193,3 +193,17 @@ def _feature_rows(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     parser = SvmlightParser()
     rows = parser.feed(path.read_bytes())
     return rows.indptr, rows.indices, rows.values
+
+
+def test_eval_reports_a_label_the_bank_never_learned(tmp_path: Path) -> None:
+    train, test = tmp_path / "train.svm", tmp_path / "test.svm"
+    train.write_text("1 1:1\n2 2:1\n1 1:0.9\n2 2:1.1\n")
+    test.write_text("1 1:1\n2 2:1\n5 1:1 2:1\n5,1 1:2\n")
+    model = tmp_path / "m.ckpt"
+    invoke("learn", str(train), "--one-vs-rest", "--model", str(model), "--quiet")
+    report = json.loads(invoke("eval", "--model", str(model), "--json", str(test)))
+    by_label = {p["label"]: p for p in report["per_label"]}
+    assert sorted(by_label) == [1.0, 2.0, 5.0]
+    unseen = by_label[5.0]
+    assert unseen["positives"] == 2 and unseen["predicted"] == 0 and unseen["recall"] == 0.0
+    assert unseen["average_precision"] == 0.5  # never scored: all tied, 2 positives of 4
