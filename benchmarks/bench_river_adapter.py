@@ -4,10 +4,11 @@ in the same run.
 
 The data: ../shared/data/adult/a9a.train (32561 examples, 123 binary features) read into
 river-style dicts ``{feature index: 1.0}`` with bool labels, once, before timing. Each
-repeat builds fresh models and runs them one after the other over the whole stream
-(interleaved, so that a noisy machine slows all of them alike); the table gives the
-median examples per second (one example = one predict_one + one learn_one), the ratio
-to river's Perceptron and the progressive accuracy. The adapters run with their defaults
+repeat builds fresh models and feeds them the stream in 64 pieces, every model taking
+its turn on each piece (in a rotating order) before the next piece, so that a noisy
+machine slows all of them alike; the table gives the median over repeats of the
+examples per second (one example = one predict_one + one learn_one), the ratio to
+river's Perceptron and the progressive accuracy. The adapters run with their defaults
 (``delta='auto'``: learning starts after the first 1000 examples) and with ``delta=1``.
 
 Run: .venv/bin/python benchmarks/bench_river_adapter.py [--repeats N]
@@ -16,10 +17,11 @@ Run: .venv/bin/python benchmarks/bench_river_adapter.py [--repeats N]
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable
 from typing import Any
 
-from _common import data_file, interleaved, median
+from _common import data_file, median
 from river import linear_model
 
 from streamlearn.river import PAUMClassifier, PDMClassifier
@@ -37,23 +39,33 @@ def load_dicts() -> Stream:
     return stream
 
 
-def progressive(make: Callable[[], Any], stream: Stream) -> Callable[[], float]:
-    """A run: a fresh model, predict then learn each example; returns the accuracy."""
-
-    def run() -> float:
-        model = make()
-        correct = 0
-        for x, y in stream:
-            correct += model.predict_one(x) == y
-            model.learn_one(x, y)
-        return correct / len(stream)
-
-    return run
+def progressive(
+    makers: dict[str, Callable[[], Any]], stream: Stream, pieces: int = 64
+) -> dict[str, tuple[float, float]]:
+    """One repeat: fresh models, predict then learn each example, the stream cut in
+    ``pieces`` that every model takes in turn. Returns (seconds, accuracy) per model."""
+    models = {name: make() for name, make in makers.items()}
+    seconds = dict.fromkeys(models, 0.0)
+    correct = dict.fromkeys(models, 0)
+    size = -(-len(stream) // pieces)
+    names = list(models)
+    for number, start in enumerate(range(0, len(stream), size)):
+        piece = stream[start : start + size]
+        for name in names[number % len(names) :] + names[: number % len(names)]:
+            model = models[name]
+            hits = 0
+            began = time.perf_counter()
+            for x, y in piece:
+                hits += model.predict_one(x) == y
+                model.learn_one(x, y)
+            seconds[name] += time.perf_counter() - began
+            correct[name] += hits
+    return {name: (seconds[name], correct[name] / len(stream)) for name in names}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     stream = load_dicts()
     models: dict[str, Callable[[], Any]] = {
@@ -63,16 +75,16 @@ def main() -> None:
         "streamlearn PAUMClassifier()": PAUMClassifier,
         "streamlearn PAUMClassifier(delta=1)": lambda: PAUMClassifier(delta=1.0),
     }
-    for make in models.values():  # compile the kernels (cached on disk) before timing
-        progressive(make, stream[:2000])()
-    runs = {name: progressive(make, stream) for name, make in models.items()}
-    results = interleaved(runs, args.repeats)
-    anchor = median(results["river linear_model.Perceptron"][0])
+    progressive(models, stream[:2000])  # load the compiled kernels before timing
+    runs = [progressive(models, stream) for _ in range(args.repeats)]
+    times = {name: [run[name][0] for run in runs] for name in models}
+    anchor = median(times["river linear_model.Perceptron"])
     print(f"a9a.train: {len(stream)} examples, progressive predict_one + learn_one, "
           f"median of {args.repeats} interleaved repeats")  # fmt: skip
     print(f"{'model':38s} {'examples/s':>12s} {'vs river':>9s} {'accuracy':>9s}")
-    for name, (times, accuracy) in results.items():
-        seconds = median(times)
+    for name in models:
+        seconds = median(times[name])
+        accuracy = runs[-1][name][1]
         print(f"{name:38s} {len(stream) / seconds:12,.0f} {anchor / seconds:8.2f}x {accuracy:9.4f}")
 
 

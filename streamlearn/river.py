@@ -294,16 +294,18 @@ class LearnerClassifier(base.MiniBatchClassifier):
         learner = self._learner
         buf = learner._buffer
         self._w = learner._w
-        self._slot_label = buf.slot_label
-        self._arena_idx = buf.arena_idx
-        self._arena_val = buf.arena_val
-        args: tuple[np.ndarray, ...] = (
+        args: single.State = (
             learner._w, self._F, self._Z, buf.slot_label, buf.arena_idx, buf.arena_val
         )  # fmt: skip
         for array_, dtype in zip(args, _KERNEL_DTYPES, strict=True):
-            if array_.dtype != dtype or array_.ndim != 1 or not array_.flags.c_contiguous:
+            flags = array_.flags
+            if (
+                array_.dtype != dtype
+                or array_.ndim != 1
+                or not (flags.c_contiguous and flags.writeable)
+            ):
                 raise StateError(f"a learner array is {array_.dtype}[{array_.shape}], not {dtype}")
-        self._kernel_args = args
+        self._state = args
         _compile_hot_kernels(args)
 
     def _ensure_weights(self, n: int) -> None:
@@ -501,21 +503,12 @@ class LearnerClassifier(base.MiniBatchClassifier):
             except _PACK_ERRORS:
                 n = self._pack_slow(x, learning=True)[0]
             if self._held is None:
-                status = _learn_kernel(
-                    n,
-                    sign,
-                    self._w,
-                    self._F,
-                    self._Z,
-                    self._slot_label,
-                    self._arena_idx,
-                    self._arena_val,
-                )
+                status = _learn_kernel(n, sign, self._state)
                 while status:
                     if status != -single.NEED_ARENA:
                         self._reject(x, -status)
                     self._grow_arena()
-                    status = _learn_kernel(n, sign, *self._kernel_args)
+                    status = _learn_kernel(n, sign, self._state)
             else:
                 self._hold(n, sign, x)
         if self._replay_every:
@@ -525,7 +518,7 @@ class LearnerClassifier(base.MiniBatchClassifier):
 
     def _learn_deferred(self) -> None:
         sign, self._deferred = self._deferred, 0.0
-        while single.learn_last(sign, *self._kernel_args):
+        while single.learn_last(sign, self._state):
             self._grow_arena()
 
     def _grow_arena(self) -> None:
@@ -562,18 +555,9 @@ class LearnerClassifier(base.MiniBatchClassifier):
         deferred = self._deferred
         if deferred:
             self._deferred = 0.0
-            f: float = _learn_last_then_decide(
-                deferred,
-                n,
-                self._w,
-                self._F,
-                self._Z,
-                self._slot_label,
-                self._arena_idx,
-                self._arena_val,
-            )
+            f: float = _learn_last_then_decide(deferred, n, self._state)
         else:
-            f = _decision_kernel(n, self._w, self._F, self._Z)
+            f = _decision_kernel(n, self._state)
         if f != f:
             f = self._decide_again(x, n, deferred)
         self._last_x = dict(x) if complete else None
@@ -586,7 +570,7 @@ class LearnerClassifier(base.MiniBatchClassifier):
         f = math.nan
         while deferred and self._Z[single.Z_STATUS] == single.NEED_ARENA:
             self._grow_arena()
-            f = _learn_last_then_decide(deferred, n, *self._kernel_args)
+            f = _learn_last_then_decide(deferred, n, self._state)
             if f == f:
                 return f
         self._reject(x, int(self._Z[single.Z_STATUS]))
@@ -603,18 +587,9 @@ class LearnerClassifier(base.MiniBatchClassifier):
         deferred = self._deferred
         if deferred:
             self._deferred = 0.0
-            f: float = _learn_last_then_decide(
-                deferred,
-                n,
-                self._w,
-                self._F,
-                self._Z,
-                self._slot_label,
-                self._arena_idx,
-                self._arena_val,
-            )
+            f: float = _learn_last_then_decide(deferred, n, self._state)
         else:
-            f = _decision_kernel(n, self._w, self._F, self._Z)
+            f = _decision_kernel(n, self._state)
         if f != f:
             f = self._decide_again(x, n, deferred)
         self._last_x = dict(x)
@@ -708,17 +683,16 @@ class LearnerClassifier(base.MiniBatchClassifier):
         self._load(self.learner_class.from_state(state["learner"]), state)
 
 
-def _compile_hot_kernels(args: tuple[np.ndarray, ...]) -> None:
+def _compile_hot_kernels(args: single.State) -> None:
     """Call the per-example kernels without numba's type dispatch from now on: every
-    caller passes a Python int, a Python float and arrays of ``_KERNEL_DTYPES``
-    (``_refresh_arrays`` checks them)."""
+    caller passes a Python int, a Python float and the state tuple, whose arrays
+    ``_refresh_arrays`` checks to be of ``_KERNEL_DTYPES``."""
     global _learn_kernel, _decision_kernel, _learn_last_then_decide, _hot_kernels_compiled
     if _hot_kernels_compiled:
         return
-    w, F, Z = args[:3]
-    _decision_kernel = single.compiled(single.decision, 0, w, F, Z)
-    _learn_kernel = single.compiled(single.learn_one, 0, 1.0, *args)
-    _learn_last_then_decide = single.compiled(single.learn_last_then_decide, 1.0, 0, *args)
+    _decision_kernel = single.compiled(single.decision, 0, args)
+    _learn_kernel = single.compiled(single.learn_one, 0, 1.0, args)
+    _learn_last_then_decide = single.compiled(single.learn_last_then_decide, 1.0, 0, args)
     _hot_kernels_compiled = True
 
 

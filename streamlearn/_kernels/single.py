@@ -70,6 +70,9 @@ Z_LAST = Z_WHERE + 1
 Z_STATUS = Z_LAST + 1
 Z_HEAD = Z_STATUS + 1
 
+#: what the per-example kernels take: ``(w, F, Z, slot_label, arena_idx, arena_val)``
+State = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
 #: status codes, returned negated
 OK = 0
 NOT_FINITE = 1
@@ -236,26 +239,19 @@ def canonical(n: int, n_weights: int, F: np.ndarray, Z: np.ndarray) -> int:
 
 
 @kernel()
-def decision(n: int, w: np.ndarray, F: np.ndarray, Z: np.ndarray) -> float:
+def decision(n: int, state: State) -> float:
     """The engine's decision value ``scale (w . x + rho beta)`` of the raw example of
     ``n`` entries, whose canonical form stays in the workspaces; NaN when the example
     is rejected, with the status in ``Z[Z_STATUS]``."""
+    w, F, Z = state[0], state[1], state[2]
     return _decide(n, w, F, Z)
 
 
 @kernel()
-def learn_one(
-    n: int,
-    label: float,
-    w: np.ndarray,
-    F: np.ndarray,
-    Z: np.ndarray,
-    slot_label: np.ndarray,
-    arena_idx: np.ndarray,
-    arena_val: np.ndarray,
-) -> int:
+def learn_one(n: int, label: float, state: State) -> int:
     """Learn the raw example of ``n`` entries with ``label`` (+1 or -1): 0, or a negated
     status and nothing changed (see :func:`learn_last` for ``-NEED_ARENA``)."""
+    w, F, Z, slot_label, arena_idx, arena_val = state
     m = _canonical(n, w.shape[0], F, Z)
     if m < 0:
         return m
@@ -263,36 +259,21 @@ def learn_one(
 
 
 @kernel()
-def learn_last(
-    label: float,
-    w: np.ndarray,
-    F: np.ndarray,
-    Z: np.ndarray,
-    slot_label: np.ndarray,
-    arena_idx: np.ndarray,
-    arena_val: np.ndarray,
-) -> int:
+def learn_last(label: float, state: State) -> int:
     """Learn the example whose canonical form the last call left in the workspaces: 0, or
     ``-NEED_ARENA`` and nothing changed (grow the arena as
     ``ReplayBuffer.reserve_for(Z[Z_WHERE] + 1)`` does, then call again)."""
+    w, F, Z, slot_label, arena_idx, arena_val = state
     return _learn_last(label, w, F, Z, slot_label, arena_idx, arena_val)
 
 
 @kernel()
-def learn_last_then_decide(
-    label: float,
-    n: int,
-    w: np.ndarray,
-    F: np.ndarray,
-    Z: np.ndarray,
-    slot_label: np.ndarray,
-    arena_idx: np.ndarray,
-    arena_val: np.ndarray,
-) -> float:
+def learn_last_then_decide(label: float, n: int, state: State) -> float:
     """:func:`learn_last` then :func:`decision` in one call (an online caller learns an
     example it has just predicted, then predicts the next one). NaN on failure, with
     the status in ``Z[Z_STATUS]``: ``NEED_ARENA`` means that nothing was done, any other
     that the learning was."""
+    w, F, Z, slot_label, arena_idx, arena_val = state
     status = _learn_last(label, w, F, Z, slot_label, arena_idx, arena_val)
     if status < 0:
         Z[Z_STATUS] = -status
