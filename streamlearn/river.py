@@ -23,8 +23,9 @@ names and defaults, plus four options of their own:
     passes over the buffer (the engine's count-based schedule). None (default): no
     replay, a pure online pass; :meth:`LearnerClassifier.replay` replays on demand.
 
-Feature values must be real numbers (bools count as 0 and 1); zero and missing are the
-same. With ``delta='auto'`` (the engine's default), learning starts once the first
+Feature values must be real numbers: ints, floats, bools (0 and 1), numpy scalars or
+anything else with ``__float__`` but strings; zero and missing are the same. With
+``delta='auto'`` (the engine's default), learning starts once the first
 min(1000, buffer_size) examples have arrived and fixed Delta: until then predictions
 are those of the zero model. Pass a number for Delta to learn from the first example.
 
@@ -106,6 +107,7 @@ _PACKERS: dict[int, Callable[..., None]] = {
     n: struct.Struct(f"@{2 * n}d").pack_into for n in range(_FIRST_WORKSPACE + 1)
 }
 _PACK_ERRORS = (KeyError, TypeError, struct.error)
+_DOUBLE = struct.Struct("@d")
 
 
 def _packer(n: int) -> Callable[..., None]:
@@ -697,11 +699,14 @@ def _compile_hot_kernels(args: single.State) -> None:
 
 
 def _check_value(key: Hashable, value: Any) -> None:
-    if isinstance(value, str | bytes) or not isinstance(value, numbers.Real):
+    """Refuse what the fast path refuses (struct's conversion to a double), by name."""
+    try:
+        (number,) = _DOUBLE.unpack(_DOUBLE.pack(value))
+    except (struct.error, TypeError, ValueError, OverflowError):
         raise InvalidInputError(
             f"feature {key!r} has the value {value!r}: values must be real numbers"
-        )
-    if not math.isfinite(value):
+        ) from None
+    if not math.isfinite(number):
         raise InvalidInputError(f"feature {key!r} has the value {value!r}: not finite")
 
 

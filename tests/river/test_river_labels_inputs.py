@@ -291,3 +291,28 @@ def test_the_hash_cache_starts_over_when_full(monkeypatch: pytest.MonkeyPatch) -
         small.learn_one(x, y)
     assert len(small._index) <= 5 < len(large._index)
     assert small.weights == large.weights
+
+
+def test_numbers_of_any_numeric_type_are_values() -> None:
+    from decimal import Decimal
+    from fractions import Fraction
+
+    plain, typed = PDMClassifier(delta=1.0), PDMClassifier(delta=1.0)
+    for model, x in (
+        (plain, {"a": 1.0, "b": 0.5, "c": 2.0, "d": 1.0}),
+        (typed, {"a": True, "b": Fraction(1, 2), "c": np.float32(2.0), "d": Decimal(1)}),
+    ):
+        model.learn_one(x, True)
+        model.learn_one({"a": -1.0, "e": 3}, False)
+    assert typed.weights == plain.weights
+
+
+def test_kernel_arrays_of_another_dtype_are_refused() -> None:
+    """The hot kernels run compiled for fixed dtypes: the adapter checks before using them."""
+    from streamlearn.errors import StateError
+
+    model = PDMClassifier(delta=1.0)
+    model.learn_one({"a": 1.0}, True)
+    model._learner._w = model._learner._w.astype(np.float32)
+    with pytest.raises(StateError, match="float32"):
+        model._refresh_arrays()
