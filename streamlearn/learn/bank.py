@@ -30,7 +30,8 @@ PAUM per label: with ``tau_pos_kappa`` (kappa), label l's margin of positives is
 ``tau_pos * 2 / (1 + exp(-kappa * c_l))`` with c_l the fraction of the examples presented
 so far that carry label l (the paper's proposal tau_pos proportional to
 1/(1 + exp(-kappa c)), scaled so that a label with c -> 0 gets ``tau_pos``). c_l is
-measured when the label's learner starts (the example that brings it counted) and again
+measured when the label's learner starts (the example that brings it counted; 0 for a
+label started by :meth:`ModelBank.declare_labels`) and again
 at the start of every :meth:`ModelBank.replay`, from all examples presented so far
 (evicted ones included); stream learning between two replays keeps it fixed. So after
 a replay to convergence every buffered example meets PAUM's condition with tau_pos from
@@ -243,10 +244,11 @@ class ModelBank:
 
     def declare_labels(self, values: Any) -> Self:
         """Start learners for these label values now (in this order), before any example
-        brings them; each is presented the buffered examples as negatives."""
+        brings them; each is presented the buffered examples as negatives (for PAUM with
+        ``tau_pos_kappa``, c is its fraction among them: 0)."""
         for value in np.asarray(values, dtype=np.float64).ravel().tolist():
             if value not in self._label_ids:
-                self._add_label(value)
+                self._add_label(value, brought=False)
         return self
 
     # -- stream presentation -------------------------------------------------------------
@@ -265,7 +267,7 @@ class ModelBank:
         for value, row in zip(first_position, (first_rows - 1).tolist(), strict=True):
             self._present_known(rows.slice(start, row))
             start = row
-            self._add_label(value)
+            self._add_label(value, brought=True)
         self._present_known(rows.slice(start, rows.n_examples))
 
     def _present_known(self, rows: LabelledRows) -> None:
@@ -306,8 +308,9 @@ class ModelBank:
             signs[row_of_label, ids] = 1
         return signs
 
-    def _add_label(self, value: float) -> None:
-        """A new learner for ``value``, presented the buffered examples as negatives."""
+    def _add_label(self, value: float, brought: bool) -> None:
+        """A new learner for ``value``, presented the buffered examples as negatives;
+        ``brought``: an example about to be presented carries it (it counts for c)."""
         label = self._buffer.add_label()
         self._label_ids[value] = label
         self._label_values.append(value)
@@ -321,7 +324,9 @@ class ModelBank:
         self._scalars[label] = [0.0, 0.0, 0.0, 1.0]
         self._stats[label] = 0
         self._positives[label] = 0
-        self._learners.append(self._new_learner(self._tau_pos_for(1, self._examples_seen + 1)))
+        self._learners.append(
+            self._new_learner(self._tau_pos_for(int(brought), self._examples_seen + int(brought)))
+        )
         slots = self._buffer.features.live_slots()
         feats = self._buffer.features
         present_history(

@@ -155,6 +155,15 @@ def test_paum_per_label_tau_pos_follows_the_fraction_of_positives() -> None:
     assert taus[np.argmin(bank.positives_)] == taus.max()  # the rarest gets the largest
 
 
+def test_a_declared_label_starts_with_c_zero() -> None:
+    bank = ModelBank(PAUM(tau_pos=10.0, delta=0.5), tau_pos_kappa=-20.0)
+    bank.learn(np.eye(3), [[1], [], [1]]).declare_labels([2])
+    assert bank.learner(2).tau_pos == 10.0  # c = 0: the base tau_pos itself
+    assert bank.learner(1).tau_pos == pytest.approx(20.0 / (1 + math.exp(20.0)))  # c = 1/1
+    bank.replay()
+    assert bank.learner(1).tau_pos == pytest.approx(20.0 / (1 + math.exp(20.0 * 2 / 3)))
+
+
 def test_tau_pos_kappa_needs_paum() -> None:
     with pytest.raises(InvalidParameterError, match="PAUM"):
         ModelBank(PDM(), tau_pos_kappa=1.0)
