@@ -676,6 +676,20 @@ class LearnerClassifier(base.MiniBatchClassifier):
         self._seen = int(state["seen"])
         self._start()
 
+    def clone(
+        self, new_params: dict[str, Any] | None = None, include_attributes: bool = False
+    ) -> Self:
+        """river's clone: a fresh model with the same parameters (updated by
+        ``new_params``); with ``include_attributes``, one that continues from this model's
+        state (through :meth:`state_dict`: the arrays it shares with its learner would not
+        survive river's attribute-by-attribute copy)."""
+        clone = super().clone(new_params)
+        if include_attributes:
+            state = self.state_dict()
+            learner_state = {**state["learner"], "params": clone._learner.plain_params()}
+            clone._load(clone.learner_class.from_state(learner_state), state)
+        return clone
+
     def __getstate__(self) -> dict[str, Any]:
         return {"params": self._get_params(), "state": self.state_dict()}
 

@@ -46,6 +46,7 @@ ROUND_TRIPS = {
     "pickle": lambda model: pickle.loads(pickle.dumps(model)),
     "deepcopy": copy.deepcopy,
     "checkpoint": _checkpointed,
+    "clone_with_attributes": lambda model: model.clone(include_attributes=True),
 }
 
 
@@ -118,6 +119,15 @@ def test_clone_is_fresh_with_the_same_parameters() -> None:
     assert clone._get_params() == model._get_params()
     assert clone.learner.examples_presented == 0
     assert clone.predict_proba_one(phishing()[0][0]) == {False: 0.5, True: 0.5}
+
+
+def test_clone_with_attributes_and_new_parameters() -> None:
+    """river's clone(new_params, include_attributes=True): the state, the new parameters."""
+    model = _half_trained(PDMClassifier, eps=0.01, delta=1.0)
+    clone = model.clone({"eps": 0.2}, include_attributes=True)
+    assert clone.eps == clone.learner.eps == 0.2
+    assert clone.weights == model.weights
+    assert clone.learner.updates == model.learner.updates
 
 
 def test_from_state_refuses_foreign_states() -> None:
