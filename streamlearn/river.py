@@ -490,14 +490,15 @@ class LearnerClassifier(base.MiniBatchClassifier):
             sign = None
         if sign is None:
             sign = self._sign_of_new_label(y)
-        if self._deferred:
-            self._learn_deferred()
         if x == self._last_x and self._held is None:
             # just predicted: its canonical form waits in the workspaces and the next
-            # call learns it, so that predict_one + learn_one cost one kernel call
+            # call learns it, so that predict_one + learn_one cost one kernel call (a
+            # prediction leaves nothing deferred: _deferred is 0 whenever _last_x is set)
             self._deferred = sign
             self._last_x = None
         else:
+            if self._deferred:
+                self._learn_deferred()
             self._last_x = None
             n = len(x)
             try:
