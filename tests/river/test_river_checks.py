@@ -42,3 +42,10 @@ def test_river_check(adapter: type[LearnerClassifier], position: int, check_name
     check = list(checks.yield_checks(model))[position]
     assert check.__name__ == check_name
     check(model.clone())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
+def test_check_estimator_as_river_runs_it(name: str) -> None:
+    """river's own entry point, as users call it (the same checks as above, in one go)."""
+    checks.check_estimator(_model(ADAPTERS[name]))
