@@ -1,10 +1,11 @@
 """river classifiers for every learner of the engine (river must be installed).
 
 ``PDMClassifier``, ``PAUMClassifier`` and the others are river ``base.Classifier``
-objects: ``learn_one``, ``predict_one``, ``predict_proba_one`` and the mini-batch
-``learn_many``, ``predict_many``, ``predict_proba_many`` (pandas data frames, one
-``learn_one`` per row). Their parameters are those of the engine class, with the same
-names and defaults, plus four options of their own:
+objects: ``learn_one``, ``predict_one`` and ``predict_proba_one``. They have no
+mini-batch methods: river's take pandas data frames, which streamlearn does not depend
+on, and one call per example is what the adapters are built for. Their parameters
+are those of the engine class, with the same names and defaults, plus four options of
+their own:
 
 ``n_features``
     None (default): each feature name gets the next index the first time ``learn_one``
@@ -59,13 +60,12 @@ predicts the next one: a progressive predict_one + learn_one costs one compiled 
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import math
 import numbers
 import struct
 import zlib
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -138,7 +138,7 @@ def _natural_sign(label: Any) -> float | None:
     return None
 
 
-class LearnerClassifier(base.MiniBatchClassifier):
+class LearnerClassifier(base.Classifier):
     """A river binary classifier over one learner of the engine (see the module doc)."""
 
     #: the engine class this adapter runs
@@ -539,12 +539,6 @@ class LearnerClassifier(base.MiniBatchClassifier):
         if len(held) >= self._hold_room:
             self._sync()
 
-    def learn_many(self, X: Any, y: Any) -> None:
-        """``learn_one`` on each row of the data frame ``X`` (NaN cells are missing)."""
-        labels = y.tolist() if hasattr(y, "tolist") else list(y)
-        for x, label in zip(_rows(X), labels, strict=True):
-            self.learn_one(x, label)
-
     # -- prediction ---------------------------------------------------------------------
 
     def _decision(self, x: dict[Hashable, Any]) -> float:
@@ -612,20 +606,6 @@ class LearnerClassifier(base.MiniBatchClassifier):
         if self._pos == self._neg and len(self._labels) == 1:
             return {self._pos: 1.0}
         return {self._neg: 1.0 - positive, self._pos: positive}
-
-    def predict_many(self, X: Any) -> Any:
-        """``predict_one`` on each row of ``X``, as a pandas Series with X's index."""
-        pd = importlib.import_module("pandas")
-        return pd.Series([self.predict_one(x) for x in _rows(X)], index=X.index, dtype=object)
-
-    def predict_proba_many(self, X: Any) -> Any:
-        """``predict_proba_one`` on each row of ``X``, as a pandas DataFrame."""
-        pd = importlib.import_module("pandas")
-        rows = [self.predict_proba_one(x) for x in _rows(X)]
-        columns = list(dict.fromkeys(label for row in rows for label in row))
-        if not columns:
-            columns = [self._neg, self._pos]
-        return pd.DataFrame(rows, index=X.index, columns=columns).fillna(0.0)
 
     # -- state dictionaries -------------------------------------------------------------
 
@@ -723,12 +703,6 @@ def _check_value(key: Hashable, value: Any) -> None:
         ) from None
     if not math.isfinite(number):
         raise InvalidInputError(f"feature {key!r} has the value {value!r}: not finite")
-
-
-def _rows(X: Any) -> Iterable[dict[Hashable, Any]]:
-    """Rows of a data frame as dicts, NaN cells left out."""
-    for row in X.to_dict(orient="records"):
-        yield {k: v for k, v in row.items() if not (isinstance(v, float) and math.isnan(v))}
 
 
 _OPTIONS_DOC = """

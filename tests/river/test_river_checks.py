@@ -2,9 +2,8 @@
 
 ``check_estimator`` runs every check of ``yield_checks`` on a clone; here each check is
 one parametrized test, so that a failure names the adapter and the check. No check is
-skipped: the adapters declare no ``_unit_test_skips``. river runs its mini-batch checks
-(learn_many and predict_many against learn_one and predict_one) only when pandas is
-installed; ``test_river_mini_batch.py`` covers them then.
+skipped: the adapters declare no ``_unit_test_skips``. river's mini-batch checks apply
+only to ``base.MiniBatchClassifier`` models, which the adapters are not.
 """
 
 from __future__ import annotations
