@@ -251,19 +251,25 @@ class KafkaSource:
             try:
                 consumer = self._connected_consumer()
                 fetched = consumer.poll(timeout_ms=int(wait * 1000), max_records=max_messages)
+                self._queue_all(fetched)
+                if fetched:
+                    # a poll that waited for data returns it without asking for more: a
+                    # second one, that does not wait, sends the next fetch before we learn
+                    self._queue_all(consumer.poll(timeout_ms=0, max_records=max_messages))
             except (KafkaError, OSError) as error:
                 if not self._failed:
                     log.warning("Kafka poll failed (will retry): %r", error)
                 self._failed = True
-                fetched = {}
             else:
                 self._failed = False
-            for tp, items in fetched.items():
-                self._queue(tp.partition, items)
         batch = self._take(max_messages)
         if len(batch):
             self._positions.update(batch.end_positions())
         return batch
+
+    def _queue_all(self, fetched: Mapping[Any, list[Any]]) -> None:
+        for tp, items in fetched.items():
+            self._queue(tp.partition, items)
 
     def _queue(self, partition: int, items: list[Any]) -> None:
         """Keep what one partition's fetch gave: record blocks, or records one by one."""
