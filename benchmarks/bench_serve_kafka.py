@@ -4,8 +4,8 @@ kafka-python consumer on the same topic, both measured in the same run.
 A Tansu broker (the Kafka-compatible broker of tests/services.py) is started on a free port
 and two topics are filled with lines of adult/a9a.train, repeated to ``--examples`` lines
 with 100 lines per message, and to ``--single-examples`` lines with one line per message
-(fewer, because producing one message per line with kafka-python is slow; the producing time
-is not measured). For each topic:
+(producing one message per line with kafka-python is slow; the producing time is not
+measured). For each topic:
 
 - the anchor: a KafkaConsumer with every partition assigned by hand, read from the start,
   counting lines (b"\\n" in each value), timed from the first record to the last;
@@ -19,6 +19,10 @@ is not measured). For each topic:
   and the first that shows all of them, over the time between those scrapes, so the ~5 s
   consumer-group join and the numba start-up are excluded. Its resident memory (VmRSS) is
   read once all are learned, just before SIGTERM, and its exit code must be 0.
+
+CPU seconds (all threads, the broker excluded) over the same windows are printed beside
+each rate: on this shared 2-core machine the rates follow the load of other processes,
+the CPU cost per line does much less.
 
 Targets (from the issue): at least 1M examples/s with 100 lines per message and 150k/s with
 one example per message, learning included.
@@ -80,9 +84,11 @@ def produce(bootstrap: str, topic: str, values: list[bytes]) -> float:
     return time.perf_counter() - start
 
 
-def raw_consumer(bootstrap: str, topic: str, expected_lines: int) -> tuple[int, int, float, float]:
-    """(messages, lines, seconds from first record to last, seconds from first poll to last)
-    of a plain KafkaConsumer."""
+def raw_consumer(
+    bootstrap: str, topic: str, expected_lines: int
+) -> tuple[int, int, float, float, float]:
+    """(messages, lines, seconds from first record to last, seconds from first poll to last,
+    CPU seconds of this process from first record to last) of a plain KafkaConsumer."""
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(
@@ -103,19 +109,23 @@ def raw_consumer(bootstrap: str, topic: str, expected_lines: int) -> tuple[int, 
             batches = consumer.poll(timeout_ms=500)
             if batches and not first:
                 first = time.perf_counter()
+                cpu = time.process_time()
             for records in batches.values():
                 messages += len(records)
                 for record in records:
                     lines += record.value.count(b"\n")
         done = time.perf_counter()
-        return messages, lines, done - first, done - polling
+        return messages, lines, done - first, done - polling, time.process_time() - cpu
     finally:
         consumer.close(autocommit=False)
 
 
-def block_consumer(bootstrap: str, topic: str, expected_lines: int) -> tuple[int, int, float]:
-    """(messages, lines, seconds from the first message to the last) of the daemon's
-    KafkaSource, without learning: values joined and lines counted as the decoder does."""
+def block_consumer(
+    bootstrap: str, topic: str, expected_lines: int
+) -> tuple[int, int, float, float]:
+    """(messages, lines, seconds and CPU seconds from the first message to the last) of the
+    daemon's KafkaSource, without learning: values joined and lines counted as the decoder
+    does."""
     import numpy as np
 
     from streamlearn.parse.messages import joined_values
@@ -130,12 +140,13 @@ def block_consumer(bootstrap: str, topic: str, expected_lines: int) -> tuple[int
             batch = source.poll(0.5, 1000)
             if len(batch) and not first:
                 first = time.perf_counter()
+                cpu = time.process_time()
             messages += len(batch)
             joined, _ = joined_values(batch.data, batch.spans)
             lines += int(np.count_nonzero(joined == 10))
         if not source.block_records:
             print("  (the KafkaSource read records one by one: kafka-python's internals differ)")
-        return messages, lines, time.perf_counter() - first
+        return messages, lines, time.perf_counter() - first, time.process_time() - cpu
     finally:
         source.close()
 
@@ -149,6 +160,12 @@ def learned(metrics_url: str) -> int | None:
         return None
     match = LEARNED.search(body)
     return int(float(match.group(1))) if match else None
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def vm_rss_mb(pid: int) -> float:
@@ -196,14 +213,16 @@ def daemon(
         try:
             first: tuple[float, int] | None = None
             last: tuple[float, int] | None = None
+            cpu_first = cpu_last = 0.0
             deadline = time.monotonic() + 600
             while time.monotonic() < deadline and process.poll() is None:
                 count = learned(url)
                 now = time.perf_counter()
                 if count:
+                    cpu_now = cpu_seconds(process.pid)
                     if first is None:
-                        first = (now, count)
-                    last = (now, count)
+                        first, cpu_first = (now, count), cpu_now
+                    last, cpu_last = (now, count), cpu_now
                     if count >= expected:
                         break
                 time.sleep(interval)
@@ -229,6 +248,7 @@ def daemon(
         "window": window,
         "rate": window_examples / window if window > 0 else float("nan"),
         "rss_mb": rss,
+        "cpu": cpu_last - cpu_first,
         "exit_code": code,
         "tail": tail,
     }
@@ -262,7 +282,7 @@ def layout(
     daemon_rates: list[float] = []
     for repeat in range(repeats):
         print(f"-- repeat {repeat + 1} of {repeats}")
-        messages, counted, raw_seconds, poll_seconds = raw_consumer(
+        messages, counted, raw_seconds, poll_seconds, cpu = raw_consumer(
             tansu.bootstrap, topic, examples
         )
         raw_rates.append(counted / raw_seconds)
@@ -270,23 +290,26 @@ def layout(
             f"raw kafka-python consumer (anchor): {counted:,} lines in {messages:,} messages, "
             f"{raw_seconds:.2f} s first record to last: {raw_rates[-1]:,.0f} lines/s "
             f"({counted / poll_seconds:,.0f} lines/s counting from the first poll, "
-            f"{poll_seconds:.2f} s)"
+            f"{poll_seconds:.2f} s); CPU {cpu:.2f} s, {cpu / counted * 1e6:.2f} us a line"
         )
-        messages, counted, block_seconds = block_consumer(tansu.bootstrap, topic, examples)
+        messages, counted, block_seconds, cpu = block_consumer(tansu.bootstrap, topic, examples)
         block_rates.append(counted / block_seconds)
         print(
             f"streamlearn KafkaSource, no learning: {counted:,} lines in {messages:,} messages, "
             f"{block_seconds:.2f} s first message to last: {block_rates[-1]:,.0f} lines/s "
-            f"({block_rates[-1] / raw_rates[-1]:.3g}x the raw consumer)"
+            f"({block_rates[-1] / raw_rates[-1]:.3g}x the raw consumer); CPU {cpu:.2f} s, "
+            f"{cpu / counted * 1e6:.2f} us a line"
         )
         result = daemon(tansu.bootstrap, topic, examples, free_port(), interval)
         daemon_rates.append(result["rate"])
+        window_examples = max(result["learned"] - result["first_count"], 1)
         print(
             f"streamlearn serve (pdm, eps 0.05): {result['learned']:,} learned; first learned "
             f"example seen {result['first_seen']:.1f} s after launch (group join + numba "
             f"start-up, excluded); {result['learned'] - result['first_count']:,} learned in the "
             f"next {result['window']:.2f} s: {result['rate']:,.0f} examples/s "
-            f"({result['rate'] / raw_rates[-1]:.3g}x the raw consumer)"
+            f"({result['rate'] / raw_rates[-1]:.3g}x the raw consumer); CPU in that window "
+            f"{result['cpu']:.2f} s, {result['cpu'] / window_examples * 1e6:.2f} us an example"
         )
         print(
             f"  resident memory (VmRSS) after all learned, default buffer (100000 examples): "
@@ -309,8 +332,8 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--examples", type=int, default=1_000_000, help="100 lines a message")
-    parser.add_argument("--single-examples", type=int, default=300_000, help="1 a message")
-    parser.add_argument("--scrape-interval", type=float, default=0.2, help="seconds")
+    parser.add_argument("--single-examples", type=int, default=1_000_000, help="1 a message")
+    parser.add_argument("--scrape-interval", type=float, default=0.1, help="seconds")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved runs of each")
     parser.add_argument(
         "--replay-every",
