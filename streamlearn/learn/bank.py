@@ -55,7 +55,7 @@ from typing import Any, Self
 import numpy as np
 import numpy.typing as npt
 
-from streamlearn._kernels import decision_values, row_sqnorms
+from streamlearn._kernels import RULE_KOZINEC, decision_values, row_sqnorms
 from streamlearn._kernels.bank import bank_learn_stream, present_history
 from streamlearn._kernels.engine import N_STATS
 from streamlearn.errors import InvalidParameterError, StateError
@@ -423,6 +423,42 @@ class ModelBank:
             )
         return out
 
+    def decision_row(
+        self, indices: npt.NDArray[np.intp], values: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.float64]:
+        """Decision values of one example (any order, no repeated index) per label id, in
+        the engine's units ``scale (w . x + rho beta)`` (for PAUM before the learning
+        rate): for callers that hold one example. Indices beyond the features seen
+        weigh 0.
+
+        >>> from streamlearn.learn import PDM
+        >>> bank = ModelBank(PDM(delta=0.0)).learn(np.eye(2), [3, 4])
+        >>> bank.decision_row(np.array([0, 5]), np.array([1.0, 9.0])).round(3).tolist()
+        [1.0, -1.0]
+        """
+        n = self.n_labels
+        known = indices < self._weights.shape[1]
+        if not known.all():
+            indices, values = indices[known], values[known]
+        scalars = self._scalars[:n]
+        dots = self._weights[:n, indices] @ values
+        out: npt.NDArray[np.float64] = scalars[:, 3] * (dots + self.base.rho * scalars[:, 0])
+        return out
+
+    def margin_units(self) -> npt.NDArray[np.float64]:
+        """Per label id, the learner's margin unit in the units of :meth:`decision_row`:
+        ``||a||^2 / t`` (``||a||^2`` for Kozinec, whose a is a convex combination), an
+        upper bound on the smallest a . y_k of its learned examples; NaN before its first
+        update."""
+        n = self.n_labels
+        sqnorm = self._scalars[:n, 1]
+        updates = self._scalars[:n, _UPDATES]
+        per_update = self.base.rule != RULE_KOZINEC
+        units = sqnorm / np.where(updates > 0.0, updates, 1.0) if per_update else sqnorm.copy()
+        units[(updates <= 0.0) | (sqnorm <= 0.0)] = math.nan
+        result: npt.NDArray[np.float64] = units
+        return result
+
     def predict(self, X: Any) -> npt.NDArray[np.float64]:
         """Multi-class: the label value of the largest decision value (ties: the lowest
         label id, i.e. the label seen first)."""
@@ -559,7 +595,7 @@ class ModelBank:
         n = len(values)
         if n != self._buffer.n_labels or len(state["learners"]) != n:
             raise StateError("model bank state: labels, learners and buffer rows differ")
-        weights = np.asarray(state["weights"], dtype=np.float64).reshape(n, -1)
+        weights = _rows(np.asarray(state["weights"], dtype=np.float64), n)
         self._n_features = int(state["n_features"])
         rows = max(n, 1)
         self._weights = np.zeros((rows, max(16, self._n_features)), dtype=np.float64)
@@ -567,7 +603,7 @@ class ModelBank:
         self._scalars = np.zeros((rows, 4), dtype=np.float64)
         self._scalars[:n] = np.asarray(state["scalars"], dtype=np.float64).reshape(n, 4)
         self._stats = np.zeros((rows, N_STATS), dtype=np.int64)
-        stats = np.asarray(state["stats"], dtype=np.int64).reshape(n, -1)
+        stats = _rows(np.asarray(state["stats"], dtype=np.int64), n)
         self._stats[:n, : stats.shape[1]] = stats
         self._positives = np.zeros(rows, dtype=np.int64)
         self._examples_seen = int(state["examples_seen"])
@@ -605,6 +641,11 @@ def _worst(gaps: list[float]) -> float:
     if not gaps or any(math.isnan(g) for g in gaps):
         return math.nan
     return max(gaps)
+
+
+def _rows(array: npt.NDArray[Any], n: int) -> npt.NDArray[Any]:
+    """``array`` as n rows (a bank of no label stores empty arrays)."""
+    return array.reshape(n, -1) if n else np.zeros((0, 0), dtype=array.dtype)
 
 
 def _grown_rows(array: npt.NDArray[Any], rows: int) -> npt.NDArray[Any]:

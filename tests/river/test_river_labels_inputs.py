@@ -279,7 +279,7 @@ def test_bad_values_inside_the_auto_delta_window() -> None:
 
 
 def test_the_hash_cache_starts_over_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    import streamlearn.river as adapters
+    import streamlearn.river.binary as adapters
 
     stream = phishing()[:300]
     large = PDMClassifier(delta=1.0, n_features=32)

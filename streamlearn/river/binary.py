@@ -1,11 +1,11 @@
-"""river classifiers for every learner of the engine (river must be installed).
+"""river binary classifiers for every learner of the engine (river must be installed).
 
-``PDMClassifier``, ``PAUMClassifier`` and the others are river ``base.Classifier``
-objects: ``learn_one``, ``predict_one`` and ``predict_proba_one``. They have no
-mini-batch methods: river's take pandas data frames, which streamlearn does not depend
-on, and one call per example is what the adapters are built for. Their parameters
-are those of the engine class, with the same names and defaults, plus four options of
-their own:
+``PDMClassifier``, ``PAUMClassifier`` and the others (all importable from
+:mod:`streamlearn.river`) are river ``base.Classifier`` objects: ``learn_one``,
+``predict_one`` and ``predict_proba_one``. They have no mini-batch methods: river's
+take pandas data frames, which streamlearn does not depend on, and one call per example
+is what the adapters are built for. Their parameters are those of the engine class,
+with the same names and defaults, plus four options of their own:
 
 ``n_features``
     None (default): each feature name gets the next index the first time ``learn_one``
@@ -738,7 +738,7 @@ def _adapter(
     namespace = {
         "__init__": init,
         "__doc__": doc,
-        "__module__": __name__,
+        "__module__": "streamlearn.river",
         "__qualname__": name,
         "learner_class": learner_class,
         "_test_params": test_params or {},

@@ -1,0 +1,100 @@
+"""river classifiers for every learner of the engine (river must be installed).
+
+- :mod:`streamlearn.river.binary`: binary classifiers over one learner
+  (``PDMClassifier``, ``PAUMClassifier``, ...);
+- :mod:`streamlearn.river.bank`: multi-class (``PDMOneVsRestClassifier``, ...) and
+  multi-label (``PDMMultiLabelClassifier``, ...) classifiers over a one-vs-rest model
+  bank.
+
+Every class is importable from here.
+
+>>> from streamlearn.river import PDMClassifier, PDMOneVsRestClassifier
+>>> PDMClassifier.learner_class is PDMOneVsRestClassifier.learner_class
+True
+"""
+
+from __future__ import annotations
+
+from streamlearn.river.bank import (
+    MULTILABEL_ADAPTERS,
+    ONE_VS_REST_ADAPTERS,
+    AMargitronMultiLabelClassifier,
+    AMargitronOneVsRestClassifier,
+    BankClassifierBase,
+    KozinecMultiLabelClassifier,
+    KozinecOneVsRestClassifier,
+    MultiLabelClassifierBase,
+    OneVsRestClassifierBase,
+    PAMMultiLabelClassifier,
+    PAMOneVsRestClassifier,
+    PAUMMultiLabelClassifier,
+    PAUMOneVsRestClassifier,
+    PDMMultiLabelClassifier,
+    PDMOneVsRestClassifier,
+    PDMSuccMultiLabelClassifier,
+    PDMSuccOneVsRestClassifier,
+    PerceptronMultiLabelClassifier,
+    PerceptronOneVsRestClassifier,
+    PFMMultiLabelClassifier,
+    PFMOneVsRestClassifier,
+    TMargitronMultiLabelClassifier,
+    TMargitronOneVsRestClassifier,
+)
+from streamlearn.river.binary import (
+    ADAPTERS,
+    HASH_CACHE_SIZE,
+    STATE_FORMAT,
+    STATE_VERSION,
+    AMargitronClassifier,
+    KozinecClassifier,
+    LearnerClassifier,
+    PAMClassifier,
+    PAUMClassifier,
+    PDMClassifier,
+    PDMSuccClassifier,
+    PerceptronClassifier,
+    PFMClassifier,
+    TMargitronClassifier,
+    stable_hash,
+)
+
+__all__ = [
+    "ADAPTERS",
+    "HASH_CACHE_SIZE",
+    "MULTILABEL_ADAPTERS",
+    "ONE_VS_REST_ADAPTERS",
+    "STATE_FORMAT",
+    "STATE_VERSION",
+    "AMargitronClassifier",
+    "AMargitronMultiLabelClassifier",
+    "AMargitronOneVsRestClassifier",
+    "BankClassifierBase",
+    "KozinecClassifier",
+    "KozinecMultiLabelClassifier",
+    "KozinecOneVsRestClassifier",
+    "LearnerClassifier",
+    "MultiLabelClassifierBase",
+    "OneVsRestClassifierBase",
+    "PAMClassifier",
+    "PAMMultiLabelClassifier",
+    "PAMOneVsRestClassifier",
+    "PAUMClassifier",
+    "PAUMMultiLabelClassifier",
+    "PAUMOneVsRestClassifier",
+    "PDMClassifier",
+    "PDMMultiLabelClassifier",
+    "PDMOneVsRestClassifier",
+    "PDMSuccClassifier",
+    "PDMSuccMultiLabelClassifier",
+    "PDMSuccOneVsRestClassifier",
+    "PFMClassifier",
+    "PFMMultiLabelClassifier",
+    "PFMOneVsRestClassifier",
+    "PerceptronClassifier",
+    "PerceptronMultiLabelClassifier",
+    "PerceptronOneVsRestClassifier",
+    "TMargitronClassifier",
+    "TMargitronMultiLabelClassifier",
+    "TMargitronOneVsRestClassifier",
+    "stable_hash",
+]

@@ -1,0 +1,524 @@
+"""river multi-class and multi-label classifiers: one-vs-rest model banks (river needed).
+
+For every learner of the engine there are two classes over a
+:class:`~streamlearn.learn.bank.ModelBank` (one binary learner per label, one shared
+replay buffer): ``PDMOneVsRestClassifier`` (a river multi-class ``base.Classifier``)
+and ``PDMMultiLabelClassifier`` (a river ``base.MultiLabelClassifier``), and likewise
+``PAUM...``, ``Perceptron...``, ``PAM...``, ``PFM...``, ``PDMSucc...``,
+``TMargitron...``, ``AMargitron...`` and ``Kozinec...``. They are importable from
+:mod:`streamlearn.river` too; :data:`ONE_VS_REST_ADAPTERS` and
+:data:`MULTILABEL_ADAPTERS` name them by the engine's ``algorithm``.
+
+Their parameters are the engine class's (the same names and defaults), plus the
+binary adapters' ``n_features`` (None: a map of feature names kept in the model; an
+int: names hashed with :func:`streamlearn.river.stable_hash` modulo ``n_features``),
+``replay_every`` and ``replay_passes`` (every ``replay_every`` calls of ``learn_one``, up
+to ``replay_passes`` replay passes of every label's learner), and for PAUM the bank's
+``tau_pos_kappa`` (per-label margin of positives). Feature values follow the binary
+adapters' rules. With ``delta='auto'`` learning starts once the first
+min(1000, buffer_size) examples have fixed Delta; until then every decision value is 0.
+
+Labels are any hashable values and appear as the stream goes: a new label starts a
+learner that is presented the buffered examples as negatives (see the bank). The
+multi-class classifier learns label y against every other; the multi-label classifier
+learns ``y = {label: bool}`` with each True label positive and every other label
+(False, missing, or never mentioned) negative.
+
+Predictions come from the decision values f_l(x) of the labels' learners (in the
+engine's units: for PAUM before the learning rate), each scaled by its learner's own
+margin unit u_l = ||a_l||^2 / t_l (||a_l||^2 for Kozinec), as the binary adapters do:
+z_l = 2 f_l(x) / u_l (0 for a learner not yet updated).
+
+- Multi-class ``predict_one``: the label of the largest f_l (ties: the label seen
+  first); None before any label. ``predict_proba_one``: the softmax of the z_l,
+  ``P(l | x) = exp(z_l) / sum_k exp(z_k)``, over every label seen (a monotone map of each
+  label's own decision value; as the units differ between labels, its argmax may
+  differ from ``predict_one`` where two labels are close). ``rank_one``: every label by
+  decreasing f_l.
+- Multi-label ``predict_one``: ``{label: f_l(x) > 0}`` for every label seen.
+  ``predict_proba_one``: river's multi-label form ``{label: {False: 1 - p_l, True: p_l}}``
+  with the binary adapters' logistic ``p_l = 1 / (1 + exp(-z_l))``.
+
+>>> from river import datasets
+>>> model = PDMOneVsRestClassifier(eps=0.1, delta=1.0)
+>>> for x, y in datasets.ImageSegments().take(300):
+...     model.learn_one(x, y)
+>>> x, y = next(iter(datasets.ImageSegments()))
+>>> model.predict_one(x) in model.labels, len(model.predict_proba_one(x))
+(True, 7)
+
+The per-label weights equal those of a ``ModelBank`` (and so of the standalone engine
+learner) on the same examples; :meth:`BankClassifierBase.state_dict` and ``from_state``
+carry the bank's state plus the feature map and the labels.
+"""
+
+from __future__ import annotations
+
+import inspect
+import struct
+from collections.abc import Hashable, Iterator, Mapping
+from types import SimpleNamespace
+from typing import Any, ClassVar, Self, cast
+
+import numpy as np
+import numpy.typing as npt
+from river import base
+
+from streamlearn._kernels import canonicalize_rows
+from streamlearn.errors import InvalidInputError, InvalidParameterError, StateError
+from streamlearn.learn import PAUM, LinearLearner
+from streamlearn.learn.bank import ModelBank
+from streamlearn.learn.labelsets import LabelledRows
+from streamlearn.river import binary
+from streamlearn.river.binary import ADAPTERS, LearnerClassifier, _check_value, stable_hash
+
+STATE_FORMAT = "streamlearn.river.bank"
+STATE_VERSION = 1
+_OPTIONS = ("n_features", "replay_every", "replay_passes")
+_STRUCTS: dict[int, struct.Struct] = {}
+_EMPTY_LABELS = np.zeros(0, dtype=np.float64)
+
+
+def _doubles(n: int) -> struct.Struct:
+    packer = _STRUCTS.get(n)
+    if packer is None:
+        packer = _STRUCTS[n] = struct.Struct(f"@{n}d")
+    return packer
+
+
+class BankClassifierBase(base.Estimator):
+    """What the multi-class and multi-label adapters share (see the module doc)."""
+
+    #: the engine class of every label's learner
+    learner_class: ClassVar[type[LinearLearner]] = LinearLearner
+    #: values for parameters without a default, for river's checks
+    _test_params: ClassVar[dict[str, Any]] = {}
+    n_features: int | None
+    replay_every: int | None
+    replay_passes: int
+    tau_pos_kappa: float | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            bound = inspect.signature(type(self)).bind(*args, **kwargs)
+        except TypeError as exc:
+            raise InvalidParameterError(f"{type(self).__name__}: {exc}") from exc
+        bound.apply_defaults()
+        for name, value in bound.arguments.items():
+            setattr(self, name, value)
+        if not hasattr(self, "tau_pos_kappa"):
+            self.tau_pos_kappa = None
+        self._check_options()
+        self._start(self._new_bank(), names=[], labels=[], seen=0)
+
+    @classmethod
+    def _unit_test_params(cls) -> Iterator[dict[str, Any]]:
+        yield dict(cls._test_params)
+
+    def _learner_params(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.learner_class._param_names()}
+
+    def _options(self) -> dict[str, Any]:
+        options = {name: getattr(self, name) for name in _OPTIONS}
+        if self.learner_class is PAUM:
+            options["tau_pos_kappa"] = self.tau_pos_kappa
+        return options
+
+    def _check_options(self) -> None:
+        # the binary adapters' checks of the same options
+        options = {name: getattr(self, name) for name in _OPTIONS}
+        LearnerClassifier._check_options(cast(Any, SimpleNamespace(**options, pos_label=None)))
+
+    def _new_bank(self) -> ModelBank:
+        learner = self.learner_class(**self._learner_params())
+        return ModelBank(learner, tau_pos_kappa=self.tau_pos_kappa)
+
+    def _start(
+        self, bank: ModelBank, names: list[Hashable], labels: list[Hashable], seen: int
+    ) -> None:
+        self._bank = bank
+        self._hashing = self.n_features is not None
+        self._index: dict[Hashable, int] = (
+            {} if self._hashing else {n: i for i, n in enumerate(names)}
+        )
+        self._labels: list[Hashable] = list(labels)
+        self._label_ids: dict[Hashable, int] = {label: i for i, label in enumerate(labels)}
+        self._seen = seen
+        self._columns = np.zeros(0, dtype=np.intp)
+
+    # -- what the model holds ---------------------------------------------------------
+
+    @property
+    def bank(self) -> ModelBank:
+        """The model bank (read it; learn only through this object). Its label values
+        are the positions of :attr:`labels`."""
+        return self._bank
+
+    @property
+    def labels(self) -> list[Hashable]:
+        """Every label seen, in order of first appearance."""
+        return list(self._labels)
+
+    def summary(self) -> dict[str, Any]:
+        """The bank's counts and per-label margin certificates (``ModelBank.summary``)."""
+        return self._bank.summary()
+
+    @property
+    def weights(self) -> dict[Hashable, dict[Hashable, float]]:
+        """Per label, the weight of every feature name (of every nonzero hashed index with
+        ``n_features``); zero for a label whose learner has not started."""
+        out: dict[Hashable, dict[Hashable, float]] = {}
+        bank = self._bank
+        for position, label in enumerate(self._labels):
+            coef = (
+                bank.learner(float(position)).coef_
+                if float(position) in bank.labels_
+                else np.zeros(0)
+            )
+            if self._hashing:
+                out[label] = {int(i): float(coef[i]) for i in np.flatnonzero(coef)}
+            else:
+                out[label] = {
+                    name: float(coef[i]) if i < coef.shape[0] else 0.0
+                    for name, i in self._index.items()
+                }
+        return out
+
+    def replay(self, max_passes: int | None = None) -> Self:
+        """Replay every label's learner (``ModelBank.replay``), e.g. to convergence."""
+        self._bank.replay(max_passes)
+        return self
+
+    # -- examples -----------------------------------------------------------------------
+
+    def _encode(
+        self, x: Mapping[Hashable, Any], learning: bool
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]:
+        """Canonical indices and values of ``x`` (zeros dropped, indices sorted, repeated
+        hashed indices added up): the rows ``as_rows`` makes of the same example."""
+        try:
+            indices = [self._index[key] for key in x]
+        except (KeyError, TypeError):
+            indices = self._slow_indices(x, learning)
+            if len(indices) != len(x):
+                x = {key: value for key, value in x.items() if self._index.get(key) is not None}
+        try:
+            raw = _doubles(len(x)).pack(*x.values())
+        except (struct.error, TypeError):
+            for key, value in x.items():
+                _check_value(key, value)
+            raise
+        values = np.frombuffer(raw, dtype=np.float64)
+        if not np.isfinite(values).all():
+            for key, value in x.items():
+                _check_value(key, value)
+        idx = np.array(indices, dtype=np.int32)
+        keep = values != 0.0
+        if not keep.all():
+            idx, values = idx[keep], values[keep]
+        if idx.shape[0] > 1 and not (idx[1:] > idx[:-1]).all():
+            _, idx, values = canonicalize_rows(
+                np.array([0, idx.shape[0]], dtype=np.int64), idx, values.copy()
+            )
+        return idx, values
+
+    def _slow_indices(self, x: Mapping[Hashable, Any], learning: bool) -> list[int]:
+        """Indices of the names of ``x``, adding new ones when ``learning`` (map) or
+        hashing them; unknown names are left out when predicting with a map."""
+        indices = []
+        for key in x:
+            try:
+                i = self._index.get(key)
+            except TypeError as exc:
+                raise InvalidInputError(f"feature names must be hashable, got {key!r}") from exc
+            if i is None:
+                if self._hashing:
+                    if len(self._index) >= binary.HASH_CACHE_SIZE:
+                        self._index.clear()
+                    i = stable_hash(key) % int(self.n_features or 1)
+                    self._index[key] = i
+                elif learning:
+                    i = self._index[key] = len(self._index)
+                else:
+                    continue
+            indices.append(i)
+        return indices
+
+    def _label_id(self, label: Hashable) -> int:
+        try:
+            label_id = self._label_ids.get(label)
+        except TypeError as exc:
+            raise InvalidInputError(f"labels must be hashable, got {label!r}") from exc
+        if label_id is None:
+            if isinstance(label, np.bool_):
+                label = bool(label)
+            label_id = self._label_ids[label] = len(self._labels)
+            self._labels.append(label)
+        return label_id
+
+    def _learn(self, x: Mapping[Hashable, Any], positives: list[int]) -> None:
+        indices, values = self._encode(x, learning=True)
+        labels = np.array(positives, dtype=np.float64) if positives else _EMPTY_LABELS
+        self._bank.learn_rows(
+            LabelledRows(
+                np.array([0, indices.shape[0]], dtype=np.int64),
+                indices,
+                values,
+                np.array([0, labels.shape[0]], dtype=np.int64),
+                labels,
+            )
+        )
+        if self.replay_every:
+            self._seen += 1
+            if self._seen % self.replay_every == 0:
+                self._bank.replay(self.replay_passes)
+
+    # -- decision values ----------------------------------------------------------------
+
+    def _scores(self, x: Mapping[Hashable, Any]) -> tuple[np.ndarray, np.ndarray]:
+        """Decision values f and scaled values z by label position."""
+        bank = self._bank
+        f = np.zeros(len(self._labels), dtype=np.float64)
+        z = np.zeros(len(self._labels), dtype=np.float64)
+        if bank.n_labels:
+            if self._columns.shape[0] != bank.n_labels:
+                self._columns = bank.labels_.astype(np.intp)
+            indices, values = self._encode(x, learning=False)
+            values_f = bank.decision_row(indices.astype(np.intp), values)
+            units = bank.margin_units()
+            f[self._columns] = values_f
+            z[self._columns] = np.where(np.isnan(units), 0.0, 2.0 * values_f / units)
+        return f, z
+
+    def rank_one(self, x: dict[Hashable, Any]) -> list[Hashable]:
+        """Every label seen, by decreasing decision value (ties: the label seen first)."""
+        f, _ = self._scores(x)
+        return [self._labels[i] for i in np.argsort(-f, kind="stable").tolist()]
+
+    # -- state dictionaries -----------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """The bank's state, the feature names in index order and the labels in order:
+        plain values that streamlearn's checkpoint codec stores (when the names and
+        labels are str, numbers, bools, None, bytes or tuples of these)."""
+        return {
+            "format": STATE_FORMAT,
+            "version": STATE_VERSION,
+            "adapter": type(self).__name__,
+            "options": self._options(),
+            "bank": self._bank.state_dict(),
+            "names": [] if self._hashing else list(self._index),
+            "labels": list(self._labels),
+            "seen": self._seen,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Self:
+        """An adapter that continues exactly where the one that made ``state`` stopped."""
+        if state.get("format") != STATE_FORMAT:
+            raise StateError(f"not a streamlearn river bank state (format {state.get('format')!r})")
+        if state.get("version") != STATE_VERSION:
+            raise StateError(f"unsupported river bank state version {state.get('version')!r}")
+        if state.get("adapter") != cls.__name__:
+            raise StateError(f"state is for {state.get('adapter')!r}, not {cls.__name__!r}")
+        try:
+            bank = ModelBank.from_state(state["bank"])
+            model = cls(**bank.base.get_params(), **state["options"])
+            model._load(bank, state)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StateError(f"incomplete river bank state: {exc}") from exc
+        return model
+
+    def _load(self, bank: ModelBank, state: dict[str, Any]) -> None:
+        if bank.algorithm != self.learner_class.algorithm:
+            raise StateError(f"the state's bank runs {bank.algorithm!r}")
+        self._start(bank, list(state["names"]), list(state["labels"]), int(state["seen"]))
+
+    def clone(
+        self, new_params: dict[str, Any] | None = None, include_attributes: bool = False
+    ) -> Self:
+        """river's clone: a fresh model with the same parameters (updated by
+        ``new_params``); with ``include_attributes``, one that continues from this
+        model's state (through :meth:`state_dict`)."""
+        clone = super().clone(new_params)
+        if include_attributes:
+            state = self.state_dict()
+            bank_state = {**state["bank"], "params": clone._bank.base.plain_params()}
+            clone._load(ModelBank.from_state(bank_state), state)
+        return clone
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"params": self._get_params(), "state": self.state_dict()}
+
+    def __setstate__(self, pickled: dict[str, Any]) -> None:
+        type(self).__init__(self, **pickled["params"])
+        state = pickled["state"]
+        self._load(ModelBank.from_state(state["bank"]), state)
+
+
+class OneVsRestClassifierBase(BankClassifierBase, base.Classifier):
+    """A river multi-class classifier over a one-vs-rest model bank (see the module doc)."""
+
+    _multiclass: ClassVar[bool] = True
+
+    def learn_one(self, x: dict[Hashable, Any], y: Any, **kwargs: Any) -> None:
+        """Learn one example of class ``y``: positive for y's learner, negative for the
+        others (a new class starts its learner first)."""
+        self._learn(x, [self._label_id(y)])
+
+    def predict_one(self, x: dict[Hashable, Any], **kwargs: Any) -> Any:
+        """The label of the largest decision value (None before any label)."""
+        if not self._labels:
+            return None
+        f, _ = self._scores(x)
+        return self._labels[int(np.argmax(f))]
+
+    def predict_proba_one(self, x: dict[Hashable, Any], **kwargs: Any) -> dict[Any, float]:
+        """Softmax of the scaled decision values over every label seen (module doc)."""
+        if not self._labels:
+            return {}
+        _, z = self._scores(x)
+        e = np.exp(z - z.max())
+        p = e / e.sum()
+        return dict(zip(self._labels, p.tolist(), strict=True))
+
+
+class MultiLabelClassifierBase(BankClassifierBase, base.MultiLabelClassifier):
+    """A river multi-label classifier over a one-vs-rest model bank (see the module doc)."""
+
+    def learn_one(self, x: dict[Hashable, Any], y: dict[Hashable, bool], **kwargs: Any) -> None:
+        """Learn one example: every True label of ``y`` positive, every other negative
+        (labels new to the model start their learners first)."""
+        if not isinstance(y, Mapping):
+            raise InvalidInputError(f"y must be a dict of label: bool, got {y!r}")
+        positives = []
+        declared = []
+        for label, value in y.items():
+            known = len(self._labels)
+            label_id = self._label_id(label)
+            if value:
+                positives.append(label_id)
+            elif label_id == known:
+                declared.append(float(label_id))
+        if declared:
+            self._bank.declare_labels(declared)
+        self._learn(x, positives)
+
+    def predict_one(self, x: dict[Hashable, Any], **kwargs: Any) -> dict[Hashable, bool]:
+        """``{label: decision value > 0}`` for every label seen."""
+        f, _ = self._scores(x)
+        return {label: bool(v > 0.0) for label, v in zip(self._labels, f.tolist(), strict=True)}
+
+    def predict_proba_one(
+        self, x: dict[Hashable, Any], **kwargs: Any
+    ) -> dict[Hashable, dict[bool, float]]:
+        """Per label ``{False: 1 - p, True: p}`` with p the logistic of the scaled
+        decision value (module doc)."""
+        _, z = self._scores(x)
+        p = 0.5 * (1.0 + np.tanh(0.5 * z))
+        return {
+            label: {False: 1.0 - q, True: q}
+            for label, q in zip(self._labels, p.tolist(), strict=True)
+        }
+
+
+def _make(
+    name: str, base_class: type[BankClassifierBase], learner_class: type[LinearLearner]
+) -> type[BankClassifierBase]:
+    engine = list(inspect.signature(learner_class.__init__).parameters.values())[1:]
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    options = [
+        inspect.Parameter("n_features", keyword, default=None),
+        inspect.Parameter("replay_every", keyword, default=None),
+        inspect.Parameter("replay_passes", keyword, default=1),
+    ]
+    if learner_class is PAUM:
+        options.append(inspect.Parameter("tau_pos_kappa", keyword, default=None))
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+    def init(self: BankClassifierBase, *args: Any, **kwargs: Any) -> None:
+        BankClassifierBase.__init__(self, *args, **kwargs)
+
+    init.__name__ = init.__qualname__ = "__init__"
+    init.__signature__ = inspect.Signature([self_param, *engine, *options])  # type: ignore[attr-defined]
+    summary = (learner_class.__doc__ or "").strip().splitlines()[0]
+    kind = "multi-class" if base_class is OneVsRestClassifierBase else "multi-label"
+    doc = (
+        f"river {kind} classifier: a one-vs-rest bank of "
+        f":class:`streamlearn.{learner_class.__name__}` learners: {summary}\n\n"
+        "    Options (see :mod:`streamlearn.river.bank`): ``n_features``, ``replay_every``,\n"
+        "    ``replay_passes``" + (", ``tau_pos_kappa``.\n" if learner_class is PAUM else ".\n")
+    )
+    binary_adapter = ADAPTERS[learner_class.algorithm]
+    namespace = {
+        "__init__": init,
+        "__doc__": doc,
+        "__module__": "streamlearn.river",
+        "__qualname__": name,
+        "learner_class": learner_class,
+        "_test_params": dict(binary_adapter._test_params),
+    }
+    return type(name, (base_class,), namespace)
+
+
+def _family(base_class: type[BankClassifierBase], suffix: str) -> dict[str, Any]:
+    classes = {}
+    for algorithm, adapter in ADAPTERS.items():
+        prefix = adapter.__name__.removesuffix("Classifier")
+        classes[algorithm] = _make(f"{prefix}{suffix}", base_class, adapter.learner_class)
+    return classes
+
+
+#: the multi-class adapter of every learner, by the engine's ``algorithm`` name
+ONE_VS_REST_ADAPTERS: dict[str, type[OneVsRestClassifierBase]] = _family(
+    OneVsRestClassifierBase, "OneVsRestClassifier"
+)
+#: the multi-label adapter of every learner, by the engine's ``algorithm`` name
+MULTILABEL_ADAPTERS: dict[str, type[MultiLabelClassifierBase]] = _family(
+    MultiLabelClassifierBase, "MultiLabelClassifier"
+)
+
+PerceptronOneVsRestClassifier = ONE_VS_REST_ADAPTERS["perceptron"]
+PAMOneVsRestClassifier = ONE_VS_REST_ADAPTERS["pam"]
+PAUMOneVsRestClassifier = ONE_VS_REST_ADAPTERS["paum"]
+PFMOneVsRestClassifier = ONE_VS_REST_ADAPTERS["pfm"]
+PDMOneVsRestClassifier = ONE_VS_REST_ADAPTERS["pdm"]
+PDMSuccOneVsRestClassifier = ONE_VS_REST_ADAPTERS["pdm-succ"]
+TMargitronOneVsRestClassifier = ONE_VS_REST_ADAPTERS["t-margitron"]
+AMargitronOneVsRestClassifier = ONE_VS_REST_ADAPTERS["a-margitron"]
+KozinecOneVsRestClassifier = ONE_VS_REST_ADAPTERS["kozinec"]
+PerceptronMultiLabelClassifier = MULTILABEL_ADAPTERS["perceptron"]
+PAMMultiLabelClassifier = MULTILABEL_ADAPTERS["pam"]
+PAUMMultiLabelClassifier = MULTILABEL_ADAPTERS["paum"]
+PFMMultiLabelClassifier = MULTILABEL_ADAPTERS["pfm"]
+PDMMultiLabelClassifier = MULTILABEL_ADAPTERS["pdm"]
+PDMSuccMultiLabelClassifier = MULTILABEL_ADAPTERS["pdm-succ"]
+TMargitronMultiLabelClassifier = MULTILABEL_ADAPTERS["t-margitron"]
+AMargitronMultiLabelClassifier = MULTILABEL_ADAPTERS["a-margitron"]
+KozinecMultiLabelClassifier = MULTILABEL_ADAPTERS["kozinec"]
+
+__all__ = [
+    "MULTILABEL_ADAPTERS",
+    "ONE_VS_REST_ADAPTERS",
+    "AMargitronMultiLabelClassifier",
+    "AMargitronOneVsRestClassifier",
+    "BankClassifierBase",
+    "KozinecMultiLabelClassifier",
+    "KozinecOneVsRestClassifier",
+    "MultiLabelClassifierBase",
+    "OneVsRestClassifierBase",
+    "PAMMultiLabelClassifier",
+    "PAMOneVsRestClassifier",
+    "PAUMMultiLabelClassifier",
+    "PAUMOneVsRestClassifier",
+    "PDMMultiLabelClassifier",
+    "PDMOneVsRestClassifier",
+    "PDMSuccMultiLabelClassifier",
+    "PDMSuccOneVsRestClassifier",
+    "PFMMultiLabelClassifier",
+    "PFMOneVsRestClassifier",
+    "PerceptronMultiLabelClassifier",
+    "PerceptronOneVsRestClassifier",
+    "TMargitronMultiLabelClassifier",
+    "TMargitronOneVsRestClassifier",
+]
