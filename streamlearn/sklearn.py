@@ -8,10 +8,16 @@ buffer. The learner is ``learner_`` after fitting: its ``summary()`` gives the m
 certificate and ``learner_.replay()`` continues towards convergence after ``partial_fit``
 (``coef_`` and ``intercept_`` always show the learner's current weights).
 
-Labels are any two values; ``classes_`` is sorted and ``classes_[1]`` is the positive
-class (a positive decision value). The engine is binary: more than two classes are
-refused. Input is a dense array or any scipy sparse matrix; the number of features is
-fixed by the first fit.
+Labels are any values; ``classes_`` is sorted. With two classes the estimator is one
+binary learner: ``classes_[1]`` is the positive class (a positive decision value),
+``decision_function`` has shape (n,), ``coef_`` (1, n_features) and ``intercept_`` (1,).
+With more, ``learner_`` is a one-vs-rest :class:`~streamlearn.learn.bank.ModelBank`:
+one learner per class (label value i for ``classes_[i]``, every class declared before
+the first example, so that each learner is the binary learner of "class i against the
+rest" on the same examples); ``decision_function`` has shape (n, n_classes), ``predict``
+is its argmax (ties: the first class), ``coef_`` (n_classes, n_features) and
+``intercept_`` (n_classes,). Input is a dense array or any scipy sparse matrix; the
+number of features is fixed by the first fit.
 
 This module needs scikit-learn; ``import streamlearn`` does not.
 
@@ -22,6 +28,9 @@ This module needs scikit-learn; ``import streamlearn`` does not.
 (['spam', 'ham', 'spam', 'ham'], ['ham', 'spam'])
 >>> clf.coef_.shape, clf.intercept_.shape
 ((1, 2), (1,))
+>>> three = PDMClassifier(eps=0.1, delta=0.0).fit(X, ["a", "b", "c", "b"])
+>>> three.predict(X).tolist(), three.decision_function(X).shape, three.coef_.shape
+(['a', 'b', 'c', 'b'], (4, 3), (3, 2))
 """
 
 from __future__ import annotations
@@ -49,6 +58,7 @@ from streamlearn.learn import (
     Perceptron,
     TMargitron,
 )
+from streamlearn.learn.bank import BANK_FORMAT, ModelBank
 from streamlearn.replay import ActiveSetSchedule
 
 STATE_FORMAT = "streamlearn.sklearn"
@@ -61,14 +71,14 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     _learner_class: ClassVar[type[LinearLearner]]
 
     # fitted attributes, set by fit, partial_fit and from_state
-    learner_: LinearLearner
+    learner_: LinearLearner | ModelBank
     classes_: npt.NDArray[Any]
     n_features_in_: int
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.multi_class = True
         return tags
 
     # -- learning ------------------------------------------------------------------------
@@ -78,12 +88,12 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         update (at most ``max_passes`` passes; a ``ConvergenceWarning`` says when the
         bound stopped it). Starts from scratch on every call."""
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        classes = _binary_classes(y, type(self).__name__)
-        learner = self._learner_class(**self.get_params(deep=False))
-        learner.learn(X, _signs(y, classes)).replay()
+        classes = _classes(y, type(self).__name__)
+        learner = self._new_learner(classes)
+        learner.learn(X, _targets(y, classes)).replay()
         if not learner.converged:
             warnings.warn(
-                f"{type(self).__name__} stopped after max_passes={learner.max_passes} "
+                f"{type(self).__name__} stopped after max_passes={self.max_passes} "
                 "replay passes without converging; raise max_passes or loosen the "
                 "parameters",
                 ConvergenceWarning,
@@ -96,17 +106,18 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     def partial_fit(self, X: Any, y: Any, classes: Any = None) -> Self:
         """Learn the examples once, in order, keeping them in the replay buffer (no replay).
 
-        ``classes`` (both labels) is required on the first call, as scikit-learn's
-        ``partial_fit`` convention wants. Calls in chunks equal one call on the whole:
-        learner ``learn(A)`` then ``learn(B)`` is ``learn(A + B)``. With ``delta='auto'``
-        the learner holds the first min(1000, buffer_size) examples until they fix Delta,
-        so until then the weights stay zero; pass a number as ``delta`` to learn at once.
+        ``classes`` (every label, two or more) is required on the first call, as
+        scikit-learn's ``partial_fit`` convention wants. Calls in chunks equal one call on
+        the whole: learner ``learn(A)`` then ``learn(B)`` is ``learn(A + B)``. With
+        ``delta='auto'`` the learner holds the first min(1000, buffer_size) examples until
+        they fix Delta, so until then the weights stay zero; pass a number as ``delta`` to
+        learn at once. With more than two classes, ``classes`` fixes the bank's learners.
         """
         first_call = not hasattr(self, "classes_")
         if first_call:
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit.")
-            known = _binary_classes(np.asarray(classes), type(self).__name__)
+            known = _classes(np.asarray(classes), type(self).__name__)
         else:
             known = self.classes_
             if classes is not None and not np.array_equal(np.unique(classes), known):
@@ -122,24 +133,41 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
                 f"y holds labels {unknown.tolist()[:5]} that are not in classes {known.tolist()}"
             )
         if first_call:
-            self.learner_ = self._learner_class(**self.get_params(deep=False))
+            self.learner_ = self._new_learner(known)
             self.classes_ = known
-        self.learner_.learn(X, _signs(y, self.classes_))
+        self.learner_.learn(X, _targets(y, self.classes_))
         return self
+
+    def _new_learner(self, classes: npt.NDArray[Any]) -> LinearLearner | ModelBank:
+        """The binary learner for two classes, else a bank with every class declared."""
+        learner = self._learner_class(**self.get_params(deep=False))
+        if classes.shape[0] == 2:
+            return learner
+        return ModelBank(learner).declare_labels(np.arange(classes.shape[0]))
+
+    def _learners(self) -> list[LinearLearner]:
+        """The binary learner, or the bank's learners in the order of ``classes_``."""
+        learner = self.learner_
+        if isinstance(learner, ModelBank):
+            return [learner.learner(float(i)) for i in range(self.classes_.shape[0])]
+        return [learner]
 
     @property
     def coef_(self) -> npt.NDArray[np.float64]:
-        """The learner's weights as a (1, n_features_in_) array (zeros for features it
-        never saw nonzero)."""
-        weights = self.learner_.coef_
-        coef = np.zeros((1, self.n_features_in_), dtype=np.float64)
-        coef[0, : weights.shape[0]] = weights[: self.n_features_in_]
+        """The learner's weights as a (1, n_features_in_) array, or with more than two
+        classes each class's learner's as a row of (n_classes, n_features_in_) (zeros
+        for features a learner never saw nonzero)."""
+        learners = self._learners()
+        coef = np.zeros((len(learners), self.n_features_in_), dtype=np.float64)
+        for row, learner in enumerate(learners):
+            weights = learner.coef_
+            coef[row, : weights.shape[0]] = weights[: self.n_features_in_]
         return coef
 
     @property
     def intercept_(self) -> npt.NDArray[np.float64]:
-        """The learner's bias as a (1,) array."""
-        return np.array([self.learner_.intercept_])
+        """The learner's bias as a (1,) array (per class, (n_classes,))."""
+        return np.array([learner.intercept_ for learner in self._learners()])
 
     @property
     def n_iter_(self) -> int:
@@ -150,14 +178,25 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     # -- prediction ----------------------------------------------------------------------
 
     def decision_function(self, X: Any) -> npt.NDArray[np.float64]:
-        """w . x + b for every row of X; positive means ``classes_[1]``."""
+        """w . x + b for every row of X; positive means ``classes_[1]``. With more than
+        two classes, one column per class (of ``classes_``)."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        return self.learner_.decision_function(X)
+        learner = self.learner_
+        if isinstance(learner, ModelBank):
+            scores = learner.decision_function(X)
+            out = np.zeros((scores.shape[0], self.classes_.shape[0]), dtype=np.float64)
+            out[:, learner.labels_.astype(np.intp)] = scores
+            return out
+        return learner.decision_function(X)
 
     def predict(self, X: Any) -> npt.NDArray[Any]:
-        """``classes_[1]`` where the decision value is positive, ``classes_[0]`` elsewhere."""
+        """``classes_[1]`` where the decision value is positive, ``classes_[0]`` elsewhere;
+        with more than two classes, the class of the largest decision value."""
         decision = self.decision_function(X)
+        if decision.ndim == 2:
+            best: npt.NDArray[Any] = self.classes_[np.argmax(decision, axis=1)]
+            return best
         result: npt.NDArray[Any] = self.classes_[(decision > 0.0).astype(np.intp)]
         return result
 
@@ -191,8 +230,14 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         if state.get("estimator") != cls.__name__:
             raise StateError(f"state is for {state.get('estimator')!r}, not {cls.__name__}")
         try:
-            learner = cls._learner_class.from_state(state["learner"])
-            estimator = cls(**learner.get_params())
+            learner: LinearLearner | ModelBank
+            if state["learner"].get("format") == BANK_FORMAT:
+                learner = ModelBank.from_state(state["learner"])
+                params = learner.base.get_params()
+            else:
+                learner = cls._learner_class.from_state(state["learner"])
+                params = learner.get_params()
+            estimator = cls(**params)
             estimator.learner_ = learner
             estimator.classes_ = np.asarray(
                 state["classes"], dtype=np.dtype(state["classes_dtype"])
@@ -205,25 +250,30 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         return estimator
 
 
-def _binary_classes(y: npt.NDArray[Any], name: str) -> npt.NDArray[Any]:
-    """The two sorted labels of y; clear errors for one class or more than two."""
+def _classes(y: npt.NDArray[Any], name: str) -> npt.NDArray[Any]:
+    """The sorted labels of y, two or more; clear errors for one class or for targets
+    that are not binary or multi-class."""
     check_classification_targets(y)
     kind = type_of_target(y, input_name="y", raise_unknown=True)
-    if kind != "binary":
+    if kind not in ("binary", "multiclass"):
         raise ValueError(
-            f"Only binary classification is supported. The type of the target is {kind}."
+            f"Only binary and multi-class classification are supported. The type of the "
+            f"target is {kind}."
         )
     classes = np.unique(y)
-    if classes.shape[0] != 2:
+    if classes.shape[0] < 2:
         raise ValueError(
             f"{name} needs examples of two classes, but y holds only one class: {classes.tolist()}"
         )
     return classes
 
 
-def _signs(y: npt.NDArray[Any], classes: npt.NDArray[Any]) -> npt.NDArray[np.int8]:
-    """+1 for ``classes[1]``, -1 for ``classes[0]``."""
-    return np.where(y == classes[1], 1, -1).astype(np.int8)
+def _targets(y: npt.NDArray[Any], classes: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """Two classes: +1 for ``classes[1]``, -1 for ``classes[0]``. More: the position of
+    each label in ``classes`` (the bank's label values)."""
+    if classes.shape[0] == 2:
+        return np.where(y == classes[1], 1, -1).astype(np.int8)
+    return np.searchsorted(classes, y).astype(np.float64)
 
 
 class PDMClassifier(_LinearClassifier):

@@ -199,13 +199,13 @@ def test_any_two_labels_sorted_with_the_second_positive() -> None:
     np.testing.assert_array_equal(flipped.coef_, -signs.coef_)
 
 
-def test_more_than_two_classes_are_refused() -> None:
+def test_multilabel_targets_are_refused() -> None:
     X, _ = _phishing()
-    y = np.arange(X.shape[0]) % 3
-    with pytest.raises(ValueError, match="Only binary classification is supported"):
-        PDMClassifier().fit(X, y)
-    with pytest.raises(ValueError, match="Only binary classification is supported"):
-        PDMClassifier().partial_fit(X, y, classes=[0, 1, 2])
+    Y = np.stack([np.arange(X.shape[0]) % 2, np.arange(X.shape[0]) % 3 == 0], axis=1)
+    with pytest.raises(ValueError, match="1d array"):
+        PDMClassifier().fit(X, Y.astype(int))
+    with pytest.raises(ValueError, match="Unknown label type"):
+        PDMClassifier().fit(X, np.linspace(0.0, 1.0, X.shape[0]))
 
 
 def test_one_class_is_refused() -> None:
