@@ -119,6 +119,7 @@ class ModelBank:
         self._pending: list[LabelledRows] = []
         self._window_seen = 0
         self._window_max_sqnorm = 0.0
+        self._rules: npt.NDArray[np.float64] | None = None
 
     # -- what the bank holds -------------------------------------------------------------
 
@@ -228,6 +229,7 @@ class ModelBank:
         update, at most ``max_passes`` full passes each (default: the base's)."""
         self.flush()
         self._update_tau_pos()
+        self._rules = None
         for learner in self.learners():
             learner.replay(max_passes)
         return self
@@ -236,6 +238,7 @@ class ModelBank:
         """One plain pass over the buffer in arrival order for every learner; returns
         whether none of them updated."""
         self.flush()
+        self._rules = None
         return all([learner.epoch_pass() for learner in self.learners()])
 
     def fit(self, X: Any, Y: Any) -> Self:
@@ -250,6 +253,30 @@ class ModelBank:
             if value not in self._label_ids:
                 self._add_label(value, brought=False)
         return self
+
+    def learn_example(
+        self,
+        indices: npt.NDArray[np.int32],
+        values: npt.NDArray[np.float64],
+        labels: npt.NDArray[np.float64],
+    ) -> None:
+        """:meth:`learn_rows` of one example (canonical ``indices``: sorted, distinct;
+        ``values`` without zeros; ``labels`` its label values, distinct), for callers that
+        hold one example at a time: the same result, with less work per call."""
+        label_ids = self._label_ids
+        ids = [label_ids.get(value) for value in labels.tolist()]
+        if self._delta_value is not None and None not in ids:
+            self._present_one(indices, values, ids)
+            return
+        self.learn_rows(
+            LabelledRows(
+                np.array([0, indices.shape[0]], dtype=np.int64),
+                indices,
+                values,
+                np.array([0, labels.shape[0]], dtype=np.int64),
+                labels,
+            )
+        )
 
     # -- stream presentation -------------------------------------------------------------
 
@@ -269,6 +296,39 @@ class ModelBank:
             start = row
             self._add_label(value, brought=True)
         self._present_known(rows.slice(start, rows.n_examples))
+
+    def _present_one(
+        self, indices: npt.NDArray[np.int32], values: npt.NDArray[np.float64], ids: list[Any]
+    ) -> None:
+        """:meth:`_present_known` of one row whose labels (by id) the bank knows."""
+        n_labels = self.n_labels
+        nnz = indices.shape[0]
+        if nnz:
+            self._grow_features(int(indices[-1]) + 1)
+        self._buffer.features.reserve_for(nnz + 1)
+        signs = np.full((1, max(n_labels, 1)), -1, dtype=np.int8)
+        if n_labels == 0:
+            signs = np.zeros((1, 0), dtype=np.int8)
+        elif ids:
+            signs[0, ids] = 1
+            self._positives[ids] += 1
+        self._examples_seen += 1
+        indptr = np.array([0, nnz], dtype=np.int64)
+        updates_before = self._scalars[:n_labels, _UPDATES].copy()
+        feats_buf = self._buffer.features
+        bank_learn_stream(
+            indptr, indices, values, signs, row_sqnorms(indptr, values),
+            feats_buf.slot_start, feats_buf.slot_len, feats_buf.slot_sqnorm, feats_buf.arena_idx,
+            feats_buf.arena_val, feats_buf.ring, feats_buf.max_nnz, self._buffer.signs,
+            self._buffer.alphas, self._weights, self._scalars, self.base.rule,
+            self._rule_params(), self.base.rho, self._delta_sq, self._stats,
+            np.zeros(max(n_labels, 1)),
+        )  # fmt: skip
+        changed = (self._scalars[:n_labels, _UPDATES] != updates_before).tolist()
+        for learner, label_changed in zip(self._learners, changed, strict=True):
+            learner._examples_seen += 1
+            if label_changed:
+                learner._converged = False
 
     def _present_known(self, rows: LabelledRows) -> None:
         n = rows.n_examples
@@ -312,6 +372,7 @@ class ModelBank:
         """A new learner for ``value``, presented the buffered examples as negatives;
         ``brought``: an example about to be presented carries it (it counts for c)."""
         label = self._buffer.add_label()
+        self._rules = None
         self._label_ids[value] = label
         self._label_values.append(value)
         capacity = self._weights.shape[0]
@@ -360,10 +421,16 @@ class ModelBank:
                 learner.tau_pos = tau
 
     def _rule_params(self) -> npt.NDArray[np.float64]:
+        """Every learner's rule parameters (kept until a label is added, a replay or an
+        epoch pass, which are what change them: PAUM's tau_pos, PDMSucc's stage)."""
+        rules = self._rules
+        if rules is not None and rules.shape[0] == self._weights.shape[0]:
+            return rules
         params = np.zeros((self._weights.shape[0], 2), dtype=np.float64)
         for label in range(self.n_labels):
             self._bind(label)
             params[label] = self._learners[label]._rule_params()
+        self._rules = params
         return params
 
     def _grow_features(self, n_features: int) -> None:
@@ -424,7 +491,7 @@ class ModelBank:
         return out
 
     def decision_row(
-        self, indices: npt.NDArray[np.intp], values: npt.NDArray[np.float64]
+        self, indices: npt.NDArray[np.integer[Any]], values: npt.NDArray[np.float64]
     ) -> npt.NDArray[np.float64]:
         """Decision values of one example (any order, no repeated index) per label id, in
         the engine's units ``scale (w . x + rho beta)`` (for PAUM before the learning
@@ -613,6 +680,7 @@ class ModelBank:
         self._pending = [pending] if pending.n_examples else []
         self._label_values = values
         self._label_ids = {v: i for i, v in enumerate(values)}
+        self._rules = None
         self._learners = []
         for label, saved in enumerate(state["learners"]):
             tau = float(saved["tau_pos"])

@@ -68,7 +68,6 @@ from streamlearn._kernels import canonicalize_rows
 from streamlearn.errors import InvalidInputError, InvalidParameterError, StateError
 from streamlearn.learn import PAUM, LinearLearner
 from streamlearn.learn.bank import ModelBank
-from streamlearn.learn.labelsets import LabelledRows
 from streamlearn.river import binary
 from streamlearn.river.binary import ADAPTERS, LearnerClassifier, _check_value, stable_hash
 
@@ -145,6 +144,7 @@ class BankClassifierBase(base.Estimator):
         self._label_ids: dict[Hashable, int] = {label: i for i, label in enumerate(labels)}
         self._seen = seen
         self._columns = np.zeros(0, dtype=np.intp)
+        self._last: tuple[dict[Hashable, Any], np.ndarray, np.ndarray] | None = None
 
     # -- what the model holds ---------------------------------------------------------
 
@@ -195,12 +195,19 @@ class BankClassifierBase(base.Estimator):
         self, x: Mapping[Hashable, Any], learning: bool
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]:
         """Canonical indices and values of ``x`` (zeros dropped, indices sorted, repeated
-        hashed indices added up): the rows ``as_rows`` makes of the same example."""
+        hashed indices added up): the rows ``as_rows`` makes of the same example. The
+        last example whose every name was known is kept with its form, so that
+        ``learn_one`` after ``predict_one`` of the same example encodes it once."""
+        last = self._last
+        if last is not None and x == last[0]:
+            return last[1], last[2]
+        complete = True
         try:
             indices = [self._index[key] for key in x]
         except (KeyError, TypeError):
             indices = self._slow_indices(x, learning)
             if len(indices) != len(x):
+                complete = False
                 x = {key: value for key, value in x.items() if self._index.get(key) is not None}
         try:
             raw = _doubles(len(x)).pack(*x.values())
@@ -220,6 +227,7 @@ class BankClassifierBase(base.Estimator):
             _, idx, values = canonicalize_rows(
                 np.array([0, idx.shape[0]], dtype=np.int64), idx, values.copy()
             )
+        self._last = (dict(x), idx, values) if complete else None
         return idx, values
 
     def _slow_indices(self, x: Mapping[Hashable, Any], learning: bool) -> list[int]:
@@ -259,15 +267,7 @@ class BankClassifierBase(base.Estimator):
     def _learn(self, x: Mapping[Hashable, Any], positives: list[int]) -> None:
         indices, values = self._encode(x, learning=True)
         labels = np.array(positives, dtype=np.float64) if positives else _EMPTY_LABELS
-        self._bank.learn_rows(
-            LabelledRows(
-                np.array([0, indices.shape[0]], dtype=np.int64),
-                indices,
-                values,
-                np.array([0, labels.shape[0]], dtype=np.int64),
-                labels,
-            )
-        )
+        self._bank.learn_example(indices, values, labels)
         if self.replay_every:
             self._seen += 1
             if self._seen % self.replay_every == 0:
@@ -275,24 +275,31 @@ class BankClassifierBase(base.Estimator):
 
     # -- decision values ----------------------------------------------------------------
 
-    def _scores(self, x: Mapping[Hashable, Any]) -> tuple[np.ndarray, np.ndarray]:
-        """Decision values f and scaled values z by label position."""
+    def _decisions(self, x: Mapping[Hashable, Any]) -> tuple[np.ndarray, np.ndarray]:
+        """Decision values by label position, and by the bank's label id."""
         bank = self._bank
         f = np.zeros(len(self._labels), dtype=np.float64)
-        z = np.zeros(len(self._labels), dtype=np.float64)
-        if bank.n_labels:
-            if self._columns.shape[0] != bank.n_labels:
-                self._columns = bank.labels_.astype(np.intp)
-            indices, values = self._encode(x, learning=False)
-            values_f = bank.decision_row(indices.astype(np.intp), values)
-            units = bank.margin_units()
-            f[self._columns] = values_f
-            z[self._columns] = np.where(np.isnan(units), 0.0, 2.0 * values_f / units)
+        if not bank.n_labels:
+            return f, f[:0]
+        if self._columns.shape[0] != bank.n_labels:
+            self._columns = bank.labels_.astype(np.intp)
+        indices, values = self._encode(x, learning=False)
+        by_id = bank.decision_row(indices, values)
+        f[self._columns] = by_id
+        return f, by_id
+
+    def _scores(self, x: Mapping[Hashable, Any]) -> tuple[np.ndarray, np.ndarray]:
+        """Decision values f and scaled values z by label position."""
+        f, by_id = self._decisions(x)
+        z = np.zeros_like(f)
+        if by_id.shape[0]:
+            units = self._bank.margin_units()
+            z[self._columns] = np.where(np.isnan(units), 0.0, 2.0 * by_id / units)
         return f, z
 
     def rank_one(self, x: dict[Hashable, Any]) -> list[Hashable]:
         """Every label seen, by decreasing decision value (ties: the label seen first)."""
-        f, _ = self._scores(x)
+        f, _ = self._decisions(x)
         return [self._labels[i] for i in np.argsort(-f, kind="stable").tolist()]
 
     # -- state dictionaries -----------------------------------------------------------
@@ -370,7 +377,7 @@ class OneVsRestClassifierBase(BankClassifierBase, base.Classifier):
         """The label of the largest decision value (None before any label)."""
         if not self._labels:
             return None
-        f, _ = self._scores(x)
+        f, _ = self._decisions(x)
         return self._labels[int(np.argmax(f))]
 
     def predict_proba_one(self, x: dict[Hashable, Any], **kwargs: Any) -> dict[Any, float]:
@@ -406,7 +413,7 @@ class MultiLabelClassifierBase(BankClassifierBase, base.MultiLabelClassifier):
 
     def predict_one(self, x: dict[Hashable, Any], **kwargs: Any) -> dict[Hashable, bool]:
         """``{label: decision value > 0}`` for every label seen."""
-        f, _ = self._scores(x)
+        f, _ = self._decisions(x)
         return {label: bool(v > 0.0) for label, v in zip(self._labels, f.tolist(), strict=True)}
 
     def predict_proba_one(
