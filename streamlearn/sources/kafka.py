@@ -306,12 +306,10 @@ class KafkaSource:
         self._pending_bytes += batch.value_bytes()
 
     def _take(self, max_messages: int) -> MessageBatch:
-        """Up to ``max_messages`` pending messages, in order (the rest stays pending)."""
+        """The first ``max_messages`` pending messages (the rest stays pending)."""
         parts: list[MessageBatch] = []
         room = max_messages
-        # a batch taken whole or in part is passed on as it is; smaller ones are joined
-        # (a copy) until half the budget is reached
-        while room > 0 and self._pending and (not parts or max_messages - room < room):
+        while room > 0 and self._pending:
             first = self._pending[0]
             if len(first) <= room:
                 parts.append(self._pending.popleft())
