@@ -126,15 +126,30 @@ class _StateCollector(Collector):
             yield family
         state = m._state()
         if state is not None:
-            yield from _state_metrics(state)
+            yield from _state_metrics(state, m._per_label)
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, documentation, value=value)
 
 
-def _state_metrics(state: Mapping[str, Any]) -> Iterator[Metric]:
-    """The families read from a learner summary; NaN stands for a value not known yet."""
+def _state_metrics(state: Mapping[str, Any], per_label: bool = False) -> Iterator[Metric]:
+    """The families read from a learner summary; NaN stands for a value not known yet.
+
+    A one-vs-rest bank's summary (with a ``per_label`` list) is read through
+    :func:`bank_view`, plus ``streamlearn_labels`` and, when ``per_label``, the
+    ``streamlearn_label_*`` families.
+    """
+    labels = state.get("per_label")
+    if isinstance(labels, list):
+        yield _gauge(
+            "streamlearn_labels",
+            "Labels the one-vs-rest bank has a learner for.",
+            float(len(labels)),
+        )
+        if per_label:
+            yield from _label_metrics(labels)
+        state = bank_view(state)
     yield CounterMetricFamily(
         "streamlearn_updates",
         "Updates of the weight vector (the learner's t).",
@@ -171,6 +186,77 @@ def _state_metrics(state: Mapping[str, Any]) -> Iterator[Metric]:
         yield family
 
 
+def bank_view(state: Mapping[str, Any]) -> dict[str, Any]:
+    """A bank's summary read as one learner's: the figures of its worst label.
+
+    The margin achieved, its upper bound and the certified gap are those of the label
+    whose certified gap is largest (a gap not known yet counts as the largest), so the
+    three belong together; the weight norm is that of all labels' weights together and
+    the active sets add up over the labels' last replay passes. Counts, buffer figures
+    and convergence are the bank's own.
+
+    >>> view = bank_view({"updates": 9, "per_label": [
+    ...     {"certified_gap": 0.1, "margin_achieved": 2.0, "margin_upper_bound": 3.0,
+    ...      "weight_norm": 3.0, "active_set_examples": {1: 5, 2: 2, 3: 1}},
+    ...     {"certified_gap": 0.3, "margin_achieved": 1.0, "margin_upper_bound": 4.0,
+    ...      "weight_norm": 4.0, "active_set_examples": {1: 1, 2: 1, 3: 0}}]})
+    >>> view["margin_achieved"], view["weight_norm"], view["active_set_examples"], view["updates"]
+    (1.0, 5.0, {1: 6, 2: 3, 3: 1}, 9)
+    """
+    labels = [figures for figures in state.get("per_label", ()) if isinstance(figures, Mapping)]
+    view = {key: value for key, value in state.items() if key != "per_label"}
+    if not labels:
+        return view
+
+    def gap(figures: Mapping[str, Any]) -> float:
+        value = _number(figures.get("certified_gap"))
+        return math.inf if math.isnan(value) else value
+
+    worst = max(labels, key=gap)
+    for key in ("margin_achieved", "margin_upper_bound", "certified_gap"):
+        view[key] = worst.get(key)
+    view["weight_norm"] = math.sqrt(sum(_number(f.get("weight_norm")) ** 2 for f in labels))
+    sizes: dict[int, int] = {}
+    for figures in labels:
+        active = figures.get("active_set_examples")
+        if isinstance(active, Mapping):
+            for level, size in active.items():
+                sizes[int(level)] = sizes.get(int(level), 0) + int(size)
+    if sizes:
+        view["active_set_examples"] = sizes
+    return view
+
+
+def _label_text(value: Any) -> str:
+    """A label as a metric label value: integral numbers without a decimal point.
+
+    >>> _label_text(3.0), _label_text(-1.0), _label_text(0.5)
+    ('3', '-1', '0.5')
+    """
+    number = _number(value)
+    if math.isfinite(number) and number == int(number):
+        return str(int(number))
+    return str(value)
+
+
+def _label_metrics(labels: list[Any]) -> Iterator[Metric]:
+    """Per-label families of a bank (opt-in: one series per label and family)."""
+    families = (
+        (GaugeMetricFamily, "margin_achieved", "Margin achieved on the buffer, per label."),
+        (GaugeMetricFamily, "certified_gap", "Certified relative margin gap, per label."),
+        (GaugeMetricFamily, "positive_examples", "Examples seen with the label, per label."),
+        (CounterMetricFamily, "updates", "Updates of the label's weight vector, per label."),
+    )
+    keys = {"positive_examples": "positives"}
+    for family_type, name, documentation in families:
+        family = family_type(f"streamlearn_label_{name}", documentation, labels=["label"])
+        for figures in labels:
+            if isinstance(figures, Mapping):
+                value = _number(figures.get(keys.get(name, name)))
+                family.add_metric([_label_text(figures.get("label"))], value)
+        yield family
+
+
 class DaemonMetrics:
     """The daemon's metrics in an injected registry.
 
@@ -178,7 +264,10 @@ class DaemonMetrics:
     None before there is a learner. It is called from the HTTP thread at scrape time,
     so it must be cheap and thread-safe: return a dict the loop stored after its last
     batch rather than compute a summary from arrays the loop is mutating. An optional
-    ``active_set_examples`` entry maps levels 1, 2, 3 to their sizes.
+    ``active_set_examples`` entry maps levels 1, 2, 3 to their sizes. A one-vs-rest
+    bank's summary is read through :func:`bank_view`; ``per_label=True`` also exports
+    its ``streamlearn_label_*`` families, one series per label (off by default, to keep
+    the number of series low).
     """
 
     def __init__(
@@ -187,8 +276,10 @@ class DaemonMetrics:
         state: Callable[[], Mapping[str, Any] | None],
         *,
         clock: Callable[[], float] = time.time,
+        per_label: bool = False,
     ) -> None:
         self._registry = registry
+        self._per_label = per_label
         self._state = state
         self._clock = clock
         self._lock = threading.Lock()

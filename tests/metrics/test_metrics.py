@@ -10,11 +10,13 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from streamlearn.http import HttpEndpoint
+from streamlearn.learn import PDM, ModelBank
 from streamlearn.metrics import REASON_LABELS, DaemonMetrics, new_registry, reason_label
 from streamlearn.parse.svmlight import REASONS
 
@@ -308,3 +310,61 @@ def test_new_registry_has_the_standard_collectors_and_passes_promtool() -> None:
         [promtool, "check", "metrics"], input=body, capture_output=True, timeout=30
     )
     assert result.returncode == 0 and not (result.stdout + result.stderr).strip(), result
+
+
+def bank_summary() -> dict[str, Any]:
+    """The summary of a real three-label bank after a little learning and one replay."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 5))
+    y = np.argmax(X[:, :3], axis=1).astype(float) + 1.0  # labels 1, 2, 3
+    bank = ModelBank(PDM(eps=0.1, delta=1.0)).learn(X, y).replay(max_passes=1)
+    return bank.summary()
+
+
+def test_a_bank_is_read_through_its_worst_label(registry: CollectorRegistry) -> None:
+    state = bank_summary()
+    DaemonMetrics(registry, state=lambda: state)
+    labels = state["per_label"]
+    worst = max(labels, key=lambda figures: figures["certified_gap"])
+    assert value(registry, "streamlearn_labels") == 3
+    assert value(registry, "streamlearn_certified_gap") == worst["certified_gap"]
+    assert value(registry, "streamlearn_margin_achieved") == worst["margin_achieved"]
+    assert value(registry, "streamlearn_margin_upper_bound") == worst["margin_upper_bound"]
+    assert value(registry, "streamlearn_updates_total") == state["updates"]
+    norm = math.sqrt(sum(figures["weight_norm"] ** 2 for figures in labels))
+    assert value(registry, "streamlearn_weight_norm") == pytest.approx(norm)
+    level1 = sum(figures["active_set_examples"][1] for figures in labels)
+    assert level1 > 0
+    assert value(registry, "streamlearn_active_set_examples", level="1") == level1
+    # per-label series only when asked for
+    assert value(registry, "streamlearn_label_certified_gap", label="1") is None
+
+
+def test_per_label_metrics_are_opt_in(registry: CollectorRegistry) -> None:
+    state = bank_summary()
+    DaemonMetrics(registry, state=lambda: state, per_label=True)
+    for figures in state["per_label"]:
+        label = str(int(figures["label"]))
+        assert (
+            value(registry, "streamlearn_label_certified_gap", label=label)
+            == (figures["certified_gap"])
+        )
+        assert (
+            value(registry, "streamlearn_label_updates_total", label=label) == (figures["updates"])
+        )
+        assert (
+            value(registry, "streamlearn_label_positive_examples", label=label)
+            == (figures["positives"])
+        )
+
+
+def test_promtool_accepts_a_bank_with_per_label_metrics(registry: CollectorRegistry) -> None:
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool is not installed (make install installs the prometheus package)")
+    state = bank_summary()
+    body, _ = DaemonMetrics(registry, state=lambda: state, per_label=True).render()
+    result = subprocess.run(
+        [promtool, "check", "metrics"], input=body, capture_output=True, timeout=30
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
