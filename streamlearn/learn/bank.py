@@ -57,6 +57,7 @@ import numpy.typing as npt
 
 from streamlearn._kernels import RULE_KOZINEC, decision_values, row_sqnorms
 from streamlearn._kernels.bank import bank_learn_stream, present_history
+from streamlearn._kernels.bank_one import canonical_decisions
 from streamlearn._kernels.engine import N_STATS
 from streamlearn.errors import InvalidParameterError, StateError
 from streamlearn.learn.base import AUTO_DELTA_WINDOW, LinearLearner, _finite
@@ -511,6 +512,34 @@ class ModelBank:
         dots = self._weights[:n, indices] @ values
         out: npt.NDArray[np.float64] = scalars[:, 3] * (dots + self.base.rho * scalars[:, 0])
         return out
+
+    def canonical_decisions(
+        self, indices: npt.NDArray[np.int64], values: npt.NDArray[np.float64], decide: bool
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
+        """One raw example (any order, zeros and repeated indices allowed) in canonical
+        form (zeros dropped, indices sorted, repeated ones added up, as ``as_rows`` makes
+        it), with, when ``decide``, its :meth:`decision_row` per label id; None when a
+        value is NaN or infinite. One compiled call, for callers that hold one example.
+
+        >>> from streamlearn.learn import PDM
+        >>> bank = ModelBank(PDM(delta=0.0)).learn(np.eye(2), [3, 4])
+        >>> raw = np.array([1, 0, 1]), np.array([1.0, 2.0, 3.0])
+        >>> idx, val, f = bank.canonical_decisions(*raw, decide=True)
+        >>> idx.tolist(), val.tolist(), f.round(3).tolist()
+        ([0, 1], [2.0, 4.0], [-2.0, 2.0])
+        """
+        n = indices.shape[0]
+        out_idx = np.empty(n, dtype=np.int32)
+        out_val = np.empty(n, dtype=np.float64)
+        n_labels = self.n_labels if decide else 0
+        out_f = np.empty(n_labels, dtype=np.float64)
+        nnz = canonical_decisions(
+            indices, values, out_idx, out_val, self._weights, self._scalars, n_labels,
+            float(self.base.rho), out_f,
+        )  # fmt: skip
+        if nnz < 0:
+            return None
+        return out_idx[:nnz], out_val[:nnz], out_f
 
     def margin_units(self) -> npt.NDArray[np.float64]:
         """Per label id, the learner's margin unit in the units of :meth:`decision_row`:

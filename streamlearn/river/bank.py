@@ -64,7 +64,6 @@ import numpy as np
 import numpy.typing as npt
 from river import base
 
-from streamlearn._kernels import canonicalize_rows
 from streamlearn.errors import InvalidInputError, InvalidParameterError, StateError
 from streamlearn.learn import PAUM, LinearLearner
 from streamlearn.learn.bank import ModelBank
@@ -76,6 +75,7 @@ STATE_VERSION = 1
 _OPTIONS = ("n_features", "replay_every", "replay_passes")
 _STRUCTS: dict[int, struct.Struct] = {}
 _EMPTY_LABELS = np.zeros(0, dtype=np.float64)
+_NO_DECISIONS = np.zeros(0, dtype=np.float64)
 
 
 def _doubles(n: int) -> struct.Struct:
@@ -192,15 +192,18 @@ class BankClassifierBase(base.Estimator):
     # -- examples -----------------------------------------------------------------------
 
     def _encode(
-        self, x: Mapping[Hashable, Any], learning: bool
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]:
+        self, x: Mapping[Hashable, Any], learning: bool, decide: bool = False
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """Canonical indices and values of ``x`` (zeros dropped, indices sorted, repeated
-        hashed indices added up): the rows ``as_rows`` makes of the same example. The
-        last example whose every name was known is kept with its form, so that
-        ``learn_one`` after ``predict_one`` of the same example encodes it once."""
+        hashed indices added up: the rows ``as_rows`` makes of the same example) and, when
+        ``decide``, the decision values by the bank's label id. The last example whose
+        every name was known is kept with its form, so that ``learn_one`` after
+        ``predict_one`` of the same example encodes it once."""
         last = self._last
         if last is not None and x == last[0]:
-            return last[1], last[2]
+            # the form is the same; the decisions of the model as it is now
+            decisions = self._bank.decision_row(last[1], last[2]) if decide else _NO_DECISIONS
+            return last[1], last[2], decisions
         complete = True
         try:
             indices = [self._index[key] for key in x]
@@ -215,20 +218,15 @@ class BankClassifierBase(base.Estimator):
             for key, value in x.items():
                 _check_value(key, value)
             raise
-        values = np.frombuffer(raw, dtype=np.float64)
-        if not np.isfinite(values).all():
+        found = self._bank.canonical_decisions(
+            np.array(indices, dtype=np.int64), np.frombuffer(raw, dtype=np.float64), decide
+        )
+        if found is None:
             for key, value in x.items():
                 _check_value(key, value)
-        idx = np.array(indices, dtype=np.int32)
-        keep = values != 0.0
-        if not keep.all():
-            idx, values = idx[keep], values[keep]
-        if idx.shape[0] > 1 and not (idx[1:] > idx[:-1]).all():
-            _, idx, values = canonicalize_rows(
-                np.array([0, idx.shape[0]], dtype=np.int64), idx, values.copy()
-            )
-        self._last = (dict(x), idx, values) if complete else None
-        return idx, values
+            raise InvalidInputError(f"cannot use example {dict(x)!r}")
+        self._last = (dict(x), found[0], found[1]) if complete and decide else None
+        return found
 
     def _slow_indices(self, x: Mapping[Hashable, Any], learning: bool) -> list[int]:
         """Indices of the names of ``x``, adding new ones when ``learning`` (map) or
@@ -265,7 +263,7 @@ class BankClassifierBase(base.Estimator):
         return label_id
 
     def _learn(self, x: Mapping[Hashable, Any], positives: list[int]) -> None:
-        indices, values = self._encode(x, learning=True)
+        indices, values, _ = self._encode(x, learning=True)
         labels = np.array(positives, dtype=np.float64) if positives else _EMPTY_LABELS
         self._bank.learn_example(indices, values, labels)
         if self.replay_every:
@@ -283,8 +281,7 @@ class BankClassifierBase(base.Estimator):
             return f, f[:0]
         if self._columns.shape[0] != bank.n_labels:
             self._columns = bank.labels_.astype(np.intp)
-        indices, values = self._encode(x, learning=False)
-        by_id = bank.decision_row(indices, values)
+        _, _, by_id = self._encode(x, learning=False, decide=True)
         f[self._columns] = by_id
         return f, by_id
 

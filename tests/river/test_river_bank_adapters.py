@@ -255,3 +255,23 @@ def test_clone_is_fresh_and_from_state_refuses_foreign_states() -> None:
         PDMOneVsRestClassifier.from_state({**state, "format": "other"})
     with pytest.raises(StateError, match="incomplete"):
         PDMOneVsRestClassifier.from_state({k: v for k, v in state.items() if k != "labels"})
+
+
+def test_decisions_are_the_banks_and_never_stale() -> None:
+    """The one-call path gives the bank's decision values; an example predicted, then
+    another learned, then predicted again gets the decisions of the model as it is."""
+    model = PDMOneVsRestClassifier(delta=1.0)
+    stream = image_segments()
+    _progressive(model, stream[:300])
+    names = list(model._index)
+    for x, y in stream[300:340]:
+        row = np.array([[x.get(name, 0.0) for name in names]])
+        expected = model.bank.decision_function(row)[0]  # PDM: engine units are coef_ units
+        _, by_id = model._decisions(x)
+        np.testing.assert_allclose(by_id, expected, rtol=1e-12, atol=1e-12)
+        model.predict_one(x)
+        model.learn_one(*stream[0])  # another example: the model changes
+        again, _ = model._decisions(x)
+        fresh = PDMOneVsRestClassifier.from_state(model.state_dict())._decisions(x)[0]
+        np.testing.assert_allclose(again, fresh, rtol=1e-12, atol=1e-12)
+        model.learn_one(x, y)
