@@ -58,3 +58,11 @@ def test_river_check(adapter: type[BankClassifierBase], position: int, check_nam
         check.func(model.clone(), dataset=iter(multilabel(size)))
     else:
         check(model.clone())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(ONE_VS_REST_ADAPTERS))
+def test_check_estimator_as_river_runs_it(name: str) -> None:
+    """river's own entry point, as users call it, for the multi-class classifiers (the
+    multi-label ones would download river's Music data set: see the module doc)."""
+    checks.check_estimator(_model(ONE_VS_REST_ADAPTERS[name]))
