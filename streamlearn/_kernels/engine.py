@@ -19,7 +19,9 @@ three nested active-set rounds of the PDM paper.
 
 The kernels compile without numba's reference counting (``_nrt=False``): passing arrays
 to the per-example helpers would otherwise cost more than the arithmetic. So they never
-allocate; the caller hands in every workspace array.
+allocate; the caller hands in every workspace array. ``learn_stream`` and
+``replay_pass`` release the GIL, so a source's I/O thread keeps fetching while they
+run; no other thread may touch the learner's arrays meanwhile.
 """
 
 from __future__ import annotations
@@ -185,7 +187,7 @@ def present(
     return lam, p, thr, new_state
 
 
-@kernel()
+@kernel(releases_gil=True)
 def learn_stream(
     indptr: np.ndarray,
     indices: np.ndarray,
@@ -372,7 +374,7 @@ def _cycle_set(
     return events, n_next, n_kept if shrink else n_source
 
 
-@kernel()
+@kernel(releases_gil=True)
 def replay_pass(
     order: np.ndarray,
     buffer: BufferArrays,
