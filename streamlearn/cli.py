@@ -114,6 +114,21 @@ ReplayEvery = Annotated[
 ]
 ReplayPasses = Annotated[int, _option("Replay passes each time (R).", "replay_passes")]
 MaxFeatures = Annotated[int | None, _option("Reject lines with larger indices.", "max_features")]
+OneVsRest = Annotated[
+    bool,
+    _option(
+        "One binary learner per label (lines carry label sets like 1,3,7 or one class).",
+        "one_vs_rest",
+    ),
+]
+TauPosKappa = Annotated[
+    float | None,
+    _option(
+        "PAUM banks: per-label tau_pos * 2 / (1 + exp(-kappa c)), c the label's "
+        "fraction of positives.",
+        "tau_pos_kappa",
+    ),
+]
 
 
 #: the command-line options that are the learner's parameters
@@ -161,21 +176,8 @@ def learn(
     max_features: MaxFeatures = None,
     strict: Annotated[bool, _option("Stop at the first bad line (exit code 2).", "strict")] = False,
     keep: Annotated[int, _option("Previous model files to keep (m.ckpt.1, ...).", "keep")] = 1,
-    one_vs_rest: Annotated[
-        bool,
-        _option(
-            "One binary learner per label (lines carry label sets like 1,3,7 or one class).",
-            "one_vs_rest",
-        ),
-    ] = False,
-    tau_pos_kappa: Annotated[
-        float | None,
-        _option(
-            "PAUM banks: per-label tau_pos * 2 / (1 + exp(-kappa c)), c the label's "
-            "fraction of positives.",
-            "tau_pos_kappa",
-        ),
-    ] = None,
+    one_vs_rest: OneVsRest = False,
+    tau_pos_kappa: TauPosKappa = None,
     as_json: AsJson = False,
     quiet: Quiet = False,
 ) -> None:
@@ -269,8 +271,20 @@ def serve(
     replay_every: ReplayEvery = 10_000,
     replay_passes: ReplayPasses = 1,
     max_features: MaxFeatures = None,
+    one_vs_rest: OneVsRest = False,
+    tau_pos_kappa: TauPosKappa = None,
+    per_label_metrics: Annotated[
+        bool,
+        _option(
+            "One-vs-rest: also export per-label series (streamlearn_label_*).",
+            "per_label_metrics",
+        ),
+    ] = False,
 ) -> None:
-    """Learn continuously from standard input or a Kafka topic, with metrics and checkpoints."""
+    """Learn continuously from standard input or a Kafka topic, with metrics and checkpoints.
+
+    With --one-vs-rest, unlabelled examples are answered with a JSON object: the argmax
+    label and its score, the labels with a positive score, and every label ranked."""
     options = _learner_options(locals())
     with _errors_to_exit_codes():
         from streamlearn.daemon import DaemonSettings
@@ -298,6 +312,9 @@ def serve(
             keep=keep,
             metrics_addr=metrics_addr,
             max_features=max_features,
+            one_vs_rest=one_vs_rest,
+            tau_pos_kappa=tau_pos_kappa,
+            per_label_metrics=per_label_metrics,
         )
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
         logging.getLogger("kafka").setLevel(logging.WARNING)  # its connection chatter

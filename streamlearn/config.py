@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamlearn.errors import InvalidParameterError
-from streamlearn.learn import LEARNERS, LinearLearner
+from streamlearn.learn import LEARNERS, LinearLearner, ModelBank
 from streamlearn.replay import ActiveSetSchedule, ReplaySchedule
 
 #: options that shape the active-set schedule rather than being learner parameters
@@ -68,6 +68,39 @@ class LearnerSpec:
                 flag = "--" + name.replace("_", "-")
                 problems.append(f"{flag} {value!r} (the checkpoint has {current[name]!r})")
         return problems
+
+
+#: a binary learner or a one-vs-rest bank
+Model = LinearLearner | ModelBank
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A learner spec, and whether to learn one such learner per label (a bank).
+
+    >>> spec = ModelSpec(LearnerSpec("paum", {"tau_pos": 2.0}), True, tau_pos_kappa=-3.0)
+    >>> bank = spec.build()
+    >>> bank.algorithm, bank.tau_pos_kappa
+    ('paum', -3.0)
+    >>> ModelSpec(LearnerSpec("pdm")).build().algorithm
+    'pdm'
+    """
+
+    learner: LearnerSpec
+    #: one binary learner per label (a :class:`~streamlearn.learn.ModelBank`)
+    one_vs_rest: bool = False
+    #: PAUM banks: kappa of the per-label margin of positives
+    tau_pos_kappa: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.tau_pos_kappa is not None and not self.one_vs_rest:
+            raise InvalidParameterError("--tau-pos-kappa needs --one-vs-rest")
+
+    def build(self) -> Model:
+        """A new learner, or a new bank of learners with these parameters."""
+        if self.one_vs_rest:
+            return ModelBank(self.learner.build(), tau_pos_kappa=self.tau_pos_kappa)
+        return self.learner.build()
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,22 @@ and only then commits those positions to the source. On start it restores the ne
 readable checkpoint and seeks the source to its positions, so a crash loses nothing and
 learns nothing twice. When the source is idle it may replay towards convergence
 (``idle_replay``), which makes the model depend on arrival timing.
+
+**One-vs-rest** (a :class:`~streamlearn.config.ModelSpec` with ``one_vs_rest``): the
+model is a :class:`~streamlearn.learn.ModelBank` and an example's labels are a set (an
+svmlight ``1,3,7`` label list, one class label, or msgpack ``labels``); an example with
+no label is still a prediction request. Progressive accuracy judges the argmax label
+just before learning an example against its label set (see
+:attr:`ModelBank.stream_mistakes`). A prediction is a JSON object (:func:`bank_prediction`).
+A checkpoint holds either kind of model; the daemon refuses to restore one of the
+other kind than it was started for (:class:`~streamlearn.errors.StateError`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,8 +37,9 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn.checkpoint.store import CheckpointStore
-from streamlearn.config import LearnerSpec
-from streamlearn.learn import LinearLearner, learner_from_state
+from streamlearn.config import LearnerSpec, Model, ModelSpec
+from streamlearn.errors import StateError
+from streamlearn.learn import LabelledRows, ModelBank, model_from_state
 from streamlearn.parse import ParsedRows, Rejected, binary_batch
 from streamlearn.replay import ReplaySchedule
 from streamlearn.sources.base import MessageBatch, Positions, Sink, Source
@@ -99,7 +111,7 @@ class Daemon:
 
     def __init__(
         self,
-        spec: LearnerSpec,
+        spec: LearnerSpec | ModelSpec,
         source: Source,
         *,
         decode: Callable[[MessageBatch], tuple[ParsedRows, FirstLines]],
@@ -110,7 +122,7 @@ class Daemon:
         observer: Observer | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.spec = spec
+        self.spec = spec if isinstance(spec, ModelSpec) else ModelSpec(spec)
         self.source = source
         self.decode = decode
         self.settings = settings
@@ -119,7 +131,7 @@ class Daemon:
         self.dead_letters = dead_letters
         self.observer: Observer = observer if observer is not None else _Silent()
         self.clock = clock
-        self.learner: LinearLearner = spec.build()
+        self.learner: Model = self.spec.build()
         self.stream_examples = 0
         self.positions: Positions = {}
         self.restored = False
@@ -155,13 +167,12 @@ class Daemon:
         if latest is not None:
             path, checkpoint = latest
             payload = checkpoint.payload
-            self.learner = learner_from_state(payload["learner"])
+            self.learner = self._model_of_kind(model_from_state(payload["learner"]), str(path))
             self.stream_examples = int(payload["job"]["stream_examples"])
             self.positions = {int(p): int(o) for p, o in payload["positions"].items()}
             log.info("restored %s: %d examples", path, self.stream_examples)
         self._examples_at_checkpoint = self.stream_examples
-        self._mistakes_seen = self.learner.stream_mistakes
-        self._presented_seen = self.learner.examples_presented
+        self._presented_seen, self._mistakes_seen = self._progressive()
         self.source.seek(dict(self.positions))
         self.restored = True
 
@@ -197,11 +208,13 @@ class Daemon:
         if not labelled.all():
             self._predict(messages, first_lines(), rows.select(~labelled, []))
         if labelled.any():
-            batch, label_rejects = binary_batch(
-                rows if labelled.all() else rows.select(labelled, [])
-            )
-            rejected += label_rejects
-            self._learn(batch)
+            kept = rows if labelled.all() else rows.select(labelled, [])
+            if isinstance(self.learner, ModelBank):
+                self._learn(LabelledRows.from_arrays(kept))
+            else:
+                batch, label_rejects = binary_batch(kept)
+                rejected += label_rejects
+                self._learn(batch)
         if rejected:
             self._reject(messages, first_lines(), rejected)
         self.positions = self.source.position()
@@ -211,21 +224,45 @@ class Daemon:
         self.snapshot = {**self.learner.summary(), "stream_examples": self.stream_examples}
         self._summary_clock = self.clock()
 
-    def _learn(self, batch: Batch) -> None:
+    def _learn(self, batch: Batch | LabelledRows) -> None:
         if batch.n_examples == 0:
             return
         started = self.clock()
-        self.stream_examples = self.learner.learn_on_schedule(
-            batch, self.settings.replay, self.stream_examples
-        )
+        learner = self.learner
+        if isinstance(learner, ModelBank):
+            assert isinstance(batch, LabelledRows)
+            seen = learner.learn_on_schedule(batch, self.settings.replay, self.stream_examples)
+        else:
+            assert isinstance(batch, Batch)
+            seen = learner.learn_on_schedule(batch, self.settings.replay, self.stream_examples)
+        self.stream_examples = seen
         self.observer.observe_learn_batch(self.clock() - started)
         self.observer.count_examples("learned", batch.n_examples)
         # examples held for delta='auto' are presented (and judged) later, all at once
-        mistakes = self.learner.stream_mistakes - self._mistakes_seen
-        presented = self.learner.examples_presented - self._presented_seen
-        self._mistakes_seen += mistakes
-        self._presented_seen += presented
-        self.observer.count_progressive(presented - mistakes, mistakes)
+        presented, mistakes = self._progressive()
+        new_mistakes = mistakes - self._mistakes_seen
+        new_presented = presented - self._presented_seen
+        self._mistakes_seen, self._presented_seen = mistakes, presented
+        self.observer.count_progressive(new_presented - new_mistakes, new_mistakes)
+
+    def _progressive(self) -> tuple[int, int]:
+        """Examples judged before learning them so far, and the mistakes among them."""
+        learner = self.learner
+        if isinstance(learner, ModelBank):
+            return learner.stream_judged, learner.stream_mistakes
+        return learner.examples_presented, learner.stream_mistakes
+
+    def _model_of_kind(self, model: Model, path: str) -> Model:
+        """``model`` if it is the kind (bank or binary) this daemon was started for."""
+        is_bank = isinstance(model, ModelBank)
+        if is_bank != self.spec.one_vs_rest:
+            held = "a one-vs-rest model bank" if is_bank else "a binary model"
+            start = "with" if is_bank else "without"
+            raise StateError(
+                f"checkpoint {path} holds {held}: start serve {start} --one-vs-rest, "
+                "or with another --checkpoint-dir"
+            )
+        return model
 
     def _predict(
         self, messages: MessageBatch, first_lines: npt.NDArray[np.int64], rows: ParsedRows
@@ -235,6 +272,11 @@ class Daemon:
         if self.sink is None:
             return
         owners = _owners(first_lines, rows.line_numbers)
+        if isinstance(self.learner, ModelBank):
+            labels = [_label_value(v) for v in self.learner.labels_.tolist()]
+            for owner, row in zip(owners.tolist(), scores, strict=True):
+                self.sink.send(messages.key(owner), bank_prediction(labels, row))
+            return
         for owner, score in zip(owners.tolist(), scores.tolist(), strict=True):
             label = 1 if score > 0 else -1
             self.sink.send(messages.key(owner), f"{score!r} {label}".encode())
@@ -290,6 +332,40 @@ class Daemon:
             "positions": {str(p): o for p, o in self.positions.items()},
             "job": {"stream_examples": self.stream_examples},
         }
+
+
+def bank_prediction(labels: list[int | float], scores: npt.NDArray[np.float64]) -> bytes:
+    """A one-vs-rest prediction as a JSON object (UTF-8): ``label`` the argmax label
+    (ties to the label seen first) and ``score`` its decision value (both null while the
+    bank has no label), ``labels`` every label with a positive decision value and
+    ``ranking`` every label with its decision value, both by decreasing decision value
+    (ties: the label seen first). Labels are numbers as the input wrote them (``3``, not
+    ``3.0``); decision values are those of ``decision_function``.
+
+    >>> bank_prediction([3, 7, 1], np.array([0.5, 1.5, -2.0])).decode()
+    '{"label": 7, "score": 1.5, "labels": [7, 3], "ranking": [[7, 1.5], [3, 0.5], [1, -2.0]]}'
+    >>> bank_prediction([], np.zeros(0)).decode()
+    '{"label": null, "score": null, "labels": [], "ranking": []}'
+    """
+    order = np.argsort(-scores, kind="stable").tolist()
+    values = [_json_number(v) for v in scores.tolist()]
+    ranking = [[labels[j], values[j]] for j in order]
+    document = {
+        "label": ranking[0][0] if ranking else None,
+        "score": ranking[0][1] if ranking else None,
+        "labels": [labels[j] for j in order if scores[j] > 0.0],
+        "ranking": ranking,
+    }
+    return json.dumps(document, allow_nan=False).encode()
+
+
+def _label_value(value: float) -> int | float:
+    """A label as JSON shows it: integral values as integers."""
+    return int(value) if value.is_integer() else value
+
+
+def _json_number(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def _owners(first_lines: np.ndarray, lines: np.ndarray) -> np.ndarray:

@@ -66,15 +66,28 @@ def bank_learn_stream(
     delta_sq: float,
     stats: np.ndarray,
     loose: np.ndarray,
+    first_candidates: int,
+    progressive: np.ndarray,
 ) -> None:
     """Store each example of the batch once in the shared buffer, then present it to every
     learner ``l < example_signs.shape[1]`` with its sign ``example_signs[i, l]``.
 
     An example too large for the arena is presented from the batch and not stored;
     ``loose[l]`` holds learner l's slack meanwhile (as ``learn_stream`` does).
+
+    Progressive multi-class judgement, at no extra dot product: of the examples with at
+    least one label, ``progressive[0]`` counts them and ``progressive[1]`` those whose
+    argmax label just before learning (the largest ``sign * p``, ties to the lowest label
+    id) is not one of theirs. The first example's candidates are the labels below
+    ``first_candidates`` (those known before it, when it brings new ones); the other
+    examples' are all the labels.
     """
     n_labels = example_signs.shape[1]
     for i in range(indptr.shape[0] - 1):
+        candidates = first_candidates if i == 0 else n_labels
+        best = -np.inf
+        best_sign = -1.0
+        labelled = False
         lo = indptr[i]
         hi = indptr[i + 1]
         stored = hi - lo <= max_nnz
@@ -107,6 +120,15 @@ def bank_learn_stream(
                 )  # fmt: skip
             row_scalars[BETA], row_scalars[SQNORM], row_scalars[UPDATES], row_scalars[SCALE] = state
             _count(stats[lab], lam, p)
+            if sign > 0.0:
+                labelled = True
+            if lab < candidates and sign * p > best:
+                best = sign * p
+                best_sign = sign
+        if labelled:
+            progressive[0] += 1
+            if best_sign < 0.0:
+                progressive[1] += 1
 
 
 @kernel()

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from streamlearn.checkpoint.store import read_checkpoint, write_checkpoint
-from streamlearn.config import LearnConfig
+from streamlearn.config import LearnConfig, ModelSpec
 from streamlearn.daemon import DAEMON_KIND
 from streamlearn.errors import InputError, StateError
 from streamlearn.jobs.rejects import RejectLog
@@ -90,9 +90,7 @@ def run_learn(
 
 def _start(config: LearnConfig) -> tuple[Model, int]:
     if config.resume is None:
-        if config.one_vs_rest:
-            return ModelBank(config.learner.build(), tau_pos_kappa=config.tau_pos_kappa), 0
-        return config.learner.build(), 0
+        return ModelSpec(config.learner, config.one_vs_rest, config.tau_pos_kappa).build(), 0
     learner, job = load_model(config.resume)
     if isinstance(learner, ModelBank):
         conflicts = config.learner.conflicts_with(learner.base)

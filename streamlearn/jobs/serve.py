@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 
 from streamlearn.checkpoint.store import CheckpointStore
-from streamlearn.config import LearnerSpec
-from streamlearn.daemon import Daemon, DaemonSettings, FirstLines
+from streamlearn.config import LearnerSpec, Model, ModelSpec
+from streamlearn.daemon import Daemon, DaemonSettings, FirstLines, bank_prediction
 from streamlearn.errors import InvalidParameterError
 from streamlearn.http import HttpEndpoint
+from streamlearn.learn import LabelledRows, ModelBank
 from streamlearn.metrics import DaemonMetrics, new_registry
 from streamlearn.parse import ParsedRows
 from streamlearn.parse.messages import MessageDecoder, decode_message
@@ -46,8 +47,15 @@ class ServeConfig:
     metrics_addr: str = "127.0.0.1:9108"
     max_features: int | None = None
     lines_per_message: int = 1000
+    #: one binary learner per label (a :class:`~streamlearn.learn.ModelBank`)
+    one_vs_rest: bool = False
+    #: PAUM banks: kappa of the per-label margin of positives
+    tau_pos_kappa: float | None = None
+    #: export a bank's ``streamlearn_label_*`` series (one per label and family)
+    per_label_metrics: bool = False
 
     def __post_init__(self) -> None:
+        ModelSpec(self.learner, self.one_vs_rest, self.tau_pos_kappa)  # checks its options
         if self.source not in ("stdin", "kafka"):
             raise InvalidParameterError(f"--source must be stdin or kafka, got {self.source!r}")
         if self.source == "kafka" and not (self.bootstrap_servers and self.topic):
@@ -57,10 +65,15 @@ class ServeConfig:
                 f"--format must be svmlight or msgpack, got {self.message_format!r}"
             )
 
+    @property
+    def model(self) -> ModelSpec:
+        """What the daemon learns: a learner, or a one-vs-rest bank of them."""
+        return ModelSpec(self.learner, self.one_vs_rest, self.tau_pos_kappa)
+
 
 def run_serve(config: ServeConfig) -> None:
     """Run the daemon until SIGTERM/SIGINT (or the end of standard input)."""
-    warm_up(config.learner)
+    warm_up(config.model)
     source = _source(config)
     sink, dead_letters = _sinks(config)
     store = (
@@ -75,13 +88,17 @@ def run_serve(config: ServeConfig) -> None:
         return decoder.decode_columns(messages.data, messages.spans)
 
     holder: dict[str, Daemon] = {}
-    metrics = DaemonMetrics(new_registry(), lambda: holder["daemon"].snapshot if holder else None)
+    metrics = DaemonMetrics(
+        new_registry(),
+        lambda: holder["daemon"].snapshot if holder else None,
+        per_label=config.per_label_metrics,
+    )
     daemon = Daemon(
-        config.learner, source, decode=decode, settings=config.settings, store=store, sink=sink,
+        config.model, source, decode=decode, settings=config.settings, store=store, sink=sink,
         dead_letters=dead_letters, observer=metrics,
     )  # fmt: skip
     holder["daemon"] = daemon
-    metrics.set_info(config.learner.algorithm, daemon.learner.plain_params())
+    metrics.set_info(*info(daemon.learner))
     host, port = _address(config.metrics_addr)
     endpoint = HttpEndpoint(
         host,
@@ -94,6 +111,7 @@ def run_serve(config: ServeConfig) -> None:
     previous = _install_signals(daemon)
     try:
         daemon.restore()
+        metrics.set_info(*info(daemon.learner))  # the restored model's own parameters
         daemon.take_snapshot()
         daemon.run()
     finally:
@@ -105,13 +123,41 @@ def run_serve(config: ServeConfig) -> None:
                 out.close()
 
 
-def warm_up(spec: LearnerSpec) -> None:
+def info(model: Model) -> tuple[str, dict[str, Any]]:
+    """The algorithm and parameters that ``streamlearn_info`` shows; a bank's say
+    ``one_vs_rest=True`` (and its ``tau_pos_kappa`` when set).
+
+    >>> bank = ModelSpec(LearnerSpec("pdm", {"eps": 0.1}), one_vs_rest=True).build()
+    >>> info(bank)[1]["one_vs_rest"]
+    True
+    """
+    if isinstance(model, ModelBank):
+        params: dict[str, Any] = {**model.base.plain_params(), "one_vs_rest": True}
+        if model.tau_pos_kappa is not None:
+            params["tau_pos_kappa"] = model.tau_pos_kappa
+        return model.algorithm, params
+    return model.algorithm, model.plain_params()
+
+
+def warm_up(spec: LearnerSpec | ModelSpec) -> None:
     """Run every kernel once on a tiny problem, so the first real example is not slow."""
-    learner = LearnerSpec(spec.algorithm, {**spec.params, "delta": 0.1}).build()
+    model = spec if isinstance(spec, ModelSpec) else ModelSpec(spec)
+    learner_spec = LearnerSpec(model.learner.algorithm, {**model.learner.params, "delta": 0.1})
     X = (np.array([0, 1, 2]), np.array([0, 1], dtype=np.int32), np.array([1.0, -1.0]))
-    learner.learn(X, np.array([1, -1])).replay(max_passes=2)
-    learner.summary()
-    learner.decision_function(X)
+    if model.one_vs_rest:
+        bank = ModelSpec(learner_spec, True, model.tau_pos_kappa).build()
+        assert isinstance(bank, ModelBank)
+        sets = (np.array([0, 1, 3]), np.array([1.0, 1.0, 2.0]))
+        rows = LabelledRows(X[0], X[1], X[2], *sets)
+        bank.learn_on_schedule(rows, DaemonSettings().replay, 0)
+        bank.replay(max_passes=2)
+        bank.summary()
+        bank_prediction([1, 2], bank.decision_function(X)[0])
+    else:
+        learner = learner_spec.build()
+        learner.learn(X, np.array([1, -1])).replay(max_passes=2)
+        learner.summary()
+        learner.decision_function(X)
     decode_message(b"+1 1:1\n", {}, default_format="svmlight")
     warm = MessageBatch.from_messages([Message(b"+1 1:1\n"), Message(b"-1 2:1")])
     MessageDecoder().decode_columns(warm.data, warm.spans)

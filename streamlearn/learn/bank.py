@@ -118,6 +118,7 @@ class ModelBank:
         self._examples_seen = 0
         self._delta_value: float | None = None if base.delta == "auto" else float(base.delta)
         self._pending: list[LabelledRows] = []
+        self._progressive = np.zeros(2, dtype=np.int64)
         self._window_seen = 0
         self._window_max_sqnorm = 0.0
         self._rules: npt.NDArray[np.float64] | None = None
@@ -148,6 +149,21 @@ class ModelBank:
     def examples_presented(self) -> int:
         """Examples presented to the bank (not those ``delta='auto'`` still holds)."""
         return self._examples_seen
+
+    @property
+    def stream_judged(self) -> int:
+        """Presented examples with at least one label (those :attr:`stream_mistakes`
+        judges)."""
+        return int(self._progressive[0])
+
+    @property
+    def stream_mistakes(self) -> int:
+        """Progressive multi-class mistakes: of the presented examples with at least one
+        label, those whose argmax label just before learning them (ties to the label seen
+        first) was not one of their labels (for single-label examples, multi-class errors;
+        for label sets, the one-error). An example that brings a new label is judged over
+        the labels known before it."""
+        return int(self._progressive[1])
 
     @property
     def positives_(self) -> npt.NDArray[np.int64]:
@@ -292,11 +308,14 @@ class ModelBank:
         # the row of each new label's first appearance; within a row, labels in their order
         first_rows = np.searchsorted(rows.label_ptr, list(first_position.values()), side="right")
         start = 0
+        candidates = self.n_labels  # labels known before the first row of the next slice
         for value, row in zip(first_position, (first_rows - 1).tolist(), strict=True):
-            self._present_known(rows.slice(start, row))
-            start = row
+            if row != start:
+                self._present_known(rows.slice(start, row), candidates)
+                start = row
+                candidates = self.n_labels
             self._add_label(value, brought=True)
-        self._present_known(rows.slice(start, rows.n_examples))
+        self._present_known(rows.slice(start, rows.n_examples), candidates)
 
     def _present_one(
         self, indices: npt.NDArray[np.int32], values: npt.NDArray[np.float64], ids: list[Any]
@@ -323,7 +342,7 @@ class ModelBank:
             feats_buf.arena_val, feats_buf.ring, feats_buf.max_nnz, self._buffer.signs,
             self._buffer.alphas, self._weights, self._scalars, self.base.rule,
             self._rule_params(), self.base.rho, self._delta_sq, self._stats,
-            np.zeros(max(n_labels, 1)),
+            np.zeros(max(n_labels, 1)), n_labels, self._progressive,
         )  # fmt: skip
         changed = (self._scalars[:n_labels, _UPDATES] != updates_before).tolist()
         for learner, label_changed in zip(self._learners, changed, strict=True):
@@ -331,7 +350,9 @@ class ModelBank:
             if label_changed:
                 learner._converged = False
 
-    def _present_known(self, rows: LabelledRows) -> None:
+    def _present_known(self, rows: LabelledRows, first_candidates: int) -> None:
+        """Present rows whose labels the bank knows; the first row is judged over the
+        labels below ``first_candidates``."""
         n = rows.n_examples
         if n == 0:
             return
@@ -352,7 +373,7 @@ class ModelBank:
             feats_buf.slot_sqnorm, feats_buf.arena_idx, feats_buf.arena_val, feats_buf.ring,
             feats_buf.max_nnz, self._buffer.signs, self._buffer.alphas, self._weights,
             self._scalars, self.base.rule, self._rule_params(), self.base.rho, self._delta_sq,
-            self._stats, np.zeros(max(n_labels, 1)),
+            self._stats, np.zeros(max(n_labels, 1)), first_candidates, self._progressive,
         )  # fmt: skip
         changed = self._scalars[:n_labels, _UPDATES] != updates_before
         for label, learner in enumerate(self._learners):
@@ -607,6 +628,8 @@ class ModelBank:
             "buffer_nnz": self._buffer.features.nnz,
             "buffer_evicted": self._buffer.features.evicted,
             "pending_examples": sum(p.n_examples for p in self._pending),
+            "stream_judged": self.stream_judged,
+            "stream_mistakes": self.stream_mistakes,
             "per_label": per_label,
         }
 
@@ -652,6 +675,7 @@ class ModelBank:
             },
             "buffer": self._buffer.state_dict(),
             "learners": learners,
+            "progressive": self._progressive.copy(),
         }
 
     @classmethod
@@ -707,6 +731,9 @@ class ModelBank:
         self._window_max_sqnorm = float(state["window_max_sqnorm"])
         pending = LabelledRows.from_arrays(_Arrays(state["pending"]))
         self._pending = [pending] if pending.n_examples else []
+        progressive = state.get("progressive")  # states written before it count from 0
+        if progressive is not None:
+            self._progressive = np.asarray(progressive, dtype=np.int64).reshape(2).copy()
         self._label_values = values
         self._label_ids = {v: i for i, v in enumerate(values)}
         self._rules = None

@@ -9,10 +9,15 @@ The format of a message comes from its ``content-type`` header: ``text/svmlight`
 **msgpack**: one example, a map
 
     {"indices": [int, ...], "values": [float, ...], "label": number}
+    {"indices": [int, ...], "values": [float, ...], "labels": [number, ...]}
 
 with 0-based feature indices, strictly increasing, non-negative (and below
-``max_features`` when it is set), and as many finite values as indices. ``label`` is
-optional: an example without it is one to predict (a row with no labels). A batch is
+``max_features`` when it is set), and as many finite values as indices. ``label`` (one
+label: +1/-1 for a binary model, a class for a one-vs-rest one) or ``labels`` (a
+non-empty list: the label set of a one-vs-rest model's example, like svmlight's
+``1,3,7``) is optional, and only one of them may be given: an example with neither is
+one to predict (a row with no labels). An empty ``labels`` list is rejected as
+``"bad label"`` (it would read as a request to predict). A batch is
 ``{"examples": [example, ...]}``. Other keys are ignored. Example ``i`` (from 1) of a
 message has line number ``i``. An example that breaks a rule the svmlight parser also
 checks is rejected with the parser's reason (:data:`REASONS`); a message that is not
@@ -30,6 +35,10 @@ msgpack, or a map that does not follow this schema, is rejected as ``"bad messag
 ([0, 2, 3], [0, 7, 3], [0, 1, 1], [-1.0])
 >>> decoder.decode(b"\\xc1", {"content-type": b"application/msgpack"}).rejected
 [Rejected(line=1, reason='bad message', text='not msgpack')]
+>>> value = msgpack.packb({"indices": [1], "values": [1.0], "labels": [3, 7]})
+>>> rows = decoder.decode(value, {"content-type": b"application/msgpack"})
+>>> rows.label_ptr.tolist(), rows.labels.tolist()
+([0, 2], [3.0, 7.0])
 """
 
 from __future__ import annotations
@@ -92,16 +101,19 @@ _repr.maxother = 20
 
 
 class _Row:
-    """One decoded msgpack example (arrays checked)."""
+    """One decoded msgpack example (arrays checked) and its labels (none: to predict)."""
 
-    __slots__ = ("indices", "label", "values")
+    __slots__ = ("indices", "labels", "values")
 
     def __init__(
-        self, indices: npt.NDArray[np.int64], values: npt.NDArray[np.float64], label: float | None
+        self,
+        indices: npt.NDArray[np.int64],
+        values: npt.NDArray[np.float64],
+        labels: list[float],
     ) -> None:
         self.indices = indices
         self.values = values
-        self.label = label
+        self.labels = labels
 
 
 class MessageDecoder:
@@ -318,14 +330,11 @@ class MessageDecoder:
             return BAD_MESSAGE
         if not all(type(v) is float or type(v) is int for v in raw_values):
             return BAD_MESSAGE
-        label = example.get("label")
-        if label is not None:
-            if type(label) is not float and type(label) is not int:
-                return _BAD_LABEL
-            if not math.isfinite(label):
-                return _BAD_LABEL
+        labels = _labels_of(example)
+        if labels is None:
+            return _BAD_LABEL
         if not raw_indices:
-            return _Row(np.empty(0, dtype=np.int64), np.empty(0), _float_label(label))
+            return _Row(np.empty(0, dtype=np.int64), np.empty(0), labels)
         if min(raw_indices) < 0:
             return _NEGATIVE
         if max(raw_indices) > self._max_index:
@@ -339,7 +348,7 @@ class MessageDecoder:
             return _NOT_FINITE
         if not bool(np.all(np.isfinite(values))):
             return _NOT_FINITE
-        return _Row(indices, values, _float_label(label))
+        return _Row(indices, values, labels)
 
 
 class FirstLines:
@@ -450,16 +459,34 @@ def _shifted(rows: ParsedRows, lines: int) -> ParsedRows:
     )
 
 
-def _float_label(label: float | None) -> float | None:
-    return None if label is None else float(label)
+def _labels_of(example: dict[object, object]) -> list[float] | None:
+    """The labels of a msgpack example (``label`` or ``labels``, empty for neither), or
+    None when they break the schema."""
+    label, labels = example.get("label"), example.get("labels")
+    if label is not None:
+        if labels is not None or not _is_label(label):
+            return None
+        return [float(cast(float, label))]
+    if labels is None:
+        return []
+    if not isinstance(labels, list) or not labels or not all(_is_label(v) for v in labels):
+        return None
+    return [float(v) for v in labels]
+
+
+def _is_label(value: object) -> bool:
+    """A finite int or float (not a bool)."""
+    if type(value) is int:
+        return True
+    return type(value) is float and math.isfinite(value)
 
 
 def _rows(rows: list[_Row], line_numbers: list[int], rejected: list[Rejected]) -> ParsedRows:
-    """ParsedRows of checked examples (each with zero or one label)."""
+    """ParsedRows of checked examples (each with its labels)."""
     if not rows:
         return replace(ParsedRows.empty(), rejected=rejected)
     lengths = np.array([r.indices.shape[0] for r in rows], dtype=np.int64)
-    label_counts = np.array([r.label is not None for r in rows], dtype=np.int64)
+    label_counts = np.array([len(r.labels) for r in rows], dtype=np.int64)
     indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(lengths, out=indptr[1:])
     label_ptr = np.zeros(len(rows) + 1, dtype=np.int64)
@@ -469,7 +496,7 @@ def _rows(rows: list[_Row], line_numbers: list[int], rejected: list[Rejected]) -
         np.concatenate([r.indices for r in rows]).astype(np.int32),
         np.concatenate([r.values for r in rows]).astype(np.float64),
         label_ptr,
-        np.array([r.label for r in rows if r.label is not None], dtype=np.float64),
+        np.array([v for r in rows for v in r.labels], dtype=np.float64),
         np.array(line_numbers, dtype=np.int64),
         rejected,
     )
