@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from streamlearn._kernels.engine import learn_stream, replay_pass
 from streamlearn._kernels.margins import buffer_margins
+from streamlearn._kernels.ring import values_all_one
 from streamlearn._kernels.rows import canonicalize_rows, check_rows, decision_values, row_sqnorms
 from streamlearn._kernels.rules import (
     RULE_AMARGITRON,
@@ -36,4 +37,5 @@ __all__ = [
     "learn_stream",
     "replay_pass",
     "row_sqnorms",
+    "values_all_one",
 ]

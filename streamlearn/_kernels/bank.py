@@ -101,7 +101,7 @@ def bank_learn_stream(
             sign = float(example_signs[i, lab])
             row_alpha = alphas[lab]
             row_scalars = scalars[lab]
-            rule = (rule_code, rule_params[lab], rho, delta_sq, False)
+            rule = (rule_code, rule_params[lab], rho, delta_sq, False, False)
             state = (row_scalars[BETA], row_scalars[SQNORM], row_scalars[UPDATES],
                      row_scalars[SCALE])  # fmt: skip
             if stored:
@@ -152,7 +152,7 @@ def present_history(
 ) -> None:
     """Present the buffered ``slots`` once, in order, to one (new) learner, all with the
     same ``sign``: they become its examples with fresh slack, counted as new examples."""
-    rule = (rule_code, rule_params, rho, delta_sq, False)
+    rule = (rule_code, rule_params, rho, delta_sq, False, False)
     state = (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
     for i in range(slots.shape[0]):
         k = slots[i]

@@ -11,7 +11,10 @@ The learner's state lives in arrays the caller owns:
   arena_idx, arena_val)`` of :mod:`streamlearn._kernels.ring`; ``slot_alpha`` holds each
   buffered example's slack coordinate alpha_k.
 
-The update rule travels as ``rule = (code, rule_params, rho, delta_sq, multi)``.
+The update rule travels as ``rule = (code, rule_params, rho, delta_sq, multi, unit)``;
+``unit`` says that every value of every example presented is 1.0 (binary features),
+so the kernels skip loading and multiplying them: the sums and updates are the same,
+bit for bit, only faster.
 
 ``learn_stream`` presents new examples once, in order, storing each in the buffer first.
 ``replay_pass`` runs one full epoch over the buffer in a given order followed by the
@@ -48,7 +51,7 @@ _MIN_SCALE = 1e-100
 BufferArrays = tuple[Any, ...]
 #: (beta, sqnorm, updates, scale): ``scalars`` as values, while a kernel runs
 State = tuple[float, float, float, float]
-Rule = tuple[int, np.ndarray, float, float, bool]
+Rule = tuple[int, np.ndarray, float, float, bool, bool]
 #: a set of examples copied contiguously: (indptr int64[n + 1] with indptr[0] = 0,
 #: indices int32, values float64, labels int8[n], sqnorms float64[n], slots int64[n])
 CompactSet = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -140,6 +143,26 @@ def sparse_dot(idx: np.ndarray, val: np.ndarray, start: int, stop: int, w: np.nd
 
 
 @kernel(inline=True)
+def unit_sparse_sum(idx: np.ndarray, start: int, stop: int, w: np.ndarray) -> float:
+    """:func:`sparse_dot` when every value is 1.0: the same partial sums, same order."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    j = start
+    while j + 3 < stop:
+        s0 += w[idx[j]]
+        s1 += w[idx[j + 1]]
+        s2 += w[idx[j + 2]]
+        s3 += w[idx[j + 3]]
+        j += 4
+    while j < stop:
+        s0 += w[idx[j]]
+        j += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+@kernel(inline=True)
 def present(
     idx: np.ndarray,
     val: np.ndarray,
@@ -163,9 +186,9 @@ def present(
     its a . y and the rule's threshold before the update, the new state). ``scalars`` is
     only used to hand the state to Kozinec's update.
     """
-    code, rule_params, rho, delta_sq, multi = rule
+    code, rule_params, rho, delta_sq, multi, unit = rule
     beta, sqnorm, t, scale = state
-    dot = sparse_dot(idx, val, start, stop, w)
+    dot = unit_sparse_sum(idx, start, stop, w) if unit else sparse_dot(idx, val, start, stop, w)
     p = scale * (label * (dot + rho * beta) + delta_sq * alpha[k])
     thr = threshold(code, rule_params, label, sqnorm, t)
     if p > thr:
@@ -180,8 +203,12 @@ def present(
         return 1.0, p, thr, (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
     lam = multiplicity(code, rule_params, p, q, sqnorm, t) if multi else 1.0
     step = lam * label
-    for j in range(start, stop):
-        w[idx[j]] += step * val[j]
+    if unit:
+        for j in range(start, stop):
+            w[idx[j]] += step
+    else:
+        for j in range(start, stop):
+            w[idx[j]] += step * val[j]
     alpha[k] += lam
     new_state = (beta + step * rho, sqnorm + 2.0 * lam * p + lam * lam * q, t + lam, scale)
     return lam, p, thr, new_state

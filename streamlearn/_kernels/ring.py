@@ -81,3 +81,16 @@ def ring_append(
     slot_sqnorm[slot] = x_sqnorm
     ring[WRITE_POS] = pos + reserve
     return slot
+
+
+@kernel()
+def values_all_one(
+    slots: np.ndarray, slot_start: np.ndarray, slot_len: np.ndarray, arena_val: np.ndarray
+) -> bool:
+    """Whether every stored value of the examples in ``slots`` is 1.0 (binary features)."""
+    for i in range(slots.shape[0]):
+        start = slot_start[slots[i]]
+        for j in range(start, start + slot_len[slots[i]]):
+            if arena_val[j] != 1.0:
+                return False
+    return True

@@ -202,7 +202,7 @@ def _learn_last(
     slot_sqnorm = F[F_HEAD + cap : F_HEAD + 2 * cap]
     ring = Z[Z_RING : Z_RING + 5]
     buffer = (slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm, arena_idx, arena_val)
-    rule = (int(Z[Z_CODE]), F[F_RULE : F_RULE + 2], F[F_RHO], F[F_DELTA_SQ], False)
+    rule = (int(Z[Z_CODE]), F[F_RULE : F_RULE + 2], F[F_RHO], F[F_DELTA_SQ], False, False)
     state = (F[0], F[1], F[2], F[3])
     if m <= max_nnz:
         slot = ring_append(idx, val, 0, m, label, x_sqnorm, buffer, ring)

@@ -21,6 +21,7 @@ from streamlearn._kernels import (
     learn_stream,
     replay_pass,
     row_sqnorms,
+    values_all_one,
 )
 from streamlearn._kernels.engine import N_STATS, STAT_LEVEL1, CompactSet
 from streamlearn.errors import DivergenceError, InvalidParameterError, StateError
@@ -115,9 +116,16 @@ class LinearLearner:
         """The kernel's float64 rule parameters for the current state."""
         raise NotImplementedError
 
-    def _kernel_rule(self, multi: bool) -> tuple[int, npt.NDArray[np.float64], float, float, bool]:
-        """The engine's ``(code, rule_params, rho, delta_sq, multi)``."""
-        return (self.rule, self._rule_params(), self.rho, self._delta_sq, multi)
+    def _kernel_rule(
+        self, multi: bool, unit: bool
+    ) -> tuple[int, npt.NDArray[np.float64], float, float, bool, bool]:
+        """The engine's ``(code, rule_params, rho, delta_sq, multi, unit)``; ``unit``: every
+        value of the examples to present is 1.0."""
+        return (self.rule, self._rule_params(), self.rho, self._delta_sq, multi, unit)
+
+    def _buffer_values_all_one(self, slots: npt.NDArray[np.int64]) -> bool:
+        buf = self._buffer
+        return bool(values_all_one(slots, buf.slot_start, buf.slot_len, buf.arena_val))
 
     def _multiple_updates(self) -> bool:
         return bool(self.supports_multiple_updates and getattr(self, "multiple_updates", False))
@@ -252,7 +260,8 @@ class LinearLearner:
             return True
         level1, level2, level3 = _level_workspaces(slots.shape[0], self._buffer.nnz)
         events = replay_pass(
-            slots, self._buffer.arrays(), self._w, self._scalars, self._kernel_rule(False),
+            slots, self._buffer.arrays(), self._w, self._scalars,
+            self._kernel_rule(False, self._buffer_values_all_one(slots)),
             ActiveSetSchedule(enabled=False).as_array(first_pass=False), self._stats,
             level1, level2, level3,
         )  # fmt: skip
@@ -273,7 +282,7 @@ class LinearLearner:
         buf = self._buffer
         multi = self._multiple_updates()
         level1, level2, level3 = _level_workspaces(slots.shape[0], buf.nnz)
-        rule = self._kernel_rule(multi)
+        rule = self._kernel_rule(multi, self._buffer_values_all_one(slots))
         for done in range(budget):
             order = slots[pass_permutation(self.seed, self._passes, slots.shape[0])]
             schedule = self._schedule.as_array(first_pass=self._passes == 0)
@@ -336,7 +345,8 @@ class LinearLearner:
         learn_stream(
             batch.indptr, batch.indices, batch.values, batch.labels,
             row_sqnorms(batch.indptr, batch.values), buf.arrays(), buf.ring, buf.max_nnz,
-            self._w, self._scalars, self._kernel_rule(False), self._stats, np.zeros(1),
+            self._w, self._scalars, self._kernel_rule(False, bool(np.all(batch.values == 1.0))),
+            self._stats, np.zeros(1),
         )  # fmt: skip
         self._examples_seen += batch.n_examples
         if self._scalars[_UPDATES] != updates_before:

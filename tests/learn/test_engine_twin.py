@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 import scipy.sparse as sp
 from reference import Problem, ReferenceLearner, sparse_problem
 
+import streamlearn.learn.base as base
 from streamlearn import (
     PAM,
     PAUM,
@@ -43,6 +45,8 @@ CASES: dict[str, tuple[type[LinearLearner], dict[str, Any]]] = {
 
 OVERLAP = sparse_problem(60, 15, seed=1, flip=0.1)
 SEPARABLE = sparse_problem(60, 15, seed=2, flip=0.0, min_margin=0.5)
+#: binary features: the engine's path for values that are all 1.0
+BINARY = dataclasses.replace(OVERLAP, values=np.ones_like(OVERLAP.values))
 CUSTOM_SCHEDULE = ActiveSetSchedule(c1=3.0, c1_first_pass=1.5, c2=1.3, nep1=2, nep2=3, nep3=4)
 
 #: data, Delta, active-set schedule
@@ -52,6 +56,7 @@ SETTINGS: dict[str, tuple[Problem, float, ActiveSetSchedule]] = {
     "overlap-no-active-sets": (OVERLAP, 0.5, ActiveSetSchedule(enabled=False)),
     "overlap-custom-schedule": (OVERLAP, 0.5, CUSTOM_SCHEDULE),
     "overlap-shrinking-level-3": (OVERLAP, 0.5, ActiveSetSchedule(shrink=True)),
+    "binary-delta": (BINARY, 0.5, ActiveSetSchedule()),
 }
 
 
@@ -132,3 +137,31 @@ def test_engine_matches_twin_across_calls(case: str) -> None:
         learner.replay(max_passes=passes)
         twin.replay(max_passes=passes)
         assert_same(learner, twin)
+
+
+@pytest.mark.parametrize("case", ["pdm-multi", "paum", "kozinec", "perceptron"])
+def test_binary_path_equals_the_general_path_bit_for_bit(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Values all 1.0 skip the loads and multiplications; nothing else may change."""
+
+    def run() -> LinearLearner:
+        learner, _ = make_pair(case, 0.5, ActiveSetSchedule())
+        X = sp.csr_matrix((BINARY.values, BINARY.indices, BINARY.indptr), shape=(60, 15))
+        return learner.learn(X, BINARY.labels).replay(max_passes=MAX_PASSES)
+
+    fast = run()
+    unit_rules: list[bool] = []
+    general_rule = base.LinearLearner._kernel_rule
+
+    def spy(self: LinearLearner, multi: bool, unit: bool) -> Any:
+        unit_rules.append(unit)
+        return general_rule(self, multi, False)
+
+    monkeypatch.setattr(base.LinearLearner, "_kernel_rule", spy)
+    general = run()
+    assert unit_rules and all(unit_rules)  # the binary path was the one taken before
+    assert np.array_equal(fast.coef_, general.coef_)
+    assert fast.intercept_ == general.intercept_
+    assert np.array_equal(fast.alpha_, general.alpha_)
+    assert fast.summary()["presentations"] == general.summary()["presentations"]
