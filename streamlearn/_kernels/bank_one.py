@@ -13,6 +13,7 @@ import numpy as np
 
 from streamlearn._kernels._jit import kernel
 from streamlearn._kernels.engine import BETA, SCALE
+from streamlearn._kernels.rows import insert_sorted, merge_repeats
 
 
 @kernel()
@@ -41,23 +42,9 @@ def canonical_decisions(
             return -1
         if v == 0.0:
             continue
-        i = indices[j]
-        p = m
-        while p > 0 and out_idx[p - 1] > i:
-            out_idx[p] = out_idx[p - 1]
-            out_val[p] = out_val[p - 1]
-            p -= 1
-        out_idx[p] = i
-        out_val[p] = v
+        insert_sorted(out_idx, out_val, m, indices[j], v)
         m += 1
-    nnz = 0
-    for j in range(m):
-        if nnz > 0 and out_idx[nnz - 1] == out_idx[j]:
-            out_val[nnz - 1] += out_val[j]
-        else:
-            out_idx[nnz] = out_idx[j]
-            out_val[nnz] = out_val[j]
-            nnz += 1
+    nnz = merge_repeats(out_idx, out_val, m)
     columns = weights.shape[1]
     for lab in range(n_labels):
         dot = 0.0

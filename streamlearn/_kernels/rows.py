@@ -62,6 +62,34 @@ def canonicalize_rows(
     return out_ptr, out_idx[:pos], out_val[:pos]
 
 
+@kernel(inline=True)
+def insert_sorted(idx: np.ndarray, val: np.ndarray, m: int, i: int, v: float) -> None:
+    """Insert (i, v) into the index-sorted ``idx[:m]``, ``val[:m]`` after every entry with
+    an index <= i (one step of a stable insertion sort; room for m + 1 entries)."""
+    p = m
+    while p > 0 and idx[p - 1] > i:
+        idx[p] = idx[p - 1]
+        val[p] = val[p - 1]
+        p -= 1
+    idx[p] = i
+    val[p] = v
+
+
+@kernel(inline=True)
+def merge_repeats(idx: np.ndarray, val: np.ndarray, m: int) -> int:
+    """Add up repeated indices of the index-sorted ``idx[:m]``, ``val[:m]`` in place, in
+    their order; returns how many entries remain."""
+    out = 0
+    for j in range(m):
+        if out > 0 and idx[out - 1] == idx[j]:
+            val[out - 1] += val[j]
+        else:
+            idx[out] = idx[j]
+            val[out] = val[j]
+            out += 1
+    return out
+
+
 @kernel(allocates=True)
 def row_sqnorms(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
     """||x_i||^2 of every row."""

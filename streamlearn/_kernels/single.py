@@ -42,6 +42,7 @@ from streamlearn._kernels.engine import (
     sparse_dot,
 )
 from streamlearn._kernels.ring import WRITE_POS, ring_append
+from streamlearn._kernels.rows import insert_sorted, merge_repeats
 
 #: ``F`` header: engine scalars at 0..3, then these
 F_RULE, F_RHO, F_DELTA_SQ, F_LOOSE = 4, 6, 7, 8
@@ -134,25 +135,9 @@ def _canonical(n: int, n_weights: int, F: np.ndarray, Z: np.ndarray) -> int:
         if not (0.0 <= k < n_weights) or k != math.floor(k):
             Z[Z_WHERE] = j
             return -BAD_INDEX
-        i = int(k)
-        # stable insertion: after every entry with an index <= i
-        p = m
-        while p > 0 and idx[p - 1] > i:
-            idx[p] = idx[p - 1]
-            val[p] = val[p - 1]
-            p -= 1
-        idx[p] = i
-        val[p] = v
+        insert_sorted(idx, val, m, int(k), v)
         m += 1
-    # add up repeated indices, in their order of appearance
-    out = 0
-    for j in range(m):
-        if out > 0 and idx[out - 1] == idx[j]:
-            val[out - 1] += val[j]
-        else:
-            idx[out] = idx[j]
-            val[out] = val[j]
-            out += 1
+    out = merge_repeats(idx, val, m)
     Z[Z_LAST] = out
     return out
 
