@@ -13,6 +13,14 @@ readable checkpoint and seeks the source to its positions, so a crash loses noth
 learns nothing twice. When the source is idle it may replay towards convergence
 (``idle_replay``), which makes the model depend on arrival timing.
 
+**Decoding ahead** (``decode_ahead``, on by default): a poll's messages are decoded on a
+worker thread while the main thread learns the poll before, so parsing and learning
+(both compiled, both releasing the GIL) run on two cores. Only the decoding moves: the
+source, the learner, the sink and the checkpoints stay on the main thread, batches are
+learned in the order they were polled, and a checkpoint holds the positions of what
+was learned (a batch still being decoded is fetched again after a restart). The model is
+the same, bit for bit, with or without it.
+
 **One-vs-rest** (a :class:`~streamlearn.config.ModelSpec` with ``one_vs_rest``): the
 model is a :class:`~streamlearn.learn.ModelBank` and an example's labels are a set (an
 svmlight ``1,3,7`` label list, one class label, or msgpack ``labels``); an example with
@@ -30,6 +38,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -104,6 +113,18 @@ class DaemonSettings:
     max_messages: int = 1000
     #: seconds between snapshots of the learner's summary for the metrics
     summary_interval: float = 1.0
+    #: decode the next poll on a worker thread while the last one is learned
+    decode_ahead: bool = True
+
+
+@dataclass(frozen=True)
+class _InFlight:
+    """A polled batch being decoded on the worker thread, and the source's positions
+    just after it (the daemon's positions once it is learned)."""
+
+    messages: MessageBatch
+    decoded: Future[tuple[ParsedRows, FirstLines]]
+    positions: Positions
 
 
 class Daemon:
@@ -180,10 +201,36 @@ class Daemon:
         """Turn until stopped or the source is exhausted; then checkpoint and commit."""
         if not self.restored:
             self.restore()
+        if self.settings.decode_ahead:
+            with ThreadPoolExecutor(1, thread_name_prefix="streamlearn-decode") as worker:
+                self._turn_until_stopped(worker)
+        else:
+            self._turn_until_stopped(None)
+        if self.source.exhausted():  # the end of the input: learn what 'auto' still holds
+            self.learner.flush()
+        self.checkpoint()
+        self.take_snapshot()
+
+    def _turn_until_stopped(self, worker: ThreadPoolExecutor | None) -> None:
+        """The turns of :meth:`run`; with a ``worker``, each poll is decoded there while
+        the poll before it is learned (at most one batch in flight)."""
+        in_flight: _InFlight | None = None
         while not self._stop:
-            messages = self.source.poll(self.settings.poll_timeout, self.settings.max_messages)
-            if len(messages):
+            # with a batch in flight, only take what has already arrived
+            timeout = 0.0 if in_flight is not None else self.settings.poll_timeout
+            messages = self.source.poll(timeout, self.settings.max_messages)
+            if len(messages) and worker is not None:
+                polled = _InFlight(
+                    messages, worker.submit(self.decode, messages), self.source.position()
+                )
+                if in_flight is not None:
+                    self._finish(in_flight)
+                in_flight = polled
+            elif len(messages):
                 self.process(messages)
+            elif in_flight is not None:
+                self._finish(in_flight)
+                in_flight = None
             elif self.source.exhausted():
                 break
             elif self.settings.idle_replay and not self.learner.converged:
@@ -194,15 +241,28 @@ class Daemon:
                 self.checkpoint()
             if self.clock() - self._summary_clock >= self.settings.summary_interval:
                 self.take_snapshot()
-        if self.source.exhausted():  # the end of the input: learn what 'auto' still holds
-            self.learner.flush()
-        self.checkpoint()
-        self.take_snapshot()
+        if in_flight is not None:  # stopped: the polled batch is learned before the end
+            self._finish(in_flight)
+
+    def _finish(self, in_flight: _InFlight) -> None:
+        rows, first_lines = in_flight.decoded.result()
+        self._apply(in_flight.messages, rows, first_lines, in_flight.positions)
 
     def process(self, messages: MessageBatch) -> None:
         """Decode a poll's messages together, predict the unlabelled examples (with the
         model as the batch found it), learn the labelled ones in arrival order."""
         rows, first_lines = self.decode(messages)
+        self._apply(messages, rows, first_lines, self.source.position())
+
+    def _apply(
+        self,
+        messages: MessageBatch,
+        rows: ParsedRows,
+        first_lines: FirstLines,
+        positions: Positions,
+    ) -> None:
+        """Predict, learn and reject what ``messages`` decoded to; then the daemon is at
+        ``positions``."""
         labelled = np.diff(rows.label_ptr) > 0
         rejected = list(rows.rejected)
         if not labelled.all():
@@ -217,7 +277,7 @@ class Daemon:
                 self._learn(batch)
         if rejected:
             self._reject(messages, first_lines(), rejected)
-        self.positions = self.source.position()
+        self.positions = positions
 
     def take_snapshot(self) -> None:
         """Store the learner's summary for readers on other threads."""

@@ -3,7 +3,9 @@ rejections, checkpoint-then-commit."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from memory_source import ListSink, MemorySource
@@ -133,3 +135,85 @@ def test_mixed_formats_in_one_poll_keep_order_keys_and_dead_letters() -> None:
     same.process(MessageBatch.from_messages([Message(b"+1 1:1\n-1 2:1\n+1 1:1\n-1 5:1\n")]))
     assert np.array_equal(run.learner.coef_, same.learner.coef_)
     assert run.learner.summary() == same.learner.summary()
+
+
+class RecordingStore(CheckpointStore):
+    """A checkpoint store that also remembers what each checkpoint held."""
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory, keep=2)
+        self.held: list[tuple[dict[str, int], int]] = []
+
+    def write(self, payload: Mapping[str, Any], created: float | None = None) -> Path:
+        self.held.append((dict(payload["positions"]), int(payload["job"]["stream_examples"])))
+        return super().write(payload, created)
+
+
+def test_decoding_ahead_changes_nothing_but_the_threads(tmp_path: Path) -> None:
+    values = messages(90, 4, seed=5)
+    values.insert(40, b"1:0.5 2:-1.0\n")  # a prediction request
+    values.insert(60, b"+1 1:nan\n-1 2:1.0\n")  # a dead letter
+    runs = {}
+    for ahead in (False, True):
+        settings = DaemonSettings(
+            replay=ReplaySchedule(every=50, passes=1), checkpoint_every=30,
+            checkpoint_interval=1e9, idle_replay=False, decode_ahead=ahead,
+        )  # fmt: skip
+        sink, dead = ListSink(), ListSink()
+        store = RecordingStore(tmp_path / f"ahead-{ahead}")
+        spec = LearnerSpec.from_options("pdm", {"eps": 0.05})
+        run = Daemon(
+            spec, MemorySource({0: values}, per_poll=4), decode=decode, settings=settings,
+            store=store, sink=sink, dead_letters=dead,
+        )  # fmt: skip
+        run.run()
+        runs[ahead] = (run, sink.sent, dead.sent, store.held)
+    (plain, sent, dead_sent, held), (ahead_run, ahead_sent, ahead_dead, ahead_held) = (
+        runs[False],
+        runs[True],
+    )
+    assert ahead_run.stream_examples == plain.stream_examples == 90 * 4 + 1
+    assert np.array_equal(ahead_run.learner.coef_, plain.learner.coef_)
+    assert ahead_run.learner.summary() == plain.learner.summary()
+    assert ahead_sent == sent and len(sent) == 1
+    assert ahead_dead == dead_sent and len(dead_sent) == 1
+    # every checkpoint holds the positions of what was learned, not of what was polled
+    assert len(ahead_held) > 10
+    for positions, examples in ahead_held:
+        offset = positions["0"]
+        learned_before = sum(1 for v in values[:offset] for line in v.splitlines()
+                             if line[:1] in (b"+", b"-"))  # fmt: skip
+        assert examples == learned_before - (1 if offset > 60 else 0)
+    assert ahead_held[-1] == held[-1] == ({"0": len(values)}, 90 * 4 + 1)
+
+
+class StoppingSource(MemorySource):
+    """Asks the daemon to stop during its ``stop_at``-th poll."""
+
+    def __init__(self, partitions: dict[int, list[bytes]], stop_at: int) -> None:
+        super().__init__(partitions, per_poll=2)
+        self.stop_at = stop_at
+        self.polls = 0
+        self.daemon: Daemon | None = None
+
+    def poll(self, timeout: float, max_messages: int) -> MessageBatch:
+        self.polls += 1
+        if self.polls == self.stop_at and self.daemon is not None:
+            self.daemon.request_stop()
+        return super().poll(timeout, max_messages)
+
+
+def test_a_stop_learns_the_batch_in_flight_before_the_last_checkpoint(tmp_path: Path) -> None:
+    values = messages(40, 3, seed=6)
+    source = StoppingSource({0: values}, stop_at=5)
+    store = RecordingStore(tmp_path / "ckpt")
+    run = Daemon(
+        LearnerSpec.from_options("pdm", {"eps": 0.05}), source, decode=decode,
+        settings=SETTINGS, store=store,
+    )  # fmt: skip
+    source.daemon = run
+    run.run()
+    assert source.polls == 5
+    assert run.stream_examples == 5 * 2 * 3  # the fifth poll's batch was learned too
+    assert store.held == [({"0": 10}, 30)]
+    assert source.committed == {0: 10}
