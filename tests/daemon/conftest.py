@@ -1,4 +1,5 @@
-"""Fixtures of the daemon tests: a Tansu broker for the module."""
+"""Fixtures of the daemon tests: a Tansu broker for the module, and no daemon process
+outliving its test."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ _TESTS = str(Path(__file__).resolve().parents[1])
 if _TESTS not in sys.path:
     sys.path.append(_TESTS)
 
+from serve_process import Serve  # noqa: E402
 from services import Tansu  # noqa: E402
 
 
@@ -23,3 +25,13 @@ def broker() -> Iterator[Tansu]:
         yield tansu
     finally:
         tansu.stop()
+
+
+@pytest.fixture(autouse=True)
+def no_daemon_left_running() -> Iterator[None]:
+    """Kill every ``streamlearn serve`` a test started and left running, even when the
+    test failed (a failed wait, a failed assertion)."""
+    try:
+        yield
+    finally:
+        Serve.kill_all()

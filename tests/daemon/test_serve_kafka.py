@@ -4,18 +4,15 @@ dead letters reach their topics, and offsets are committed after checkpoints."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from services import Tansu, free_port, wait_for
+from serve_process import Serve, latest, learned, read_topic
+from services import Tansu, free_port
 
-from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.learn import learner_from_state
 
 pytestmark = pytest.mark.kafka
@@ -38,47 +35,17 @@ def svmlight_messages(n: int, lines: int, seed: int) -> list[bytes]:
     return out
 
 
-class Serve:
-    """One ``streamlearn serve`` process."""
-
-    def __init__(self, broker: Tansu, topic: str, directory: Path, *extra: str) -> None:
-        self.directory = directory
-        command = [
-            sys.executable, "-m", "streamlearn", "serve", "--algo", "pdm", "--eps", "0.1",
-            "--source", "kafka", "--bootstrap-servers", broker.bootstrap, "--topic", topic,
-            "--group", f"g-{uuid.uuid4().hex[:8]}", "--checkpoint-dir", str(directory),
-            "--idle-replay", "off", "--checkpoint-every", "1000", "--checkpoint-interval", "1h",
-            "--replay-every", "700", "--metrics-addr", f"127.0.0.1:{free_port()}", *extra,
-        ]  # fmt: skip
-        self.log = directory.with_suffix(".log").open("ab")
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self.log)
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
-        self.log.close()
-
-    def stop(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        code = self.process.wait(timeout=60)
-        self.log.close()
-        return code
-
-
-def latest(directory: Path) -> dict[str, Any] | None:
-    found = CheckpointStore(directory).latest() if directory.exists() else None
-    return found[1].payload if found is not None else None
-
-
-def learned(directory: Path) -> int:
-    payload = latest(directory)
-    return int(payload["job"]["stream_examples"]) if payload else 0
+def finish(serve: Serve, total: int) -> dict[str, Any]:
+    """The last checkpoint of ``serve`` once it has learned ``total`` examples and stopped."""
+    serve.wait_learned(total)
+    assert serve.stop() == 0, serve.log_tail()
+    payload = latest(serve.directory)
+    assert payload is not None
+    return payload
 
 
 def run_to_end(broker: Tansu, topic: str, directory: Path, total: int) -> dict[str, Any]:
-    serve = Serve(broker, topic, directory)
-    wait_for(lambda: learned(directory) == total, timeout=120, what=f"{total} examples learned")
-    assert serve.stop() == 0
+    return finish(Serve(broker, topic, directory), total)
     payload = latest(directory)
     assert payload is not None
     return payload
@@ -91,21 +58,25 @@ def test_kill_9_and_restarts_give_the_uninterrupted_model(broker: Tansu, tmp_pat
     broker.produce(topic, svmlight_messages(5000, 4, seed=1))
     total = 20_000
 
-    reference = run_to_end(broker, topic, tmp_path / "whole", total)
+    # the uninterrupted run, in a group of its own, alongside the interrupted ones
+    whole = Serve(broker, topic, tmp_path / "whole")
 
     crashed = tmp_path / "crashed"
     kills = 0
     for _ in range(3):
         before = learned(crashed)
         serve = Serve(broker, topic, crashed)
-        wait_for(lambda b=before: learned(crashed) > b, timeout=120, what="a new checkpoint")
+        serve.wait(lambda b=before: learned(crashed) > b, "a new checkpoint")
         if learned(crashed) == total:
-            serve.stop()
+            assert serve.stop() == 0
             break
         serve.kill()
         kills += 1
-    assert kills >= 2, "the daemon finished before it could be killed mid-stream"
+        if kills == 2:
+            break
+    assert kills == 2, "the daemon finished before it could be killed mid-stream twice"
     final = run_to_end(broker, topic, crashed, total)
+    reference = finish(whole, total)
 
     assert final["positions"] == reference["positions"] == {"0": 5000}
     ours = learner_from_state(final["learner"])
@@ -128,7 +99,7 @@ def test_several_partitions_nothing_lost_nothing_twice(broker: Tansu, tmp_path: 
         produced += len(values) * 5
     directory = tmp_path / "parts"
     serve = Serve(broker, topic, directory)
-    wait_for(lambda: learned(directory) > 0, timeout=120, what="a first checkpoint")
+    serve.wait(lambda: learned(directory) > 0, "a first checkpoint")
     serve.kill()
     final = run_to_end(broker, topic, directory, produced)
     assert final["positions"] == ends == {"0": 300, "1": 400, "2": 500}
@@ -136,8 +107,6 @@ def test_several_partitions_nothing_lost_nothing_twice(broker: Tansu, tmp_path: 
 
 
 def test_predictions_dead_letters_and_commits(broker: Tansu, tmp_path: Path) -> None:
-    from kafka import KafkaConsumer, TopicPartition
-
     topic, predictions, dead = (f"{n}-{uuid.uuid4().hex[:8]}" for n in ("t", "p", "d"))
     for name in (topic, predictions, dead):
         broker.create_topic(name, 1)
@@ -147,23 +116,15 @@ def test_predictions_dead_letters_and_commits(broker: Tansu, tmp_path: Path) -> 
     directory = tmp_path / "pred"
     serve = Serve(broker, topic, directory, "--predictions-topic", predictions,
                   "--dead-letter-topic", dead, "--checkpoint-interval", "1s")  # fmt: skip
-    wait_for(lambda: learned(directory) == 500, timeout=120, what="500 examples learned")
+    serve.wait_learned(500)
     assert serve.stop() == 0
 
-    def read(name: str) -> list[Any]:
-        consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, consumer_timeout_ms=3000)
-        consumer.assign([TopicPartition(name, 0)])
-        consumer.seek_to_beginning()
-        records = list(consumer)
-        consumer.close()
-        return records
-
-    answers = read(predictions)
+    answers = read_topic(broker, predictions, 2)
     assert [r.key for r in answers] == [b"ask-1", b"ask-1"]
     for record in answers:
         score, label = record.value.split()
         assert int(label) == (1 if float(score) > 0 else -1)
-    assert [r.value for r in read(dead)] == [b"\xff\xfe garbage\n"]
+    assert [r.value for r in read_topic(broker, dead, 1)] == [b"\xff\xfe garbage\n"]
     payload = latest(directory)
     assert payload is not None and payload["positions"] == {"0": 52}
 
@@ -177,8 +138,9 @@ def test_the_daemon_survives_a_paused_broker(broker: Tansu, tmp_path: Path) -> N
     broker.produce(topic, svmlight_messages(100, 5, seed=4))
     directory = tmp_path / "pause"
     port = free_port()
+    # a request to the frozen broker fails after 5 s (the default, 30 s, only takes longer)
     serve = Serve(broker, topic, directory, "--metrics-addr", f"127.0.0.1:{port}",
-                  "--checkpoint-interval", "1s")  # fmt: skip
+                  "--checkpoint-interval", "1s", consumer={"request_timeout_ms": 5000})  # fmt: skip
 
     def ready() -> bool:
         try:
@@ -187,14 +149,14 @@ def test_the_daemon_survives_a_paused_broker(broker: Tansu, tmp_path: Path) -> N
         except (urllib.error.URLError, OSError):
             return False
 
-    wait_for(ready, timeout=120, what="ready")
+    serve.wait(ready, "ready")
     broker.pause()
     try:
-        wait_for(lambda: not ready(), timeout=60, what="not ready while the broker is paused")
+        serve.wait(lambda: not ready(), "not ready while the broker is paused", timeout=120)
         assert serve.process.poll() is None
     finally:
         broker.resume()
-    wait_for(ready, timeout=60, what="ready again")
+    serve.wait(ready, "ready again")
     broker.produce(topic, svmlight_messages(100, 5, seed=5))
-    wait_for(lambda: learned(directory) == 1000, timeout=60, what="all 1000 examples learned")
+    serve.wait_learned(1000)
     assert serve.stop() == 0

@@ -12,8 +12,8 @@ from typing import Any
 import msgpack
 import numpy as np
 import pytest
-from services import Tansu, wait_for
-from test_serve_kafka import Serve, latest, learned
+from serve_process import Serve, latest, learned, read_topic
+from services import Tansu
 
 from streamlearn.learn import ModelBank, model_from_state
 
@@ -40,15 +40,19 @@ def bank_of(payload: dict[str, Any]) -> ModelBank:
     return model
 
 
+def finish(serve: Serve, total: int) -> dict[str, Any]:
+    """The last checkpoint of ``serve`` once it has learned ``total`` examples and stopped."""
+    serve.wait_learned(total)
+    assert serve.stop() == 0, serve.log_tail()
+    payload = latest(serve.directory)
+    assert payload is not None
+    return payload
+
+
 def run_to_end(
     broker: Tansu, topic: str, directory: Path, total: int, *extra: str
 ) -> dict[str, Any]:
-    serve = Serve(broker, topic, directory, *BANK_OPTIONS, *extra)
-    wait_for(lambda: learned(directory) == total, timeout=120, what=f"{total} examples learned")
-    assert serve.stop() == 0
-    payload = latest(directory)
-    assert payload is not None
-    return payload
+    return finish(Serve(broker, topic, directory, *BANK_OPTIONS, *extra), total)
 
 
 @pytest.mark.slow
@@ -61,16 +65,18 @@ def test_kill_9_and_restarts_give_the_uninterrupted_bank(broker: Tansu, tmp_path
     # a poll takes up to 1000 messages: a checkpoint after each, the last (834) included
     extra = ("--checkpoint-every", "400", "--replay-every", "500")
 
-    reference = run_to_end(broker, topic, tmp_path / "whole", total, *extra)
+    # the uninterrupted run, in a group of its own, alongside the interrupted ones
+    whole = Serve(broker, topic, tmp_path / "whole", *BANK_OPTIONS, *extra)
 
     crashed = tmp_path / "crashed"
     for _ in range(2):
         before = learned(crashed)
         serve = Serve(broker, topic, crashed, *BANK_OPTIONS, *extra)
-        wait_for(lambda b=before: learned(crashed) > b, timeout=120, what="a new checkpoint")
+        serve.wait(lambda b=before: learned(crashed) > b, "a new checkpoint")
         assert learned(crashed) < total, "the daemon finished before it could be killed"
         serve.kill()
     final = run_to_end(broker, topic, crashed, total, *extra)
+    reference = finish(whole, total)
 
     assert final["positions"] == reference["positions"] == {"0": len(values)}
     ours, theirs = bank_of(final), bank_of(reference)
@@ -82,8 +88,6 @@ def test_kill_9_and_restarts_give_the_uninterrupted_bank(broker: Tansu, tmp_path
 
 
 def test_a_bank_learns_and_predicts_onto_a_topic(broker: Tansu, tmp_path: Path) -> None:
-    from kafka import KafkaConsumer, TopicPartition
-
     topic, predictions = (f"{n}-{uuid.uuid4().hex[:8]}" for n in ("t", "p"))
     for name in (topic, predictions):
         broker.create_topic(name, 1)
@@ -92,7 +96,7 @@ def test_a_bank_learns_and_predicts_onto_a_topic(broker: Tansu, tmp_path: Path) 
     directory = tmp_path / "pred"
     serve = Serve(broker, topic, directory, *BANK_OPTIONS, "--predictions-topic", predictions,
                   "--checkpoint-interval", "0.2s")  # fmt: skip
-    wait_for(lambda: learned(directory) == 1000, timeout=120, what="1000 examples learned")
+    serve.wait_learned(1000)
     features = [1, 5, 17]
     broker.produce(topic, [b" ".join(b"%d:0.1" % (j + 1) for j in features) + b"\n"], key=b"ask-1")
     example = {"indices": features, "values": [0.1] * 3, "labels": [1, 2]}
@@ -103,16 +107,12 @@ def test_a_bank_learns_and_predicts_onto_a_topic(broker: Tansu, tmp_path: Path) 
         key=b"ask-2",
         headers={"content-type": b"application/msgpack"},
     )
-    wait_for(lambda: learned(directory) == 1001, timeout=60, what="the msgpack example learned")
+    serve.wait_learned(1001)
     assert serve.stop() == 0
     payload = latest(directory)
     assert payload is not None and payload["positions"] == {"0": 102}
 
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, consumer_timeout_ms=3000)
-    consumer.assign([TopicPartition(predictions, 0)])
-    consumer.seek_to_beginning()
-    answers = list(consumer)
-    consumer.close()
+    answers = read_topic(broker, predictions, 2)
     assert [r.key for r in answers] == [b"ask-1", b"ask-2"]
     bank = bank_of(payload)
     labels = sorted(int(v) for v in bank.labels_.tolist())

@@ -1,0 +1,164 @@
+"""``streamlearn serve`` as a real process for the Kafka tests, and its checkpoints.
+
+Every process started here is recorded in ``Serve.running``; the daemon tests' fixture
+kills whatever is still running when a test ends, passed or failed (see conftest.py).
+Waits poll a condition until a generous deadline and fail at once, with the end of the
+daemon's log, if the daemon exits while it is waited for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from services import Tansu, free_port, wait_for
+
+from streamlearn.checkpoint.store import CheckpointStore
+
+T = TypeVar("T")
+
+LAUNCHER = Path(__file__).resolve().with_name("serve_launcher.py")
+#: deadlines of waits on a daemon: far above what a quiet machine needs (seconds)
+LEARN_TIMEOUT = 240.0
+EXIT_TIMEOUT = 120.0
+
+
+class Serve:
+    """One ``streamlearn serve`` process reading ``topic`` in a group of its own.
+
+    ``consumer`` sets more of the consumer's options (see serve_launcher.py).
+    """
+
+    running: ClassVar[list[Serve]] = []
+
+    def __init__(
+        self,
+        broker: Tansu,
+        topic: str,
+        directory: Path,
+        *extra: str,
+        consumer: dict[str, int] | None = None,
+    ) -> None:
+        self.directory = directory
+        command = [
+            sys.executable, str(LAUNCHER), "serve", "--algo", "pdm", "--eps", "0.1",
+            "--source", "kafka", "--bootstrap-servers", broker.bootstrap, "--topic", topic,
+            "--group", f"g-{uuid.uuid4().hex[:8]}", "--checkpoint-dir", str(directory),
+            "--idle-replay", "off", "--checkpoint-every", "1000", "--checkpoint-interval", "1h",
+            "--replay-every", "700", "--metrics-addr", f"127.0.0.1:{free_port()}", *extra,
+        ]  # fmt: skip
+        env = {**os.environ, "STREAMLEARN_TEST_CONSUMER": json.dumps(consumer or {})}
+        self.log_path = directory.with_suffix(".log")
+        self.log = self.log_path.open("ab")
+        try:
+            self.process = subprocess.Popen(
+                command, stdout=subprocess.DEVNULL, stderr=self.log, env=env
+            )
+        except BaseException:
+            self.log.close()
+            raise
+        Serve.running.append(self)
+
+    def log_tail(self) -> str:
+        """The end of what the daemon printed."""
+        self.log.flush()
+        return self.log_path.read_text(errors="replace")[-3000:]
+
+    def wait(self, condition: Callable[[], T], what: str, timeout: float = LEARN_TIMEOUT) -> T:
+        """The first truthy value of ``condition()``; fails if the daemon exits first."""
+
+        def alive_and(condition: Callable[[], T] = condition) -> T:
+            value = condition()
+            if not value and self.process.poll() is not None:
+                raise AssertionError(
+                    f"the daemon exited with {self.process.returncode} while waiting for "
+                    f"{what}:\n{self.log_tail()}"
+                )
+            return value
+
+        try:
+            return wait_for(alive_and, timeout=timeout, what=what)
+        except TimeoutError as error:
+            raise TimeoutError(f"{error}; the daemon's log:\n{self.log_tail()}") from error
+
+    def wait_learned(self, count: int, timeout: float = LEARN_TIMEOUT) -> None:
+        """Until the latest checkpoint holds exactly ``count`` examples."""
+        self.wait(lambda: learned(self.directory) == count, f"{count} examples learned", timeout)
+
+    def kill(self) -> None:
+        """kill -9."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=EXIT_TIMEOUT)
+        self._forget()
+
+    def stop(self) -> int:
+        """SIGTERM, and the exit code once the daemon has checkpointed and exited."""
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=EXIT_TIMEOUT)
+        finally:
+            self._forget()
+
+    def _forget(self) -> None:
+        self.log.close()
+        if self in Serve.running:
+            Serve.running.remove(self)
+
+    @classmethod
+    def kill_all(cls) -> None:
+        """kill -9 every daemon still running (a test's teardown)."""
+        for serve in list(cls.running):
+            if serve.process.poll() is None:
+                serve.process.kill()
+            serve.process.wait(timeout=EXIT_TIMEOUT)
+            serve._forget()
+
+
+def latest(directory: Path) -> dict[str, Any] | None:
+    """The payload of the latest checkpoint in ``directory`` (None: none yet)."""
+    found = CheckpointStore(directory).latest() if directory.exists() else None
+    return found[1].payload if found is not None else None
+
+
+def learned(directory: Path) -> int:
+    """The examples the latest checkpoint in ``directory`` has learned."""
+    payload = latest(directory)
+    return int(payload["job"]["stream_examples"]) if payload else 0
+
+
+def read_topic(broker: Tansu, name: str, count: int, *, quiet: float = 1.0) -> list[Any]:
+    """The records of partition 0 of ``name`` from its beginning: polled until ``count``
+    came (within a generous deadline), then ``quiet`` seconds more for any extra one."""
+    import time
+
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False)
+    records: list[Any] = []
+
+    def fetch(timeout_ms: int) -> None:
+        for batch in consumer.poll(timeout_ms=timeout_ms).values():
+            records.extend(batch)
+
+    try:
+        consumer.assign([TopicPartition(name, 0)])
+        consumer.seek_to_beginning()
+        wait_for(
+            lambda: fetch(200) or len(records) >= count,
+            timeout=LEARN_TIMEOUT,
+            interval=0.0,
+            what=f"{count} records on {name}",
+        )
+        deadline = time.monotonic() + quiet
+        while time.monotonic() < deadline:
+            fetch(100)
+    finally:
+        consumer.close()
+    return records
