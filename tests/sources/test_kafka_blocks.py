@@ -251,11 +251,12 @@ def opened() -> Any:
         source.close()
 
 
+#: Tansu holds a new member's JoinGroup for half the session timeout (2 s at the least)
+QUICK_JOIN = {"session_timeout_ms": 4000, "heartbeat_interval_ms": 1000}
+
+
 def new_source(tansu: Tansu, opened: list[KafkaSource], topic: str) -> KafkaSource:
-    source = KafkaSource(
-        tansu.bootstrap, topic, f"g-{uuid.uuid4().hex[:8]}", session_timeout_ms=6000,
-        heartbeat_interval_ms=1000,
-    )  # fmt: skip
+    source = KafkaSource(tansu.bootstrap, topic, f"g-{uuid.uuid4().hex[:8]}", **QUICK_JOIN)
     opened.append(source)
     return source
 
@@ -316,7 +317,11 @@ def test_records_one_by_one_give_the_same_messages(
 
     # a deserializer keeps kafka-python's own record path (blocks hold raw bytes only)
     stock = KafkaSource(
-        tansu.bootstrap, topic_name, f"g-{uuid.uuid4().hex[:8]}", key_deserializer=Same()
+        tansu.bootstrap,
+        topic_name,
+        f"g-{uuid.uuid4().hex[:8]}",
+        key_deserializer=Same(),
+        **QUICK_JOIN,
     )
     opened.append(stock)
     fast = new_source(tansu, opened, topic_name)

@@ -18,7 +18,9 @@ from streamlearn.sources.kafka import KafkaSink, KafkaSource, security_from_env
 
 pytestmark = pytest.mark.kafka
 
-JOIN_TIMEOUT = 30.0  # a new group member gets its first message after about 5 s
+#: a new group member gets its first message after about 2 s: Tansu holds a JoinGroup for
+#: half the session timeout (4 s here; 5 s with the default 10 s), 2 s at the least
+JOIN_TIMEOUT = 60.0
 
 
 def consume(source: KafkaSource, count: int, *, timeout: float = JOIN_TIMEOUT) -> list[Message]:
@@ -58,7 +60,7 @@ def open_source(
         tansu.bootstrap,
         topic,
         group,
-        session_timeout_ms=6000,
+        session_timeout_ms=4000,
         heartbeat_interval_ms=1000,
         **options,  # type: ignore[arg-type]
     )
