@@ -1,0 +1,16 @@
+"""Suite-wide hooks."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Move everything alive after collection (imported libraries, the collected tests) out
+    of the garbage collector's sight: a full collection then looks only at what the tests
+    create. river's memory-growth check calls ``gc.collect()`` twice per run, which would
+    otherwise traverse the whole heap of the session (about 0.1 s and more each time)."""
+    gc.collect()
+    gc.freeze()
