@@ -60,9 +60,10 @@ def test_river_check(adapter: type[BankClassifierBase], position: int, check_nam
         check(model.clone())
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(ONE_VS_REST_ADAPTERS))
-def test_check_estimator_as_river_runs_it(name: str) -> None:
-    """river's own entry point, as users call it, for the multi-class classifiers (the
-    multi-label ones would download river's Music data set: see the module doc)."""
-    checks.check_estimator(_model(ONE_VS_REST_ADAPTERS[name]))
+def test_check_estimator_as_river_runs_it() -> None:
+    """river's own entry point, as users call it, for a multi-class classifier (the
+    multi-label ones would download river's Music data set: see the module doc).
+
+    For one adapter: the checks themselves ran above for every adapter, each on its own;
+    what this adds is river's loop (skips, clones), the same for every adapter."""
+    checks.check_estimator(_model(ONE_VS_REST_ADAPTERS["pdm"]))
