@@ -6,6 +6,10 @@ import gc
 
 import pytest
 
+#: not a doctest module: its name, "conftest", is also that of the conftest.py files of
+#: the test directories (none is a package), which --doctest-modules imports before it
+collect_ignore = ["conftest.py"]
+
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Move everything alive after collection (imported libraries, the collected tests) out
