@@ -9,7 +9,13 @@ from __future__ import annotations
 from streamlearn._kernels.engine import learn_stream, replay_pass
 from streamlearn._kernels.margins import buffer_margins
 from streamlearn._kernels.ring import values_all_one
-from streamlearn._kernels.rows import canonicalize_rows, check_rows, decision_values, row_sqnorms
+from streamlearn._kernels.rows import (
+    all_ones,
+    canonicalize_rows,
+    check_rows,
+    decision_values,
+    row_sqnorms,
+)
 from streamlearn._kernels.rules import (
     RULE_AMARGITRON,
     RULE_KOZINEC,
@@ -30,6 +36,7 @@ __all__ = [
     "RULE_PERCEPTRON",
     "RULE_PFM",
     "RULE_TMARGITRON",
+    "all_ones",
     "buffer_margins",
     "canonicalize_rows",
     "check_rows",

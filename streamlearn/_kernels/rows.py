@@ -90,6 +90,15 @@ def merge_repeats(idx: np.ndarray, val: np.ndarray, m: int) -> int:
     return out
 
 
+@kernel()
+def all_ones(values: np.ndarray) -> bool:
+    """Whether every value is 1.0 (binary features), stopping at the first that is not."""
+    for j in range(values.shape[0]):  # noqa: SIM110 - numba compiles loops, not generators
+        if values[j] != 1.0:
+            return False
+    return True
+
+
 @kernel(allocates=True)
 def row_sqnorms(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
     """||x_i||^2 of every row."""

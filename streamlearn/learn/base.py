@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn._kernels import (
+    all_ones,
     buffer_margins,
     decision_values,
     learn_stream,
@@ -345,7 +346,7 @@ class LinearLearner:
         learn_stream(
             batch.indptr, batch.indices, batch.values, batch.labels,
             row_sqnorms(batch.indptr, batch.values), buf.arrays(), buf.ring, buf.max_nnz,
-            self._w, self._scalars, self._kernel_rule(False, bool(np.all(batch.values == 1.0))),
+            self._w, self._scalars, self._kernel_rule(False, bool(all_ones(batch.values))),
             self._stats, np.zeros(1),
         )  # fmt: skip
         self._examples_seen += batch.n_examples
