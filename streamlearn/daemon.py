@@ -118,12 +118,24 @@ class DaemonSettings:
 
 
 @dataclass(frozen=True)
+class _Decoded:
+    """A poll's messages decoded: what to predict, what to learn, what was rejected."""
+
+    first_lines: FirstLines
+    #: the rows without a label (prediction requests), or None when there are none
+    unlabelled: ParsedRows | None
+    #: the labelled examples, as the learner takes them, or None when there are none
+    learn: Batch | LabelledRows | None
+    rejected: list[Rejected]
+
+
+@dataclass(frozen=True)
 class _InFlight:
     """A polled batch being decoded on the worker thread, and the source's positions
     just after it (the daemon's positions once it is learned)."""
 
     messages: MessageBatch
-    decoded: Future[tuple[ParsedRows, FirstLines]]
+    decoded: Future[_Decoded]
     positions: Positions
 
 
@@ -221,7 +233,7 @@ class Daemon:
             messages = self.source.poll(timeout, self.settings.max_messages)
             if len(messages) and worker is not None:
                 polled = _InFlight(
-                    messages, worker.submit(self.decode, messages), self.source.position()
+                    messages, worker.submit(self._decoded, messages), self.source.position()
                 )
                 if in_flight is not None:
                     self._finish(in_flight)
@@ -245,38 +257,40 @@ class Daemon:
             self._finish(in_flight)
 
     def _finish(self, in_flight: _InFlight) -> None:
-        rows, first_lines = in_flight.decoded.result()
-        self._apply(in_flight.messages, rows, first_lines, in_flight.positions)
+        self._apply(in_flight.messages, in_flight.decoded.result(), in_flight.positions)
 
     def process(self, messages: MessageBatch) -> None:
         """Decode a poll's messages together, predict the unlabelled examples (with the
         model as the batch found it), learn the labelled ones in arrival order."""
-        rows, first_lines = self.decode(messages)
-        self._apply(messages, rows, first_lines, self.source.position())
+        self._apply(messages, self._decoded(messages), self.source.position())
 
-    def _apply(
-        self,
-        messages: MessageBatch,
-        rows: ParsedRows,
-        first_lines: FirstLines,
-        positions: Positions,
-    ) -> None:
-        """Predict, learn and reject what ``messages`` decoded to; then the daemon is at
-        ``positions``."""
+    def _decoded(self, messages: MessageBatch) -> _Decoded:
+        """Decode ``messages`` and sort the rows out; touches no state of the daemon, so
+        that it can run on the worker thread."""
+        rows, first_lines = self.decode(messages)
         labelled = np.diff(rows.label_ptr) > 0
         rejected = list(rows.rejected)
-        if not labelled.all():
-            self._predict(messages, first_lines(), rows.select(~labelled, []))
+        unlabelled = None if labelled.all() else rows.select(~labelled, [])
+        learn: Batch | LabelledRows | None = None
         if labelled.any():
             kept = rows if labelled.all() else rows.select(labelled, [])
-            if isinstance(self.learner, ModelBank):
-                self._learn(LabelledRows.from_arrays(kept))
+            if self.spec.one_vs_rest:
+                learn = LabelledRows.from_arrays(kept)
             else:
-                batch, label_rejects = binary_batch(kept)
-                rejected += label_rejects
-                self._learn(batch)
-        if rejected:
-            self._reject(messages, first_lines(), rejected)
+                learn, label_rejects = binary_batch(kept)
+                # binary_batch lists the rejections ``kept`` carries too
+                rejected = label_rejects if kept is rows else rejected + label_rejects
+        return _Decoded(first_lines, unlabelled, learn, rejected)
+
+    def _apply(self, messages: MessageBatch, decoded: _Decoded, positions: Positions) -> None:
+        """Predict, learn and reject what ``messages`` decoded to; then the daemon is at
+        ``positions``."""
+        if decoded.unlabelled is not None:
+            self._predict(messages, decoded.first_lines(), decoded.unlabelled)
+        if decoded.learn is not None:
+            self._learn(decoded.learn)
+        if decoded.rejected:
+            self._reject(messages, decoded.first_lines(), decoded.rejected)
         self.positions = positions
 
     def take_snapshot(self) -> None:

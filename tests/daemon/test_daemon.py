@@ -217,3 +217,34 @@ def test_a_stop_learns_the_batch_in_flight_before_the_last_checkpoint(tmp_path: 
     assert run.stream_examples == 5 * 2 * 3  # the fifth poll's batch was learned too
     assert store.held == [({"0": 10}, 30)]
     assert source.committed == {0: 10}
+
+
+class CountingObserver:
+    """Keeps the example counts the daemon reports."""
+
+    def __init__(self) -> None:
+        self.examples: dict[str, int] = {}
+        self.rejected: dict[str, int] = {}
+
+    def count_examples(self, outcome: str, n: int) -> None:
+        self.examples[outcome] = self.examples.get(outcome, 0) + n
+
+    def count_rejected(self, reason: str, n: int) -> None:
+        self.rejected[reason] = self.rejected.get(reason, 0) + n
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args: None
+
+
+def test_a_rejected_line_among_labelled_ones_is_counted_once() -> None:
+    observer = CountingObserver()
+    dead = ListSink()
+    values = [b"+1 1:nan\n-1 2:1.0\n", b"+1 1:1\n2 2:1\n+1 3:inf\n"]
+    run = Daemon(
+        LearnerSpec.from_options("pdm", {"eps": 0.05}), MemorySource({0: values}),
+        decode=decode, settings=SETTINGS, dead_letters=dead, observer=observer,
+    )  # fmt: skip
+    run.run()
+    assert observer.examples == {"learned": 2, "rejected": 3}
+    assert observer.rejected == {"not a finite value": 2, "bad label": 1}
+    assert [value for _, value in dead.sent] == values
