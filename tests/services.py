@@ -107,7 +107,7 @@ class Tansu:
         self._admin.create_topics([NewTopic(name, partitions, 1)])
         wait_for(
             lambda: len(self.end_offsets(name)) == partitions,
-            timeout=10.0,
+            timeout=60.0,
             what=f"topic {name} to have {partitions} partitions",
         )
 
