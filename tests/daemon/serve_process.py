@@ -20,7 +20,8 @@ from typing import Any, ClassVar, TypeVar
 
 from services import Tansu, free_port, wait_for
 
-from streamlearn.checkpoint.store import CheckpointStore
+from streamlearn.checkpoint.store import CheckpointStore, read_checkpoint
+from streamlearn.errors import CheckpointError
 
 T = TypeVar("T")
 
@@ -127,10 +128,27 @@ def latest(directory: Path) -> dict[str, Any] | None:
     return found[1].payload if found is not None else None
 
 
+#: examples learned by checkpoint file (path, mtime, size): a checkpoint file is written
+#: once, so the waits that poll ``learned`` decode each one once, not every 50 ms
+_LEARNED: dict[tuple[Path, int, int], int] = {}
+
+
 def learned(directory: Path) -> int:
-    """The examples the latest checkpoint in ``directory`` has learned."""
-    payload = latest(directory)
-    return int(payload["job"]["stream_examples"]) if payload else 0
+    """The examples the latest readable checkpoint in ``directory`` has learned (0: none)."""
+    for path in CheckpointStore(directory).paths() if directory.exists() else []:
+        try:
+            stat = path.stat()
+        except FileNotFoundError:  # rotated away since it was listed
+            continue
+        key = (path, stat.st_mtime_ns, stat.st_size)
+        if key not in _LEARNED:
+            try:
+                payload = read_checkpoint(path).payload
+            except CheckpointError:
+                continue
+            _LEARNED[key] = int(payload["job"]["stream_examples"])
+        return _LEARNED[key]
+    return 0
 
 
 def read_topic(broker: Tansu, name: str, count: int, *, quiet: float = 1.0) -> list[Any]:
