@@ -50,7 +50,7 @@ _EXPONENT_CAP = 1_000_000
 _INDEX_CAP = 1 << 40
 
 _SPACE, _TAB, _LF, _VT, _FF, _CR = 32, 9, 10, 11, 12, 13
-_HASH, _PLUS, _COMMA, _MINUS, _DOT, _COLON, _ZERO = 35, 43, 44, 45, 46, 58, 48
+_HASH, _PLUS, _COMMA, _MINUS, _DOT, _COLON, _ZERO, _ONE = 35, 43, 44, 45, 46, 58, 48, 49
 #: whitespace inside a line: space and bytes 9, 11, 12, 13 (as bytes.split() sees it)
 _SPACE_NOT_LF = np.zeros(256, dtype=np.bool_)
 _SPACE_NOT_LF[[_SPACE, _TAB, _VT, _FF, _CR]] = True
@@ -378,8 +378,11 @@ def _parse_rows(
                 code = LINE_BAD_TOKEN
                 break
             value_start = p + 1
-            ok, value, p = _short_decimal(data, value_start)
             status = NUMBER_EXACT
+            if _at(data, value_start) == _ONE and _TOKEN_END[_at(data, value_start + 1)]:
+                ok, value, p = True, 1.0, value_start + 1  # a binary feature
+            else:
+                ok, value, p = _short_decimal(data, value_start)
             if not (ok and _TOKEN_END[_at(data, p)]):
                 status, value, p = scan_number(data, value_start, end)
                 if status == NUMBER_SYNTAX or not _TOKEN_END[_at(data, p)]:

@@ -192,6 +192,15 @@ def test_number_shapes() -> None:
     assert np.array_equal(np.signbit(rows.values), np.signbit(expected))
 
 
+def test_a_value_that_starts_with_one() -> None:
+    # "1" before a token end is read without the number scanner; anything longer is not
+    rows = parse(b"1 1:1 2:1\t3:10 4:1.5 5:1e2 6:1#c\n-1 1:1\r\n+1 7:1\n")
+    assert rows.rejected == []
+    assert rows.values.tolist() == [1.0, 1.0, 10.0, 1.5, 100.0, 1.0, 1.0, 1.0]
+    bad = parse(b"1 1:1x\n1 2:1:\n")
+    assert [r.reason for r in bad.rejected] == ["bad token", "bad token"]
+
+
 def test_zero_based_indices_are_kept_as_they_are() -> None:
     rows = parse(b"1 0:1 5:2\n", zero_based=True)
     assert rows.indices.tolist() == [0, 5]
