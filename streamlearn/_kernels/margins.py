@@ -44,3 +44,22 @@ def buffer_margins(
         c = 1 if label > 0 else 0
         if p < out[c]:
             out[c] = p
+
+
+@kernel()
+def buffer_hull(
+    slots: np.ndarray,
+    slot_start: np.ndarray,
+    slot_len: np.ndarray,
+    coef: np.ndarray,
+    arena_idx: np.ndarray,
+    arena_val: np.ndarray,
+    hull_w: np.ndarray,
+) -> None:
+    """Add ``sum_i coef_i x_(slots_i)`` into ``hull_w`` (one cell per feature), example
+    after example: the sums ``numpy.bincount`` gives for the same products, without
+    copying the examples out of the arena."""
+    for i in range(slots.shape[0]):
+        k = slots[i]
+        for j in range(slot_start[k], slot_start[k] + slot_len[k]):
+            hull_w[arena_idx[j]] += arena_val[j] * coef[i]

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from streamlearn._kernels import (
     all_ones,
+    buffer_hull,
     buffer_margins,
     decision_values,
     learn_stream,
@@ -385,16 +386,17 @@ class LinearLearner:
         maximum margin from above even after older examples were evicted (their
         contributions stay in the weights). Without eviction ``h = a`` and ``s = t``.
         """
-        batch = self._buffer.examples()
-        alpha = self._buffer.alpha()
+        buf = self._buffer
+        slots = buf.live_slots()
+        alpha = buf.slot_alpha[slots]
         scale = float(self._scalars[_SCALE])
         beta = float(self._scalars[_BETA])
         slack_sq = self._delta_sq * float(alpha @ alpha)
         weights = self._w[: self._n_features]
         own = scale * math.sqrt(float(weights @ weights) + beta * beta + slack_sq)
-        coef = alpha * batch.labels
-        per_nonzero = batch.values * np.repeat(coef, np.diff(batch.indptr))
-        hull_w = np.bincount(batch.indices, weights=per_nonzero, minlength=self._n_features)
+        coef = alpha * buf.slot_label[slots]
+        hull_w = np.zeros(self._n_features)
+        buffer_hull(slots, buf.slot_start, buf.slot_len, coef, buf.arena_idx, buf.arena_val, hull_w)
         hull_beta = self.rho * float(coef.sum())
         hull = math.sqrt(float(hull_w @ hull_w) + hull_beta * hull_beta + slack_sq)
         return own, hull, float(alpha.sum())
