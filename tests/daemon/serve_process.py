@@ -68,8 +68,7 @@ class Serve:
         Serve.running.append(self)
 
     def log_tail(self) -> str:
-        """The end of what the daemon printed."""
-        self.log.flush()
+        """The end of what the daemon printed (to its stderr, this file)."""
         return self.log_path.read_text(errors="replace")[-3000:]
 
     def wait(self, condition: Callable[[], T], what: str, timeout: float = LEARN_TIMEOUT) -> T:
@@ -103,9 +102,17 @@ class Serve:
         """SIGTERM, and the exit code once the daemon has checkpointed and exited."""
         self.process.send_signal(signal.SIGTERM)
         try:
-            return self.process.wait(timeout=EXIT_TIMEOUT)
-        finally:
+            code = self.process.wait(timeout=EXIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=EXIT_TIMEOUT)
+            tail = self.log_tail()
             self._forget()
+            raise AssertionError(
+                f"the daemon did not exit within {EXIT_TIMEOUT} s of SIGTERM:\n{tail}"
+            ) from None
+        self._forget()
+        return code
 
     def _forget(self) -> None:
         self.log.close()
