@@ -18,6 +18,7 @@ from streamlearn.config import LearnerSpec, Model, ModelSpec
 from streamlearn.daemon import Daemon, DaemonSettings, FirstLines, bank_prediction
 from streamlearn.errors import InvalidParameterError
 from streamlearn.http import HttpEndpoint
+from streamlearn.jobs.allocator import keep_freed_memory
 from streamlearn.learn import LabelledRows, ModelBank
 from streamlearn.metrics import DaemonMetrics, new_registry
 from streamlearn.parse import ParsedRows
@@ -73,6 +74,8 @@ class ServeConfig:
 
 def run_serve(config: ServeConfig) -> None:
     """Run the daemon until SIGTERM/SIGINT (or the end of standard input)."""
+    if keep_freed_memory():
+        log.debug("allocator: freed memory is kept for reuse")
     warm_up(config.model)
     source = _source(config)
     sink, dead_letters = _sinks(config)
