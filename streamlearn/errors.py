@@ -6,6 +6,9 @@ so callers can catch one type; the subclasses say which kind of mistake it was.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 
 class StreamlearnError(Exception):
     """Base class of every error streamlearn raises on purpose."""
@@ -37,3 +40,21 @@ class InputError(StreamlearnError):
 
 class BadLineError(InputError):
     """A rejected input line under ``--strict``."""
+
+
+def check_state_header(state: Mapping[str, Any], fmt: str, version: int, what: str) -> None:
+    """Raise :class:`StateError` unless ``state`` says it is ``fmt``, version ``version``.
+
+    ``what`` names the kind of state in the messages.
+
+    >>> check_state_header({"format": "streamlearn.learner", "version": 1},
+    ...                    "streamlearn.learner", 1, "learner")
+    >>> check_state_header({"format": "other"}, "streamlearn.learner", 1, "learner")
+    Traceback (most recent call last):
+    ...
+    streamlearn.errors.StateError: not a streamlearn learner state (format 'other')
+    """
+    if state.get("format") != fmt:
+        raise StateError(f"not a streamlearn {what} state (format {state.get('format')!r})")
+    if state.get("version") != version:
+        raise StateError(f"unsupported {what} state version {state.get('version')!r}")

@@ -45,7 +45,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from streamlearn.errors import StateError
+from streamlearn.errors import StateError, check_state_header
 from streamlearn.learn import (
     PAM,
     PAUM,
@@ -222,11 +222,7 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     def from_state(cls, state: dict[str, Any]) -> Self:
         """The estimator that made ``state`` (see :meth:`state_dict`), ready to predict
         and to continue with ``partial_fit``."""
-        if state.get("format") != STATE_FORMAT or state.get("version") != STATE_VERSION:
-            raise StateError(
-                f"not a streamlearn scikit-learn state (format {state.get('format')!r}, "
-                f"version {state.get('version')!r})"
-            )
+        check_state_header(state, STATE_FORMAT, STATE_VERSION, "scikit-learn")
         if state.get("estimator") != cls.__name__:
             raise StateError(f"state is for {state.get('estimator')!r}, not {cls.__name__}")
         try:

@@ -59,7 +59,7 @@ from streamlearn._kernels import RULE_KOZINEC, decision_values, row_sqnorms
 from streamlearn._kernels.bank import bank_learn_stream, present_history
 from streamlearn._kernels.bank_one import canonical_decisions
 from streamlearn._kernels.engine import N_STATS
-from streamlearn.errors import InvalidParameterError, StateError
+from streamlearn.errors import InvalidParameterError, StateError, check_state_header
 from streamlearn.learn.base import AUTO_DELTA_WINDOW, LinearLearner, _finite
 from streamlearn.learn.inputs import as_rows
 from streamlearn.learn.labelsets import HasLabelSets, LabelledRows, as_labelled_rows
@@ -683,10 +683,7 @@ class ModelBank:
         """A bank that continues exactly where the one that made ``state`` stopped."""
         from streamlearn.learn import LEARNERS
 
-        if state.get("format") != BANK_FORMAT:
-            raise StateError(f"not a streamlearn model bank state ({state.get('format')!r})")
-        if state.get("version") != BANK_VERSION:
-            raise StateError(f"unsupported model bank state version {state.get('version')!r}")
+        check_state_header(state, BANK_FORMAT, BANK_VERSION, "model bank")
         algorithm = state.get("algorithm")
         if algorithm not in LEARNERS:
             raise StateError(f"unknown algorithm in bank state: {algorithm!r}")

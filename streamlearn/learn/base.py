@@ -26,7 +26,12 @@ from streamlearn._kernels import (
     values_all_one,
 )
 from streamlearn._kernels.engine import N_STATS, STAT_LEVEL1, CompactSet
-from streamlearn.errors import DivergenceError, InvalidParameterError, StateError
+from streamlearn.errors import (
+    DivergenceError,
+    InvalidParameterError,
+    StateError,
+    check_state_header,
+)
 from streamlearn.learn.inputs import as_batch, as_rows
 from streamlearn.replay import ActiveSetSchedule, ReplayBuffer, ReplaySchedule, pass_permutation
 from streamlearn.types import Batch
@@ -511,10 +516,7 @@ class LinearLearner:
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Self:
         """A learner that continues exactly where the one that made ``state`` stopped."""
-        if state.get("format") != STATE_FORMAT:
-            raise StateError(f"not a streamlearn learner state (format {state.get('format')!r})")
-        if state.get("version") != STATE_VERSION:
-            raise StateError(f"unsupported learner state version {state.get('version')!r}")
+        check_state_header(state, STATE_FORMAT, STATE_VERSION, "learner")
         if state.get("algorithm") != cls.algorithm:
             raise StateError(
                 f"state is for algorithm {state.get('algorithm')!r}, not {cls.algorithm!r}"

@@ -64,7 +64,12 @@ import numpy as np
 import numpy.typing as npt
 from river import base
 
-from streamlearn.errors import InvalidInputError, InvalidParameterError, StateError
+from streamlearn.errors import (
+    InvalidInputError,
+    InvalidParameterError,
+    StateError,
+    check_state_header,
+)
 from streamlearn.learn import PAUM, LinearLearner
 from streamlearn.learn.bank import ModelBank
 from streamlearn.river import binary
@@ -319,10 +324,7 @@ class BankClassifierBase(base.Estimator):
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Self:
         """An adapter that continues exactly where the one that made ``state`` stopped."""
-        if state.get("format") != STATE_FORMAT:
-            raise StateError(f"not a streamlearn river bank state (format {state.get('format')!r})")
-        if state.get("version") != STATE_VERSION:
-            raise StateError(f"unsupported river bank state version {state.get('version')!r}")
+        check_state_header(state, STATE_FORMAT, STATE_VERSION, "river bank")
         if state.get("adapter") != cls.__name__:
             raise StateError(f"state is for {state.get('adapter')!r}, not {cls.__name__!r}")
         try:

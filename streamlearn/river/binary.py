@@ -72,7 +72,12 @@ import numpy as np
 from river import base
 
 from streamlearn._kernels import single
-from streamlearn.errors import InvalidInputError, InvalidParameterError, StateError
+from streamlearn.errors import (
+    InvalidInputError,
+    InvalidParameterError,
+    StateError,
+    check_state_header,
+)
 from streamlearn.learn import (
     PAM,
     PAUM,
@@ -631,10 +636,7 @@ class LearnerClassifier(base.Classifier):
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Self:
         """An adapter that continues exactly where the one that made ``state`` stopped."""
-        if state.get("format") != STATE_FORMAT:
-            raise StateError(f"not a streamlearn river state (format {state.get('format')!r})")
-        if state.get("version") != STATE_VERSION:
-            raise StateError(f"unsupported river state version {state.get('version')!r}")
+        check_state_header(state, STATE_FORMAT, STATE_VERSION, "river")
         if state.get("adapter") != cls.__name__:
             raise StateError(f"state is for {state.get('adapter')!r}, not {cls.__name__!r}")
         try:
