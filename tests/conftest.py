@@ -6,9 +6,11 @@ import gc
 
 import pytest
 
-#: not a doctest module: its name, "conftest", is also that of the conftest.py files of
-#: the test directories (none is a package), which --doctest-modules imports before it
+#: no conftest.py is a doctest module: they all share the module name "conftest" (no test
+#: directory is a package), so --doctest-modules would import one over another when two
+#: of their directories are named on one command line
 collect_ignore = ["conftest.py"]
+collect_ignore_glob = ["*/conftest.py"]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
