@@ -233,6 +233,15 @@ def serve(
         str | None, _option("Topic of labelled and unlabelled examples.", "topic")
     ] = None,
     group: Annotated[str, _option("Kafka consumer group.", "group")] = "streamlearn",
+    consumer_option: Annotated[
+        list[str] | None,
+        _option(
+            "Kafka consumer option NAME=VALUE, repeatable (session.timeout.ms=6000); "
+            "security options come from the environment.",
+            "consumer_option",
+            "--consumer-option",
+        ),
+    ] = None,
     predictions_topic: Annotated[
         str | None,
         _option("Topic for predictions (default with stdin: stdout).", "predictions_topic"),
@@ -305,6 +314,7 @@ def serve(
             bootstrap_servers=bootstrap_servers,
             topic=topic,
             group=group,
+            consumer_options=tuple(consumer_option or ()),
             predictions_topic=predictions_topic,
             dead_letter_topic=dead_letter_topic,
             message_format=message_format,

@@ -40,6 +40,8 @@ class ServeConfig:
     bootstrap_servers: str | None = None
     topic: str | None = None
     group: str = "streamlearn"
+    #: Kafka consumer options as ``NAME=VALUE`` texts (``--consumer-option``)
+    consumer_options: tuple[str, ...] = ()
     predictions_topic: str | None = None
     dead_letter_topic: str | None = None
     message_format: str = "svmlight"
@@ -61,6 +63,12 @@ class ServeConfig:
             raise InvalidParameterError(f"--source must be stdin or kafka, got {self.source!r}")
         if self.source == "kafka" and not (self.bootstrap_servers and self.topic):
             raise InvalidParameterError("--source kafka needs --bootstrap-servers and --topic")
+        if self.consumer_options:
+            if self.source != "kafka":
+                raise InvalidParameterError("--consumer-option needs --source kafka")
+            from streamlearn.sources.kafka import consumer_options
+
+            consumer_options(self.consumer_options)  # checks them before anything starts
         if self.message_format not in ("svmlight", "msgpack"):
             raise InvalidParameterError(
                 f"--format must be svmlight or msgpack, got {self.message_format!r}"
@@ -169,11 +177,15 @@ def warm_up(spec: LearnerSpec | ModelSpec) -> None:
 def _source(config: ServeConfig) -> Source:
     if config.source == "stdin":
         return StdinSource(sys.stdin.buffer, lines_per_message=config.lines_per_message)
-    from streamlearn.sources.kafka import KafkaSource, security_from_env
+    from streamlearn.sources.kafka import KafkaSource, consumer_options, security_from_env
 
     assert config.bootstrap_servers is not None and config.topic is not None
     return KafkaSource(
-        config.bootstrap_servers, config.topic, config.group, security=security_from_env(os.environ)
+        config.bootstrap_servers,
+        config.topic,
+        config.group,
+        security=security_from_env(os.environ),
+        **consumer_options(config.consumer_options),
     )
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,74 @@ def security_from_env(environ: Mapping[str, str]) -> dict[str, str]:
             raise InputError(f"cannot read {_PASSWORD_FILE} {password_file}: {error}") from error
         options["sasl_plain_password"] = text.rstrip("\r\n")
     return options
+
+
+#: consumer options the source sets itself, or whose change would break it
+_SOURCE_OWNED = ("bootstrap_servers", "group_id", "enable_auto_commit")
+#: consumer options with no scalar default that still take one value
+_SCALAR_WITHOUT_DEFAULT = {"group_instance_id": str, "receive_buffer_bytes": int,
+                           "send_buffer_bytes": int}  # fmt: skip
+
+
+def _settable_options() -> dict[str, type]:
+    """KafkaConsumer options ``--consumer-option`` may set, with the type of their value."""
+    settable: dict[str, type] = dict(_SCALAR_WITHOUT_DEFAULT)
+    for name, default in KafkaConsumer.DEFAULT_CONFIG.items():
+        if isinstance(default, bool | int | float | str):
+            settable[name] = type(default)
+    for name in list(settable):
+        if name in _SOURCE_OWNED or name.startswith(("sasl_", "ssl_", "security_")):
+            del settable[name]
+    return settable
+
+
+def consumer_options(pairs: Sequence[str]) -> dict[str, Any]:
+    """KafkaConsumer options from ``NAME=VALUE`` texts (``--consumer-option``).
+
+    Names may be written as Kafka's (``session.timeout.ms``) or as kafka-python's
+    (``session_timeout_ms``); values take the type of the option's default. Security
+    options come from the environment only (:func:`security_from_env`), and the options
+    the source sets itself (brokers, group, auto commit) cannot be changed.
+
+    >>> consumer_options(["session.timeout.ms=6000", "check_crcs=false",
+    ...                   "group.instance.id=learner-1"])
+    {'session_timeout_ms': 6000, 'check_crcs': False, 'group_instance_id': 'learner-1'}
+    """
+    settable = _settable_options()
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        name, equals, text = pair.partition("=")
+        key = name.strip().replace(".", "_").replace("-", "_")
+        if not equals or not key:
+            raise InvalidParameterError(f"--consumer-option takes NAME=VALUE, got {pair!r}")
+        if key in _SOURCE_OWNED:
+            raise InvalidParameterError(f"the consumer option {name} is set by streamlearn")
+        if key.startswith(("sasl_", "ssl_", "security_")):
+            raise InvalidParameterError(
+                f"the consumer option {name} comes from the environment (STREAMLEARN_KAFKA_*)"
+            )
+        if key not in settable:
+            raise InvalidParameterError(f"unknown or unsettable Kafka consumer option {name!r}")
+        options[key] = _option_value(name, text.strip(), settable[key])
+    return options
+
+
+def _option_value(name: str, text: str, kind: type) -> Any:
+    try:
+        if kind is bool:
+            if text.lower() not in ("true", "false"):
+                raise ValueError(text)
+            return text.lower() == "true"
+        if kind is int:
+            return int(text)
+        if kind is float:
+            return float(text)
+    except ValueError:
+        expected = {bool: "true or false", int: "an integer", float: "a number"}[kind]
+        raise InvalidParameterError(
+            f"the consumer option {name} takes {expected}, got {text!r}"
+        ) from None
+    return text
 
 
 def _checked_security(security: Mapping[str, str] | None) -> dict[str, str]:

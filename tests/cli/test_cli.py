@@ -183,3 +183,13 @@ def test_epochs_make_plain_passes(train_file: Path) -> None:
     assert three["updates"] >= one["updates"]
     stdin_three = learn_json("--epochs", "3", "--delta", "1", input_text=train_file.read_text())
     assert stdin_three == {**three, "seconds": stdin_three["seconds"]}
+
+
+def test_serve_refuses_a_bad_consumer_option_before_starting() -> None:
+    result = runner.invoke(
+        app,
+        ["serve", "--source", "kafka", "--bootstrap-servers", "127.0.0.1:1", "--topic", "t",
+         "--consumer-option", "sasl.plain.password=secret"],
+    )  # fmt: skip
+    assert result.exit_code != 0
+    assert "comes from the environment" in result.stderr

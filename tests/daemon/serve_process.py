@@ -8,8 +8,6 @@ daemon's log, if the daemon exits while it is waited for.
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import subprocess
 import sys
@@ -25,7 +23,10 @@ from streamlearn.errors import CheckpointError
 
 T = TypeVar("T")
 
-LAUNCHER = Path(__file__).resolve().with_name("serve_launcher.py")
+#: each test daemon is the only member of its own group: Tansu holds a new member's
+#: JoinGroup for half its session timeout (5 s with the default 10 s, its 2 s floor with
+#: 4 s), which every start and restart of a daemon would otherwise wait
+TEST_CONSUMER = {"session_timeout_ms": 4000, "heartbeat_interval_ms": 1000}
 #: deadlines of waits on a daemon: far above what a quiet machine needs (seconds)
 LEARN_TIMEOUT = 240.0
 EXIT_TIMEOUT = 120.0
@@ -34,7 +35,8 @@ EXIT_TIMEOUT = 120.0
 class Serve:
     """One ``streamlearn serve`` process reading ``topic`` in a group of its own.
 
-    ``consumer`` sets more of the consumer's options (see serve_launcher.py).
+    ``consumer`` sets more of the consumer's options (``--consumer-option``), e.g. a short
+    ``request_timeout_ms`` so that a paused broker is noticed within seconds.
     """
 
     running: ClassVar[list[Serve]] = []
@@ -48,20 +50,20 @@ class Serve:
         consumer: dict[str, int] | None = None,
     ) -> None:
         self.directory = directory
+        options = [f"--consumer-option={name}={value}"
+                   for name, value in {**TEST_CONSUMER, **(consumer or {})}.items()]  # fmt: skip
         command = [
-            sys.executable, str(LAUNCHER), "serve", "--algo", "pdm", "--eps", "0.1",
+            sys.executable, "-m", "streamlearn", "serve", "--algo", "pdm", "--eps", "0.1",
             "--source", "kafka", "--bootstrap-servers", broker.bootstrap, "--topic", topic,
             "--group", f"g-{uuid.uuid4().hex[:8]}", "--checkpoint-dir", str(directory),
             "--idle-replay", "off", "--checkpoint-every", "1000", "--checkpoint-interval", "1h",
-            "--replay-every", "700", "--metrics-addr", f"127.0.0.1:{free_port()}", *extra,
+            "--replay-every", "700", "--metrics-addr", f"127.0.0.1:{free_port()}", *options,
+            *extra,
         ]  # fmt: skip
-        env = {**os.environ, "STREAMLEARN_TEST_CONSUMER": json.dumps(consumer or {})}
         self.log_path = directory.with_suffix(".log")
         self.log = self.log_path.open("ab")
         try:
-            self.process = subprocess.Popen(
-                command, stdout=subprocess.DEVNULL, stderr=self.log, env=env
-            )
+            self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self.log)
         except BaseException:
             self.log.close()
             raise
