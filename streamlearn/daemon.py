@@ -111,8 +111,11 @@ class DaemonSettings:
     #: most messages a turn takes from the source (a Kafka record batch that holds more
     #: is split across turns)
     max_messages: int = 1000
-    #: seconds between snapshots of the learner's summary for the metrics
+    #: seconds between snapshots of the learner's summary for the metrics, at least; and at
+    #: least ``1 / summary_share`` times as long as the last snapshot took (a summary is a
+    #: pass over the buffer per learner: large one-vs-rest banks take a while)
     summary_interval: float = 1.0
+    summary_share: float = 0.05
     #: decode the next poll on a worker thread while the last one is learned
     decode_ahead: bool = True
 
@@ -175,6 +178,7 @@ class Daemon:
         self._mistakes_seen = 0
         self._presented_seen = 0
         self._summary_clock = -float("inf")
+        self._summary_every = settings.summary_interval
         #: the learner's summary as of the last snapshot (read by the metrics thread)
         self.snapshot: dict[str, Any] | None = None
 
@@ -251,7 +255,7 @@ class Daemon:
             self.observer.set_lag(self.source.lag())
             if self._checkpoint_due():
                 self.checkpoint()
-            if self.clock() - self._summary_clock >= self.settings.summary_interval:
+            if self.clock() - self._summary_clock >= self._summary_every:
                 self.take_snapshot()
         if in_flight is not None:  # stopped: the polled batch is learned before the end
             self._finish(in_flight)
@@ -295,8 +299,12 @@ class Daemon:
 
     def take_snapshot(self) -> None:
         """Store the learner's summary for readers on other threads."""
+        started = self.clock()
         self.snapshot = {**self.learner.summary(), "stream_examples": self.stream_examples}
         self._summary_clock = self.clock()
+        took = self._summary_clock - started
+        settings = self.settings
+        self._summary_every = max(settings.summary_interval, took / settings.summary_share)
 
     def _learn(self, batch: Batch | LabelledRows) -> None:
         if batch.n_examples == 0:

@@ -248,3 +248,43 @@ def test_a_rejected_line_among_labelled_ones_is_counted_once() -> None:
     assert observer.examples == {"learned": 2, "rejected": 3}
     assert observer.rejected == {"not a finite value": 2, "bad label": 1}
     assert [value for _, value in dead.sent] == values
+
+
+class SteppingClock:
+    """A clock that moves only when told to."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_slow_summaries_are_taken_less_often() -> None:
+    clock = SteppingClock()
+    source = MemorySource({0: messages(60, 2, seed=7)}, per_poll=1)
+    run = Daemon(
+        LearnerSpec.from_options("pdm", {"eps": 0.05}), source, decode=decode,
+        settings=SETTINGS, clock=clock,
+    )  # fmt: skip
+    summaries: list[float] = []
+    summary = run.learner.summary
+
+    def slow_summary() -> dict[str, Any]:  # each summary takes 0.2 s of the clock
+        summaries.append(clock.now)
+        clock.now += 0.2
+        return summary()
+
+    run.learner.summary = slow_summary  # type: ignore[method-assign]
+    polled = source.poll
+
+    def poll_taking_a_second(timeout: float, max_messages: int) -> MessageBatch:
+        clock.now += 1.0
+        return polled(timeout, max_messages)
+
+    source.poll = poll_taking_a_second  # type: ignore[method-assign]
+    run.run()
+    gaps = np.diff(summaries[:-1])  # the last one is the final snapshot at the end
+    # at most 5% of the time: one 0.2 s summary per 4 s at least, not one per second
+    assert len(gaps) > 5
+    assert gaps.min() >= 4.0
