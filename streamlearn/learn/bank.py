@@ -300,11 +300,13 @@ class ModelBank:
     def _present(self, rows: LabelledRows) -> None:
         """Present rows in order, starting each new label's learner just before the row
         that brings it."""
-        flat = rows.labels.tolist()
-        first_position: dict[float, int] = {}
-        for position, value in enumerate(flat):
-            if value not in self._label_ids and value not in first_position:
-                first_position[value] = position
+        values, firsts = np.unique(rows.labels, return_index=True)
+        new = sorted(
+            (position, value)
+            for value, position in zip(values.tolist(), firsts.tolist(), strict=True)
+            if value not in self._label_ids
+        )
+        first_position = {value: position for position, value in new}
         # the row of each new label's first appearance; within a row, labels in their order
         first_rows = np.searchsorted(rows.label_ptr, list(first_position.values()), side="right")
         start = 0
@@ -385,7 +387,9 @@ class ModelBank:
         """+1/-1 per example and label id (every label of the rows is known here)."""
         signs = np.full((rows.n_examples, max(self.n_labels, 1)), -1, dtype=np.int8)
         if rows.labels.shape[0]:
-            ids = np.array([self._label_ids[v] for v in rows.labels.tolist()], dtype=np.int64)
+            known = np.array(self._label_values, dtype=np.float64)  # by id
+            by_value = np.argsort(known, kind="stable")
+            ids = by_value[np.searchsorted(known, rows.labels, sorter=by_value)]
             row_of_label = np.repeat(np.arange(rows.n_examples), np.diff(rows.label_ptr))
             signs[row_of_label, ids] = 1
         return signs
