@@ -7,7 +7,7 @@ place and return counts. Nothing outside this package imports numba.
 from __future__ import annotations
 
 from streamlearn._kernels.engine import learn_stream, replay_pass
-from streamlearn._kernels.margins import buffer_hull, buffer_margins
+from streamlearn._kernels.margins import buffer_certificate
 from streamlearn._kernels.ring import values_all_one
 from streamlearn._kernels.rows import (
     all_ones,
@@ -37,8 +37,7 @@ __all__ = [
     "RULE_PFM",
     "RULE_TMARGITRON",
     "all_ones",
-    "buffer_hull",
-    "buffer_margins",
+    "buffer_certificate",
     "canonicalize_rows",
     "check_rows",
     "decision_values",

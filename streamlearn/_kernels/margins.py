@@ -1,4 +1,4 @@
-"""Margins of the current solution over the buffered examples."""
+"""The certificate's pass over the buffered examples: margins and the hull share."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from streamlearn._kernels.engine import BETA, SCALE
 
 
 @kernel()
-def buffer_margins(
+def buffer_certificate(
     slots: np.ndarray,
     slot_start: np.ndarray,
     slot_len: np.ndarray,
@@ -23,15 +23,20 @@ def buffer_margins(
     scalars: np.ndarray,
     rho: float,
     delta_sq: float,
-    out: np.ndarray,
+    coef: np.ndarray,
+    lowest: np.ndarray,
+    hull_w: np.ndarray,
 ) -> None:
-    """Smallest a . y_k over the given slots, per class, into ``out = [min_neg, min_pos]``.
+    """One pass over the given slots, example after example, for two figures.
 
+    ``lowest = [min_neg, min_pos]``: the smallest a . y_k per class, with
     ``a . y_k = l_k (w . x_k + rho beta) + Delta^2 alpha_k`` (times the scale); a class
-    with no buffered example gives +inf.
+    with no buffered example gives +inf. ``hull_w`` (one cell per feature, zeroed by the
+    caller) receives ``sum_i coef_i x_(slots_i)``, in the order ``numpy.bincount`` would
+    add the same products.
     """
-    out[0] = math.inf
-    out[1] = math.inf
+    lowest[0] = math.inf
+    lowest[1] = math.inf
     scale = scalars[SCALE]
     beta = scalars[BETA]
     for i in range(slots.shape[0]):
@@ -39,27 +44,9 @@ def buffer_margins(
         dot = 0.0
         for j in range(slot_start[k], slot_start[k] + slot_len[k]):
             dot += w[arena_idx[j]] * arena_val[j]
+            hull_w[arena_idx[j]] += arena_val[j] * coef[i]
         label = float(slot_label[k])
         p = scale * (label * (dot + rho * beta) + delta_sq * slot_alpha[k])
         c = 1 if label > 0 else 0
-        if p < out[c]:
-            out[c] = p
-
-
-@kernel()
-def buffer_hull(
-    slots: np.ndarray,
-    slot_start: np.ndarray,
-    slot_len: np.ndarray,
-    coef: np.ndarray,
-    arena_idx: np.ndarray,
-    arena_val: np.ndarray,
-    hull_w: np.ndarray,
-) -> None:
-    """Add ``sum_i coef_i x_(slots_i)`` into ``hull_w`` (one cell per feature), example
-    after example: the sums ``numpy.bincount`` gives for the same products, without
-    copying the examples out of the arena."""
-    for i in range(slots.shape[0]):
-        k = slots[i]
-        for j in range(slot_start[k], slot_start[k] + slot_len[k]):
-            hull_w[arena_idx[j]] += arena_val[j] * coef[i]
+        if p < lowest[c]:
+            lowest[c] = p

@@ -17,8 +17,7 @@ import numpy.typing as npt
 
 from streamlearn._kernels import (
     all_ones,
-    buffer_hull,
-    buffer_margins,
+    buffer_certificate,
     decision_values,
     learn_stream,
     replay_pass,
@@ -381,15 +380,17 @@ class LinearLearner:
 
     # -- certificate ---------------------------------------------------------------------
 
-    def _buffer_norms(self) -> tuple[float, float, float]:
-        """Norms behind the certificate, from the buffered examples alone.
+    def _certificate(self) -> tuple[float, float, float, float, float]:
+        """The figures behind the certificate, from one pass over the buffered examples.
 
-        Returns ``(||a||, ||h||, s)``: ``a`` restricted to the coordinates the buffered
-        examples live in (w, beta and their own slack coordinates), and the sum
-        ``h = sum_k alpha_k y_k`` over the buffered examples with ``s = sum_k alpha_k``.
-        ``h / s`` lies in the convex hull of the buffer, so ||h|| / s bounds the buffer's
-        maximum margin from above even after older examples were evicted (their
-        contributions stay in the weights). Without eviction ``h = a`` and ``s = t``.
+        Returns ``(||a||, ||h||, s, min_neg, min_pos)``: ``a`` restricted to the
+        coordinates the buffered examples live in (w, beta and their own slack
+        coordinates); the sum ``h = sum_k alpha_k y_k`` over the buffered examples with
+        ``s = sum_k alpha_k``; and the smallest a . y_k over the buffered negatives and
+        positives (+inf for a class with none). ``h / s`` lies in the convex hull of the
+        buffer, so ||h|| / s bounds the buffer's maximum margin from above even after
+        older examples were evicted (their contributions stay in the weights). Without
+        eviction ``h = a`` and ``s = t``.
         """
         buf = self._buffer
         slots = buf.live_slots()
@@ -400,36 +401,29 @@ class LinearLearner:
         weights = self._w[: self._n_features]
         own = scale * math.sqrt(float(weights @ weights) + beta * beta + slack_sq)
         coef = alpha * buf.slot_label[slots]
+        lowest = np.empty(2)
         hull_w = np.zeros(self._n_features)
-        buffer_hull(slots, buf.slot_start, buf.slot_len, coef, buf.arena_idx, buf.arena_val, hull_w)
+        buffer_certificate(
+            slots, buf.slot_start, buf.slot_len, buf.slot_label, buf.slot_alpha, buf.arena_idx,
+            buf.arena_val, self._w, self._scalars, self.rho, self._delta_sq, coef, lowest, hull_w,
+        )  # fmt: skip
         hull_beta = self.rho * float(coef.sum())
         hull = math.sqrt(float(hull_w @ hull_w) + hull_beta * hull_beta + slack_sq)
-        return own, hull, float(alpha.sum())
+        return own, hull, float(alpha.sum()), float(lowest[0]), float(lowest[1])
 
     def margin_upper_bound(self) -> float:
         """An upper bound on the buffer's maximum directional margin.
 
         ||a|| / t for a run of perceptron updates without eviction; in general
-        ||h|| / s with h the buffered examples' share of a (see :meth:`_buffer_norms`).
+        ||h|| / s with h the buffered examples' share of a (see :meth:`_certificate`).
         """
-        _, hull, total = self._buffer_norms()
+        _, hull, total, _, _ = self._certificate()
         return hull / total if total > 0 else math.inf
 
     def class_margins(self) -> tuple[float, float]:
         """min a . y_k / ||a|| over the buffered negatives and positives (inf if none)."""
-        return self._class_margins(self._buffer_norms()[0])
-
-    def _class_margins(self, norm: float) -> tuple[float, float]:
-        buf = self._buffer
-        lowest = np.empty(2)
-        buffer_margins(
-            buf.live_slots(), buf.slot_start, buf.slot_len, buf.slot_label, buf.slot_alpha,
-            buf.arena_idx, buf.arena_val, self._w, self._scalars, self.rho, self._delta_sq,
-            lowest,
-        )  # fmt: skip
-        if norm == 0.0:
-            return (math.nan, math.nan)
-        return (float(lowest[0]) / norm, float(lowest[1]) / norm)
+        own, _, _, negative, positive = self._certificate()
+        return _per_norm(negative, positive, own)
 
     @property
     def converged(self) -> bool:
@@ -443,10 +437,10 @@ class LinearLearner:
         ``margin_upper_bound`` bounds the buffer's maximum margin from above and
         ``certified_gap`` = 1 - margin_achieved / margin_upper_bound bounds how far the
         solution is from the maximum margin, relatively. All three are about the
-        buffered examples; they stay valid after eviction (see :meth:`_buffer_norms`).
+        buffered examples; they stay valid after eviction (see :meth:`_certificate`).
         """
-        own, hull, total = self._buffer_norms()
-        negative, positive = self._class_margins(own)
+        own, hull, total, lowest_negative, lowest_positive = self._certificate()
+        negative, positive = _per_norm(lowest_negative, lowest_positive, own)
         achieved = min(negative, positive) if len(self._buffer) else math.nan
         bound = hull / total if total > 0 else math.inf
         gap = 1.0 - achieved / bound if math.isfinite(bound) and bound > 0 else math.nan
@@ -604,3 +598,10 @@ def _count(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
         raise InvalidParameterError(f"{name} must be an integer >= 1, got {value!r}")
     return int(value)
+
+
+def _per_norm(negative: float, positive: float, norm: float) -> tuple[float, float]:
+    """Smallest a . y_k per class over ||a|| (NaN when a = 0)."""
+    if norm == 0.0:
+        return (math.nan, math.nan)
+    return (negative / norm, positive / norm)
