@@ -277,13 +277,11 @@ class Daemon:
         unlabelled = None if labelled.all() else rows.select(~labelled, [])
         learn: Batch | LabelledRows | None = None
         if labelled.any():
-            kept = rows if labelled.all() else rows.select(labelled, [])
+            kept = rows if labelled.all() else rows.select(labelled, rows.rejected)
             if self.spec.one_vs_rest:
                 learn = LabelledRows.from_arrays(kept)
-            else:
-                learn, label_rejects = binary_batch(kept)
-                # binary_batch lists the rejections ``kept`` carries too
-                rejected = label_rejects if kept is rows else rejected + label_rejects
+            else:  # its rejections: those of the rows, and the rows with a bad label
+                learn, rejected = binary_batch(kept)
         return _Decoded(first_lines, unlabelled, learn, rejected)
 
     def _apply(self, messages: MessageBatch, decoded: _Decoded, positions: Positions) -> None:
