@@ -94,21 +94,20 @@ def security_from_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 #: consumer options the source sets itself, or whose change would break it
 _SOURCE_OWNED = ("bootstrap_servers", "group_id", "enable_auto_commit")
+#: consumer options that come from the environment only (:func:`security_from_env`)
+_SECURITY_PREFIXES = ("sasl_", "ssl_", "security_")
 #: consumer options with no scalar default that still take one value
 _SCALAR_WITHOUT_DEFAULT = {"group_instance_id": str, "receive_buffer_bytes": int,
                            "send_buffer_bytes": int}  # fmt: skip
 
 
-def _settable_options() -> dict[str, type]:
-    """KafkaConsumer options ``--consumer-option`` may set, with the type of their value."""
-    settable: dict[str, type] = dict(_SCALAR_WITHOUT_DEFAULT)
+def _scalar_options() -> dict[str, type]:
+    """KafkaConsumer options that take one plain value, with the type of that value."""
+    scalar: dict[str, type] = dict(_SCALAR_WITHOUT_DEFAULT)
     for name, default in KafkaConsumer.DEFAULT_CONFIG.items():
         if isinstance(default, bool | int | float | str):
-            settable[name] = type(default)
-    for name in list(settable):
-        if name in _SOURCE_OWNED or name.startswith(("sasl_", "ssl_", "security_")):
-            del settable[name]
-    return settable
+            scalar[name] = type(default)
+    return scalar
 
 
 def consumer_options(pairs: Sequence[str]) -> dict[str, Any]:
@@ -123,7 +122,7 @@ def consumer_options(pairs: Sequence[str]) -> dict[str, Any]:
     ...                   "group.instance.id=learner-1"])
     {'session_timeout_ms': 6000, 'check_crcs': False, 'group_instance_id': 'learner-1'}
     """
-    settable = _settable_options()
+    scalar = _scalar_options()
     options: dict[str, Any] = {}
     for pair in pairs:
         name, equals, text = pair.partition("=")
@@ -132,13 +131,13 @@ def consumer_options(pairs: Sequence[str]) -> dict[str, Any]:
             raise InvalidParameterError(f"--consumer-option takes NAME=VALUE, got {pair!r}")
         if key in _SOURCE_OWNED:
             raise InvalidParameterError(f"the consumer option {name} is set by streamlearn")
-        if key.startswith(("sasl_", "ssl_", "security_")):
+        if key.startswith(_SECURITY_PREFIXES):
             raise InvalidParameterError(
                 f"the consumer option {name} comes from the environment (STREAMLEARN_KAFKA_*)"
             )
-        if key not in settable:
+        if key not in scalar:
             raise InvalidParameterError(f"unknown or unsettable Kafka consumer option {name!r}")
-        options[key] = _option_value(name, text.strip(), settable[key])
+        options[key] = _option_value(name, text.strip(), scalar[key])
     return options
 
 
