@@ -68,7 +68,6 @@ from streamlearn.errors import (
     InvalidInputError,
     InvalidParameterError,
     StateError,
-    check_state_header,
 )
 from streamlearn.learn import PAUM, LinearLearner
 from streamlearn.learn.bank import ModelBank
@@ -90,11 +89,15 @@ def _doubles(n: int) -> struct.Struct:
     return packer
 
 
-class BankClassifierBase(base.Estimator):
+class BankClassifierBase(binary.StateRoundTrips, base.Estimator):
     """What the multi-class and multi-label adapters share (see the module doc)."""
 
     #: the engine class of every label's learner
     learner_class: ClassVar[type[LinearLearner]] = LinearLearner
+    _state_format = STATE_FORMAT
+    _state_version = STATE_VERSION
+    _state_what = "river bank"
+    _model_key = "bank"
     #: values for parameters without a default, for river's checks
     _test_params: ClassVar[dict[str, Any]] = {}
     n_features: int | None
@@ -321,45 +324,21 @@ class BankClassifierBase(base.Estimator):
             "seen": self._seen,
         }
 
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> Self:
-        """An adapter that continues exactly where the one that made ``state`` stopped."""
-        check_state_header(state, STATE_FORMAT, STATE_VERSION, "river bank")
-        if state.get("adapter") != cls.__name__:
-            raise StateError(f"state is for {state.get('adapter')!r}, not {cls.__name__!r}")
-        try:
-            bank = ModelBank.from_state(state["bank"])
-            model = cls(**bank.base.get_params(), **state["options"])
-            model._load(bank, state)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise StateError(f"incomplete river bank state: {exc}") from exc
-        return model
-
     def _load(self, bank: ModelBank, state: dict[str, Any]) -> None:
         if bank.algorithm != self.learner_class.algorithm:
             raise StateError(f"the state's bank runs {bank.algorithm!r}")
         self._start(bank, list(state["names"]), list(state["labels"]), int(state["seen"]))
 
-    def clone(
-        self, new_params: dict[str, Any] | None = None, include_attributes: bool = False
-    ) -> Self:
-        """river's clone: a fresh model with the same parameters (updated by
-        ``new_params``); with ``include_attributes``, one that continues from this
-        model's state (through :meth:`state_dict`)."""
-        clone = super().clone(new_params)
-        if include_attributes:
-            state = self.state_dict()
-            bank_state = {**state["bank"], "params": clone._bank.base.plain_params()}
-            clone._load(ModelBank.from_state(bank_state), state)
-        return clone
+    @classmethod
+    def _model_from_state(cls, model_state: dict[str, Any]) -> ModelBank:
+        return ModelBank.from_state(model_state)
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"params": self._get_params(), "state": self.state_dict()}
+    @staticmethod
+    def _model_params(model: Any) -> dict[str, Any]:
+        return dict(model.base.get_params())
 
-    def __setstate__(self, pickled: dict[str, Any]) -> None:
-        type(self).__init__(self, **pickled["params"])
-        state = pickled["state"]
-        self._load(ModelBank.from_state(state["bank"]), state)
+    def _model_plain_params(self) -> dict[str, Any]:
+        return self._bank.base.plain_params()
 
 
 class OneVsRestClassifierBase(BankClassifierBase, base.Classifier):

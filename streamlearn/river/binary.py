@@ -66,7 +66,7 @@ import numbers
 import struct
 import zlib
 from collections.abc import Callable, Hashable, Iterator, Mapping
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 from river import base
@@ -143,11 +143,84 @@ def _natural_sign(label: Any) -> float | None:
     return None
 
 
-class LearnerClassifier(base.Classifier):
+class StateRoundTrips:
+    """``from_state``, river's ``clone`` with attributes, and pickling, for an adapter
+    whose state (:meth:`state_dict`) holds its model's own state under ``_model_key``.
+
+    An adapter names its state (``_state_format``, ``_state_version``, ``_state_what``)
+    and says how its model comes back from a state (:meth:`_model_from_state`), which
+    parameters the model gives the adapter (:meth:`_model_params`) and what it does with
+    a restored model (``_load``).
+    """
+
+    _state_format: ClassVar[str]
+    _state_version: ClassVar[int]
+    _state_what: ClassVar[str]
+    _model_key: ClassVar[str]
+
+    if TYPE_CHECKING:  # given by the adapter, and by river's Estimator
+
+        def state_dict(self) -> dict[str, Any]: ...
+        def _load(self, model: Any, state: dict[str, Any]) -> None: ...
+        def _get_params(self) -> dict[str, Any]: ...
+
+    @classmethod
+    def _model_from_state(cls, model_state: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    def _model_params(model: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _model_plain_params(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Self:
+        """An adapter that continues exactly where the one that made ``state`` stopped."""
+        check_state_header(state, cls._state_format, cls._state_version, cls._state_what)
+        if state.get("adapter") != cls.__name__:
+            raise StateError(f"state is for {state.get('adapter')!r}, not {cls.__name__!r}")
+        try:
+            model = cls._model_from_state(state[cls._model_key])
+            adapter = cls(**cls._model_params(model), **state["options"])
+            adapter._load(model, state)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StateError(f"incomplete {cls._state_what} state: {exc}") from exc
+        return adapter
+
+    def clone(
+        self, new_params: dict[str, Any] | None = None, include_attributes: bool = False
+    ) -> Self:
+        """river's clone: a fresh model with the same parameters (updated by
+        ``new_params``); with ``include_attributes``, one that continues from this model's
+        state (through :meth:`state_dict`: the arrays it shares with its model would not
+        survive river's attribute-by-attribute copy)."""
+        clone: Self = super().clone(new_params)  # type: ignore[misc]
+        if include_attributes:
+            state = self.state_dict()
+            model_state = {**state[self._model_key], "params": clone._model_plain_params()}
+            clone._load(self._model_from_state(model_state), state)
+        return clone
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"params": self._get_params(), "state": self.state_dict()}
+
+    def __setstate__(self, pickled: dict[str, Any]) -> None:
+        type(self).__init__(self, **pickled["params"])
+        state = pickled["state"]
+        self._load(self._model_from_state(state[self._model_key]), state)
+
+
+class LearnerClassifier(StateRoundTrips, base.Classifier):
     """A river binary classifier over one learner of the engine (see the module doc)."""
 
     #: the engine class this adapter runs
     learner_class: ClassVar[type[LinearLearner]] = LinearLearner
+    _state_format = STATE_FORMAT
+    _state_version = STATE_VERSION
+    _state_what = "river"
+    _model_key = "learner"
     #: values for parameters without a default, for river's checks
     _test_params: ClassVar[dict[str, Any]] = {}
     n_features: int | None
@@ -633,20 +706,6 @@ class LearnerClassifier(base.Classifier):
             "seen": self._seen,
         }
 
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> Self:
-        """An adapter that continues exactly where the one that made ``state`` stopped."""
-        check_state_header(state, STATE_FORMAT, STATE_VERSION, "river")
-        if state.get("adapter") != cls.__name__:
-            raise StateError(f"state is for {state.get('adapter')!r}, not {cls.__name__!r}")
-        try:
-            learner = cls.learner_class.from_state(state["learner"])
-            model = cls(**learner.get_params(), **state["options"])
-            model._load(learner, state)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise StateError(f"incomplete river state: {exc}") from exc
-        return model
-
     def _load(self, learner: LinearLearner, state: dict[str, Any]) -> None:
         self._learner = learner
         names = [] if self._hashing else state["names"]
@@ -659,27 +718,16 @@ class LearnerClassifier(base.Classifier):
         self._seen = int(state["seen"])
         self._start()
 
-    def clone(
-        self, new_params: dict[str, Any] | None = None, include_attributes: bool = False
-    ) -> Self:
-        """river's clone: a fresh model with the same parameters (updated by
-        ``new_params``); with ``include_attributes``, one that continues from this model's
-        state (through :meth:`state_dict`: the arrays it shares with its learner would not
-        survive river's attribute-by-attribute copy)."""
-        clone = super().clone(new_params)
-        if include_attributes:
-            state = self.state_dict()
-            learner_state = {**state["learner"], "params": clone._learner.plain_params()}
-            clone._load(clone.learner_class.from_state(learner_state), state)
-        return clone
+    @classmethod
+    def _model_from_state(cls, model_state: dict[str, Any]) -> LinearLearner:
+        return cls.learner_class.from_state(model_state)
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"params": self._get_params(), "state": self.state_dict()}
+    @staticmethod
+    def _model_params(model: Any) -> dict[str, Any]:
+        return dict(model.get_params())
 
-    def __setstate__(self, pickled: dict[str, Any]) -> None:
-        type(self).__init__(self, **pickled["params"])
-        state = pickled["state"]
-        self._load(self.learner_class.from_state(state["learner"]), state)
+    def _model_plain_params(self) -> dict[str, Any]:
+        return self._learner.plain_params()
 
 
 def _compile_hot_kernels(args: single.State) -> None:
