@@ -40,11 +40,16 @@ def buffer_certificate(
     scale = scalars[SCALE]
     beta = scalars[BETA]
     for i in range(slots.shape[0]):
-        k = slots[i]
+        k = np.uint64(slots[i])
         dot = 0.0
-        for j in range(slot_start[k], slot_start[k] + slot_len[k]):
-            dot += w[arena_idx[j]] * arena_val[j]
-            hull_w[arena_idx[j]] += arena_val[j] * coef[i]
+        # unsigned positions and indices skip numba's negative-index checks (engine.py)
+        j = np.uint64(slot_start[k])
+        end = j + np.uint64(slot_len[k])
+        while j < end:
+            feature = np.uint64(arena_idx[j])
+            dot += w[feature] * arena_val[j]
+            hull_w[feature] += arena_val[j] * coef[i]
+            j += np.uint64(1)
         label = float(slot_label[k])
         p = scale * (label * (dot + rho * beta) + delta_sq * slot_alpha[k])
         c = 1 if label > 0 else 0

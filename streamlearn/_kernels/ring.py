@@ -71,9 +71,15 @@ def ring_append(
         pos = _free_position(reserve, slot_start, arena_idx.shape[0], ring)
     slot = (ring[FIRST] + ring[COUNT]) % capacity
     ring[COUNT] += 1
-    for j in range(hi - lo):
-        arena_idx[pos + j] = indices[lo + j]
-        arena_val[pos + j] = values[lo + j]
+    # unsigned positions skip numba's negative-index checks (engine.py)
+    dst = np.uint64(pos)
+    src = np.uint64(lo)
+    end = np.uint64(hi)
+    while src < end:
+        arena_idx[dst] = indices[src]
+        arena_val[dst] = values[src]
+        dst += np.uint64(1)
+        src += np.uint64(1)
     slot_start[slot] = pos
     slot_len[slot] = hi - lo
     slot_label[slot] = label

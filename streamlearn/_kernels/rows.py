@@ -118,12 +118,17 @@ def decision_values(
 ) -> np.ndarray:
     """w . x_i + bias for every row; features beyond ``w`` have weight 0."""
     n = indptr.shape[0] - 1
-    size = w.shape[0]
     out = np.empty(n)
+    size = np.uint64(w.shape[0])
     for i in range(n):
         acc = bias
-        for j in range(indptr[i], indptr[i + 1]):
-            if indices[j] < size:
-                acc += w[indices[j]] * values[j]
+        # unsigned positions and indices skip numba's negative-index checks (engine.py)
+        j = np.uint64(indptr[i])
+        end = np.uint64(indptr[i + 1])
+        while j < end:
+            feature = np.uint64(indices[j])
+            if feature < size:
+                acc += w[feature] * values[j]
+            j += np.uint64(1)
         out[i] = acc
     return out
