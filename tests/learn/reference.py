@@ -248,9 +248,21 @@ class ReferenceLearner:
             if t <= 0:
                 return 1.0
             eps = float(self.params["eps"])
-            # eps q mu^2 + (t q + (2 eps - 1) p) mu + (t p - (1 - eps) A) <= 0 while it updates
+            # f(mu) = eps q mu^2 + (t q + (2 eps - 1) p) mu + (t p - (1 - eps) A) <= 0 while
+            # it updates: the least integer lambda >= 1 with f(lambda) > 0
             qa, qb, qc = eps * q, t * q + (2.0 * eps - 1.0) * p, t * p - (1.0 - eps) * A
-            return math.floor(_positive_root(qa, qb, qc)) + 1.0
+
+            def f(mu: float) -> float:
+                return (qa * mu + qb) * mu + qc
+
+            if qc >= 0.0 or f(1.0) > 0.0:
+                return 1.0
+            if f(2.0) > 0.0:
+                return 2.0
+            lam = max(math.floor(_positive_root(qa, qb, qc)) + 1.0, 3.0)
+            if lam > 3.0 and f(lam - 1.0) > 0.0:
+                return lam - 1.0
+            return lam + 1.0 if f(lam) <= 0.0 else lam
         # PFM: p + mu q <= beta sqrt(A + 2 mu p + mu^2 q) while it updates
         b2 = float(self.params["beta"]) ** 2
         if q <= b2:
