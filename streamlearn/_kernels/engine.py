@@ -62,7 +62,8 @@ Rule = tuple[int, np.ndarray, float, float, bool, bool]
 #: an example's slot: a Python int, or an unsigned numpy integer inside the kernels
 Slot = int | np.integer[Any]
 #: a set of examples copied contiguously: (indptr int64[n + 1] with indptr[0] = 0,
-#: indices int32, values float64, labels int8[n], sqnorms float64[n], slots int64[n])
+#: indices int32, values float64 (left unwritten for unit rules), labels int8[n],
+#: sqnorms float64[n], slots int64[n])
 CompactSet = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
@@ -92,6 +93,7 @@ def _kozinec_update(
     scalars: np.ndarray,
     slot_alpha: np.ndarray,
     rho: float,
+    unit: bool,
 ) -> None:
     """a <- (1 - c) a + c y with c = clip(a.(a - y) / ||a - y||^2, 0, 1)."""
     sqnorm = scalars[SQNORM]
@@ -113,7 +115,10 @@ def _kozinec_update(
         step = label * c / new_scale
         scalars[SCALE] = new_scale
         scalars[SQNORM] = (1.0 - c) ** 2 * sqnorm + 2.0 * c * (1.0 - c) * p + c * c * q
-    scatter_add(idx, val, start, stop, step, w)
+    if unit:
+        unit_scatter_add(idx, start, stop, step, w)
+    else:
+        scatter_add(idx, val, start, stop, step, w)
     scalars[BETA] += step * rho
     alpha[k] += step * label
     scalars[UPDATES] += 1.0
@@ -231,7 +236,9 @@ def present(
         scalars[SQNORM] = sqnorm
         scalars[UPDATES] = t
         scalars[SCALE] = scale
-        _kozinec_update(idx, val, start, stop, label, alpha, k, p, q, w, scalars, slot_alpha, rho)
+        _kozinec_update(
+            idx, val, start, stop, label, alpha, k, p, q, w, scalars, slot_alpha, rho, unit
+        )
         return 1.0, p, thr, (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
     lam = multiplicity(code, rule_params, p, q, sqnorm, t) if multi else 1.0
     step = lam * label
@@ -307,17 +314,28 @@ def _keep(
     label: float,
     x_sqnorm: float,
     slot: Slot,
+    unit: bool,
 ) -> None:
-    """Copy an example to position ``n`` of a compact set."""
+    """Copy an example to position ``n`` of a compact set.
+
+    With ``unit`` (every value is 1.0) only the indices are copied: the kernels never
+    read the values then, and writing them cost a seventh of a replay on Adult.
+    """
     ptr, dst_idx, dst_val, dst_label, dst_sqnorm, dst_slot = dst
     pos = np.uint64(ptr[n])
     j = np.uint64(start)
     end = np.uint64(stop)
-    while j < end:
-        dst_idx[pos] = idx[j]
-        dst_val[pos] = val[j]
-        pos += _U1
-        j += _U1
+    if unit:
+        while j < end:
+            dst_idx[pos] = idx[j]
+            pos += _U1
+            j += _U1
+    else:
+        while j < end:
+            dst_idx[pos] = idx[j]
+            dst_val[pos] = val[j]
+            pos += _U1
+            j += _U1
     ptr[n + 1] = pos
     dst_label[n] = label
     dst_sqnorm[n] = x_sqnorm
@@ -355,6 +373,7 @@ def _cycle_slots(
     Returns (update events, size of the next level).
     """
     slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm, arena_idx, arena_val = buffer
+    unit = rule[5]
     state = (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
     events = 0
     n_next = 0
@@ -372,7 +391,7 @@ def _cycle_slots(
         if _within(p, thr, next_factor):
             if next_is_set:
                 _keep(next_set, n_next, arena_idx, arena_val, start, stop, label,
-                      slot_sqnorm[k], k)  # fmt: skip
+                      slot_sqnorm[k], k, unit)  # fmt: skip
             else:
                 next_slots[n_next] = k
             n_next += 1
@@ -405,6 +424,7 @@ def _cycle_set(
     ``source`` now).
     """
     ptr, idx, val, labels, sqnorms, slots = source
+    unit = rule[5]
     state = (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
     events = 0
     n_next = 0
@@ -422,10 +442,10 @@ def _cycle_set(
         if lam > 0.0:
             events += 1
         if collect_next and p <= thr:
-            _keep(next_set, n_next, idx, val, lo, hi, label, x_sqnorm, slot)
+            _keep(next_set, n_next, idx, val, lo, hi, label, x_sqnorm, slot, unit)
             n_next += 1
         if shrink and p <= thr:
-            _keep(source, n_kept, idx, val, lo, hi, label, x_sqnorm, slot)
+            _keep(source, n_kept, idx, val, lo, hi, label, x_sqnorm, slot, unit)
             n_kept += 1
     _store_state(state, scalars)
     stats[STAT_UPDATE_EVENTS] += events
