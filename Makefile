@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run lint test bench clean
+.PHONY: install run lint test bench clean clean-kernels
 
 $(STAMP): pyproject.toml
 	command -v prometheus >/dev/null || (apt-get update -qq && \
@@ -37,5 +37,10 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_river_adapter.py
 	$(BIN)/python benchmarks/bench_multilabel.py
 
-clean:
+clean: clean-kernels
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# numba recompiles a cached kernel only when its own file changes, not when a helper it
+# inlines from another file (rules.py, ring.py) does: drop every compiled copy.
+clean-kernels:
+	find streamlearn -name '*.nbi' -delete -o -name '*.nbc' -delete
