@@ -111,23 +111,26 @@ def run_serve(config: ServeConfig) -> None:
     holder["daemon"] = daemon
     metrics.set_info(*info(daemon.learner))
     host, port = _address(config.metrics_addr)
-    endpoint = HttpEndpoint(
-        host,
-        port,
-        metrics=metrics,
-        ready=daemon.ready,
-        request_checkpoint=daemon.request_checkpoint,
-    ).start()
-    log.info("metrics on http://%s:%d/metrics", host, endpoint.port)
+    # handlers first: once the endpoint answers, a SIGTERM stops the daemon cleanly
     previous = _install_signals(daemon)
+    endpoint: HttpEndpoint | None = None
     try:
+        endpoint = HttpEndpoint(
+            host,
+            port,
+            metrics=metrics,
+            ready=daemon.ready,
+            request_checkpoint=daemon.request_checkpoint,
+        ).start()
+        log.info("metrics on http://%s:%d/metrics", host, endpoint.port)
         daemon.restore()
         metrics.set_info(*info(daemon.learner))  # the restored model's own parameters
         daemon.take_snapshot()
         daemon.run()
     finally:
         _restore_signals(previous)
-        endpoint.stop()
+        if endpoint is not None:
+            endpoint.stop()
         source.close()
         for out in (sink, dead_letters):
             if out is not None:
