@@ -11,6 +11,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import urllib.request
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -50,6 +51,7 @@ class Serve:
         consumer: dict[str, int] | None = None,
     ) -> None:
         self.directory = directory
+        self.metrics_port = free_port()
         options = [f"--consumer-option={name}={value}"
                    for name, value in {**TEST_CONSUMER, **(consumer or {})}.items()]  # fmt: skip
         command = [
@@ -57,7 +59,8 @@ class Serve:
             "--source", "kafka", "--bootstrap-servers", broker.bootstrap, "--topic", topic,
             "--group", f"g-{uuid.uuid4().hex[:8]}", "--checkpoint-dir", str(directory),
             "--idle-replay", "off", "--checkpoint-every", "1000", "--checkpoint-interval", "1h",
-            "--replay-every", "700", "--metrics-addr", f"127.0.0.1:{free_port()}", *options,
+            "--replay-every", "700", "--metrics-addr", f"127.0.0.1:{self.metrics_port}",
+            *options,
             *extra,
         ]  # fmt: skip
         self.log_path = directory.with_suffix(".log")
@@ -100,8 +103,25 @@ class Serve:
         self.process.wait(timeout=EXIT_TIMEOUT)
         self._forget()
 
+    def wait_started(self) -> None:
+        """Until the daemon's HTTP endpoint answers: from then on it handles SIGTERM (a
+        daemon still importing would die of it, with -15)."""
+
+        def answers() -> bool:
+            try:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=2
+                ) as response:
+                    return bool(response.status == 200)
+            except OSError:
+                return False
+
+        self.wait(answers, "the daemon's endpoint")
+
     def stop(self) -> int:
-        """SIGTERM, and the exit code once the daemon has checkpointed and exited."""
+        """SIGTERM once the daemon handles it, and the exit code once the daemon has
+        checkpointed and exited."""
+        self.wait_started()
         self.process.send_signal(signal.SIGTERM)
         try:
             code = self.process.wait(timeout=EXIT_TIMEOUT)

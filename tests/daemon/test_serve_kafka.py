@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from serve_process import Serve, latest, learned, read_topic
-from services import Tansu, free_port
+from services import Tansu
 
 from streamlearn.learn import learner_from_state
 
@@ -137,14 +137,14 @@ def test_the_daemon_survives_a_paused_broker(broker: Tansu, tmp_path: Path) -> N
     broker.create_topic(topic, 1)
     broker.produce(topic, svmlight_messages(100, 5, seed=4))
     directory = tmp_path / "pause"
-    port = free_port()
     # a request to the frozen broker fails after 5 s (the default, 30 s, only takes longer)
-    serve = Serve(broker, topic, directory, "--metrics-addr", f"127.0.0.1:{port}",
-                  "--checkpoint-interval", "1s", consumer={"request_timeout_ms": 5000})  # fmt: skip
+    serve = Serve(broker, topic, directory, "--checkpoint-interval", "1s",
+                  consumer={"request_timeout_ms": 5000})  # fmt: skip
 
     def ready() -> bool:
+        url = f"http://127.0.0.1:{serve.metrics_port}/readyz"
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+            with urllib.request.urlopen(url, timeout=2) as r:
                 return bool(r.status == 200)
         except (urllib.error.URLError, OSError):
             return False
