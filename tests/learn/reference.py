@@ -255,14 +255,15 @@ class ReferenceLearner:
             def f(mu: float) -> float:
                 return (qa * mu + qb) * mu + qc
 
-            if qc >= 0.0 or f(1.0) > 0.0:
+            if qc >= 0.0:
                 return 1.0
-            if f(2.0) > 0.0:
-                return 2.0
-            lam = max(math.floor(_positive_root(qa, qb, qc)) + 1.0, 3.0)
-            if lam > 3.0 and f(lam - 1.0) > 0.0:
-                return lam - 1.0
-            return lam + 1.0 if f(lam) <= 0.0 else lam
+            # from the root's guess to the least count, whichever way rounding put it
+            lam = math.floor(_positive_root(qa, qb, qc)) + 1.0
+            while lam > 1.0 and f(lam - 1.0) > 0.0:
+                lam -= 1.0
+            while f(lam) <= 0.0:
+                lam += 1.0
+            return lam
         # PFM: p + mu q <= beta sqrt(A + 2 mu p + mu^2 q) while it updates
         b2 = float(self.params["beta"]) ** 2
         if q <= b2:
