@@ -103,20 +103,20 @@ class Serve:
         self.process.wait(timeout=EXIT_TIMEOUT)
         self._forget()
 
+    def answers(self, path: str) -> bool:
+        """Whether the daemon's HTTP endpoint answers ``path`` with 200 (an error status,
+        a refused or a slow connection: False)."""
+        url = f"http://127.0.0.1:{self.metrics_port}{path}"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                return bool(response.status == 200)
+        except OSError:  # urllib's URLError and HTTPError included
+            return False
+
     def wait_started(self) -> None:
         """Until the daemon's HTTP endpoint answers: from then on it handles SIGTERM (a
         daemon still importing would die of it, with -15)."""
-
-        def answers() -> bool:
-            try:
-                with urllib.request.urlopen(
-                    f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=2
-                ) as response:
-                    return bool(response.status == 200)
-            except OSError:
-                return False
-
-        self.wait(answers, "the daemon's endpoint")
+        self.wait(lambda: self.answers("/metrics"), "the daemon's endpoint")
 
     def stop(self) -> int:
         """SIGTERM once the daemon handles it, and the exit code once the daemon has
