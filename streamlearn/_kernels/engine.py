@@ -225,8 +225,13 @@ def present(
     """
     code, rule_params, rho, delta_sq, multi, unit = rule
     beta, sqnorm, t, scale = state
+    # the augmented and slack terms are added last, as one offset: it is ready before the
+    # sum is, so the sum's wait is followed by one multiplication and one addition
+    offset = label * (rho * beta) + delta_sq * alpha[np.uint64(k)]
     dot = unit_sparse_sum(idx, start, stop, w) if unit else sparse_dot(idx, val, start, stop, w)
-    p = scale * (label * (dot + rho * beta) + delta_sq * alpha[np.uint64(k)])
+    p = label * dot + offset
+    if code == RULE_KOZINEC:  # the only rule whose scale is not 1
+        p *= scale
     thr = threshold(code, rule_params, label, sqnorm, t)
     if p > thr:
         return 0.0, p, thr, state

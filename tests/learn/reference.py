@@ -200,7 +200,8 @@ class ReferenceLearner:
         label = self.labels[k]
         dot = _sparse_dot(self.w, idx, val)
         delta_sq = self.delta * self.delta
-        p = label * (dot + self.rho * self.beta) + delta_sq * self.slack[k]
+        # the engine's order: the augmented and slack terms as one offset, added last
+        p = label * dot + (label * (self.rho * self.beta) + delta_sq * self.slack[k])
         thr = self._threshold(label)
         keep = p <= thr + (factor - 1.0) * abs(thr)
         if p > thr:
