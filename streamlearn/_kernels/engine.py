@@ -25,6 +25,11 @@ feature indices). numba gives every signed index Python's wraparound, a compare 
 select per load that cost as much as the arithmetic of these loops: unsigned, a replay
 on Adult runs about 1.6 times faster. Positions and indices are never negative here.
 
+``present`` and the helpers it uses are inlined into their callers (a call per example
+would cost more than the example); the cycles over a set of examples are kernels of their
+own, called once per mini-epoch, which keeps the first compilation short: numba inlines
+by copying the callee's code into every caller.
+
 The kernels compile without numba's reference counting (``_nrt=False``): passing arrays
 to the per-example helpers would otherwise cost more than the arithmetic. So they never
 allocate; the caller hands in every workspace array. ``learn_stream`` and
@@ -357,32 +362,29 @@ def _within(p: float, thr: float, factor: float) -> bool:
     return p <= thr + (factor - 1.0) * abs(thr)
 
 
-@kernel(inline=True)
+@kernel()
 def _cycle_slots(
     slots: np.ndarray,
-    n_slots: int,
-    next_slots: np.ndarray,
+    collect: bool,
     next_set: CompactSet,
     next_factor: float,
-    next_is_set: bool,
     buffer: BufferArrays,
     w: np.ndarray,
     scalars: np.ndarray,
     rule: Rule,
     stats: np.ndarray,
 ) -> tuple[int, int]:
-    """Present buffer slots ``slots[:n_slots]`` once.
+    """Present the buffer slots ``slots`` once, in that order.
 
-    The examples within ``next_factor`` of the threshold form the next level: copied
-    into ``next_set`` when ``next_is_set``, else as slot numbers into ``next_slots``.
-    Returns (update events, size of the next level).
+    With ``collect``, the examples within ``next_factor`` of the threshold are copied
+    into ``next_set``. Returns (update events, size of the next set).
     """
     slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm, arena_idx, arena_val = buffer
     unit = rule[5]
     state = (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
     events = 0
     n_next = 0
-    for i in range(n_slots):
+    for i in range(slots.shape[0]):
         k = np.uint64(slots[i])
         start = slot_start[k]
         stop = start + slot_len[k]
@@ -393,27 +395,25 @@ def _cycle_slots(
         )  # fmt: skip
         if lam > 0.0:
             events += 1
-        if _within(p, thr, next_factor):
-            if next_is_set:
-                _keep(next_set, n_next, arena_idx, arena_val, start, stop, label,
-                      slot_sqnorm[k], k, unit)  # fmt: skip
-            else:
-                next_slots[n_next] = k
+        if collect and _within(p, thr, next_factor):
+            _keep(next_set, n_next, arena_idx, arena_val, start, stop, label, slot_sqnorm[k],
+                  k, unit)  # fmt: skip
             n_next += 1
     _store_state(state, scalars)
     stats[STAT_UPDATE_EVENTS] += events
-    stats[STAT_PRESENTATIONS] += n_slots
+    stats[STAT_PRESENTATIONS] += slots.shape[0]
     stats[STAT_MINI_EPOCHS] += 1
     return events, n_next
 
 
-@kernel(inline=True)
+@kernel()
 def _cycle_set(
     source: CompactSet,
     n_source: int,
     shrink: bool,
     next_set: CompactSet,
-    collect_next: bool,
+    collect: bool,
+    next_factor: float,
     slot_alpha: np.ndarray,
     w: np.ndarray,
     scalars: np.ndarray,
@@ -422,11 +422,11 @@ def _cycle_set(
 ) -> tuple[int, int, int]:
     """Present a compact set once.
 
-    With ``collect_next``, the examples that meet the update condition when presented
-    (factor 1) are copied into ``next_set``. With ``shrink``, ``source`` keeps in place
-    only those same examples (copying forward within the same arrays is safe: writes
-    never pass reads). Returns (update events, size of the next level, size of
-    ``source`` now).
+    With ``collect``, the examples within ``next_factor`` of the threshold are copied
+    into ``next_set``. With ``shrink``, ``source`` keeps in place only the examples that
+    meet the update condition when presented (copying forward within the same arrays is
+    safe: writes never pass reads). Returns (update events, size of the next set, size
+    of ``source`` now).
     """
     ptr, idx, val, labels, sqnorms, slots = source
     unit = rule[5]
@@ -446,7 +446,7 @@ def _cycle_set(
         )  # fmt: skip
         if lam > 0.0:
             events += 1
-        if collect_next and p <= thr:
+        if collect and _within(p, thr, next_factor):
             _keep(next_set, n_next, idx, val, lo, hi, label, x_sqnorm, slot, unit)
             n_next += 1
         if shrink and p <= thr:
@@ -468,7 +468,7 @@ def replay_pass(
     rule: Rule,
     schedule: np.ndarray,
     stats: np.ndarray,
-    level1: np.ndarray,
+    level1: CompactSet,
     level2: CompactSet,
     level3: CompactSet,
 ) -> int:
@@ -483,39 +483,39 @@ def replay_pass(
     full epoch: 0 means the buffer has converged. The sizes of the levels as last
     collected go to ``stats[STAT_LEVEL1:STAT_LEVEL3 + 1]`` (0 for a level not reached).
 
-    Workspaces: ``level1`` int64 with room for every slot in ``order``; ``level2`` and
-    ``level3`` compact sets (see :data:`CompactSet`) with room for all those examples:
-    levels 2 and 3, cycled most, are copies laid out in presentation order, so their
-    cycles read memory sequentially.
+    Workspaces: ``level1``, ``level2`` and ``level3`` are compact sets (see
+    :data:`CompactSet`) with room for every example in ``order``. The levels, cycled
+    far more often than the full epoch, are copies laid out in presentation order, so
+    their cycles read memory sequentially (a presentation in the full epoch's random
+    order costs about three times as much).
     """
+    use_levels = schedule[0] != 0.0
     c1, c2 = schedule[1], schedule[2]
     nep1, nep2, nep3 = int(schedule[3]), int(schedule[4]), int(schedule[5])
     shrink = schedule[6] != 0.0
     slot_alpha = buffer[3]
-    full_events, n1 = _cycle_slots(
-        order, order.shape[0], level1, level2, c1, False, buffer, w, scalars, rule, stats
-    )
+    full_events, n1 = _cycle_slots(order, use_levels, level1, c1, buffer, w, scalars, rule, stats)
     stats[STAT_LEVEL1], stats[STAT_LEVEL2], stats[STAT_LEVEL3] = 0, 0, 0
-    if full_events == 0 or schedule[0] == 0.0:
+    if full_events == 0 or not use_levels:
         return full_events
     stats[STAT_LEVEL1] = n1
     for _ in range(nep1):
-        events, n2 = _cycle_slots(
-            level1, n1, level1, level2, c2, True, buffer, w, scalars, rule, stats
+        events, n2, _ = _cycle_set(
+            level1, n1, False, level2, True, c2, slot_alpha, w, scalars, rule, stats
         )
         stats[STAT_LEVEL2] = n2
         if events == 0:
             break
         for _ in range(nep2):
             events, n3, _ = _cycle_set(
-                level2, n2, False, level3, True, slot_alpha, w, scalars, rule, stats
+                level2, n2, False, level3, True, 1.0, slot_alpha, w, scalars, rule, stats
             )
             stats[STAT_LEVEL3] = n3
             if events == 0:
                 break
             for _ in range(nep3):
                 events, _, n3 = _cycle_set(
-                    level3, n3, shrink, level3, False, slot_alpha, w, scalars, rule, stats
+                    level3, n3, shrink, level3, False, 1.0, slot_alpha, w, scalars, rule, stats
                 )
                 if events == 0:
                     break

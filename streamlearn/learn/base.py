@@ -264,7 +264,7 @@ class LinearLearner:
         slots = self._buffer.live_slots()
         if slots.shape[0] == 0:
             return True
-        level1, level2, level3 = _level_workspaces(slots.shape[0], self._buffer.nnz)
+        level1, level2, level3 = _level_workspaces(0, 0)  # no active sets: never written
         events = replay_pass(
             slots, self._buffer.arrays(), self._w, self._scalars,
             self._kernel_rule(False, self._buffer_values_all_one(slots)),
@@ -552,11 +552,10 @@ class LinearLearner:
         self._load_extra_state(state["extra"])
 
 
-def _level_workspaces(
-    n_examples: int, nnz: int
-) -> tuple[npt.NDArray[np.int64], CompactSet, CompactSet]:
-    """Room for the active sets of a replay pass: level 1 as slot numbers, levels 2 and 3
-    as compact copies (about twice the buffer's nonzeros, for the length of a replay)."""
+def _level_workspaces(n_examples: int, nnz: int) -> tuple[CompactSet, CompactSet, CompactSet]:
+    """Room for the three active-set levels of a replay pass, each a compact copy of up
+    to ``n_examples`` examples and ``nnz`` nonzeros (so up to three times the buffer's
+    nonzeros, for the length of a replay)."""
 
     def compact() -> CompactSet:
         return (
@@ -568,7 +567,7 @@ def _level_workspaces(
             np.empty(n_examples, dtype=np.int64),
         )
 
-    return np.empty(n_examples, dtype=np.int64), compact(), compact()
+    return compact(), compact(), compact()
 
 
 def _positive(name: str, value: Any) -> float:
