@@ -83,7 +83,8 @@ def as_promql(expression: str) -> str:
 
 @pytest.fixture
 def endpoint() -> Iterator[HttpEndpoint]:
-    """The daemon's endpoint over a fake learner, with some events counted."""
+    """The daemon's endpoint over a fake one-vs-rest bank exporting its per-label series
+    (so that every panel has data), with some events counted."""
     registry = CollectorRegistry()
     state: dict[str, Any] = {
         "updates": 0,
@@ -96,7 +97,7 @@ def endpoint() -> Iterator[HttpEndpoint]:
         "buffer_examples": 0,
         "buffer_nnz": 0,
     }
-    metrics = DaemonMetrics(registry, state=lambda: state)
+    metrics = DaemonMetrics(registry, state=lambda: state, per_label=True)
     endpoint = HttpEndpoint(
         "127.0.0.1", 0, metrics=metrics, ready=lambda: True, request_checkpoint=lambda: None
     ).start()
@@ -104,13 +105,30 @@ def endpoint() -> Iterator[HttpEndpoint]:
         "updates": 120,
         "passes": 4,
         "converged": True,
-        "margin_achieved": 0.21,
-        "margin_upper_bound": 0.25,
-        "certified_gap": 0.16,
-        "weight_norm": 3.5,
         "buffer_examples": 500,
         "buffer_nnz": 7000,
-        "active_set_examples": {1: 60, 2: 25, 3: 8},
+        "per_label": [
+            {
+                "label": 1,
+                "updates": 70,
+                "positives": 200,
+                "margin_achieved": 0.21,
+                "margin_upper_bound": 0.25,
+                "certified_gap": 0.16,
+                "weight_norm": 3.5,
+                "active_set_examples": {1: 60, 2: 25, 3: 8},
+            },
+            {
+                "label": 2,
+                "updates": 50,
+                "positives": 300,
+                "margin_achieved": 0.3,
+                "margin_upper_bound": 0.32,
+                "certified_gap": 0.06,
+                "weight_norm": 2.5,
+                "active_set_examples": {1: 40, 2: 10, 3: 2},
+            },
+        ],
     }
     metrics.set_info("pdm", {"eps": 0.01})
     metrics.set_ready(True)
@@ -193,5 +211,7 @@ def test_dashboard_is_well_formed() -> None:
         assert word in titles
     names = set(re.findall(r"streamlearn_[a-z_]+", " ".join(dashboard_expressions())))
     assert {"streamlearn_margin_achieved", "streamlearn_margin_upper_bound"} <= names
-    ids = [panel["id"] for panel in dashboard["panels"]]
+    assert {"streamlearn_label_certified_gap", "streamlearn_label_updates_total"} <= names
+    nested = [panel for row in dashboard["panels"] for panel in row.get("panels", [])]
+    ids = [panel["id"] for panel in [*dashboard["panels"], *nested]]
     assert len(ids) == len(set(ids))
