@@ -1,0 +1,111 @@
+"""What a presentation costs on Adult (a9a.train), and how much of PDM's time the work explains.
+
+All timings come from one run, interleaved, on the kernel that cycles the active-set
+levels (where PDM makes 99% of its presentations), over a compact copy of the whole
+buffer presented 20 times a call:
+
+- **never**: the converged PDM model. Every presentation computes a . y and the
+  threshold, and none updates (checked).
+- **always**: a PAM learner whose margin tau is so large that every presentation
+  updates, once (checked).
+- **pdm**: ``PDM(eps=0.01, delta=1, rho=1).fit``, divided by its presentations.
+
+If a presentation cost only its work, PDM's would lie between the first two, at its
+share of presentations that update: ``never + share x (always - never)``. The rest is
+what the branch on the update condition costs when it cannot be predicted (the
+processor discards the work it started on the wrong side), together with PDM's
+multiplicity arithmetic, which neither anchor does.
+
+Run: .venv/bin/python benchmarks/bench_presentation_cost.py [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+
+import numpy as np
+from _common import data_file, interleaved, median
+from sklearn.datasets import load_svmlight_file
+
+from streamlearn import PAM, PDM
+from streamlearn._kernels.engine import STAT_UPDATE_EVENTS, _cycle_set, _cycle_slots
+from streamlearn.learn.base import LinearLearner, _level_workspaces
+
+EPS, DELTA, RHO = 0.01, 1.0, 1.0
+CYCLES = 20
+
+
+def cycler(learner: LinearLearner) -> Callable[[], int]:
+    """A call that presents a compact copy of ``learner``'s buffer ``CYCLES`` times with
+    its rule and state; returns the update events it made."""
+    buf = learner._buffer
+    slots = buf.live_slots()
+    rule = learner._kernel_rule(learner._multiple_updates(), learner._buffer_values_all_one(slots))
+    stats = np.zeros_like(learner._stats)
+    every, empty, _ = _level_workspaces(slots.shape[0], buf.nnz)
+    # copy every example (factor infinity), presenting each once on the way
+    _, n = _cycle_slots(
+        slots, True, every, math.inf, buf.arrays(), learner._w, learner._scalars, rule, stats
+    )
+    assert n == slots.shape[0]
+
+    def present_all() -> int:
+        before = int(stats[STAT_UPDATE_EVENTS])
+        for _ in range(CYCLES):
+            _cycle_set(
+                every, n, False, empty, False, 1.0, buf.slot_alpha, learner._w,
+                learner._scalars, rule, stats,
+            )  # fmt: skip
+        return int(stats[STAT_UPDATE_EVENTS]) - before
+
+    return present_all
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+
+    X, y = load_svmlight_file(str(data_file("adult/a9a.train")))
+    X = X.tocsr()
+    y = np.where(y > 0, 1.0, -1.0)
+    n = X.shape[0]
+    PDM(eps=0.5, delta=DELTA).fit(X[:100], y[:100])  # compile the kernels before timing
+
+    runs = {
+        "never": cycler(PDM(eps=EPS, delta=DELTA, rho=RHO).fit(X, y)),
+        "always": cycler(PAM(tau=1e300, delta=DELTA, rho=RHO).learn(X, y)),
+        "pdm": lambda: PDM(eps=EPS, delta=DELTA, rho=RHO).fit(X, y),
+    }
+    results = interleaved(runs, args.repeats)
+    if results["never"][1] != 0:
+        raise SystemExit("the converged model updated: no 'never' anchor")
+    if results["always"][1] != CYCLES * n:
+        raise SystemExit(f"PAM updated {results['always'][1]} of {CYCLES * n} presentations")
+
+    summary = results["pdm"][1].summary()
+    presentations = summary["presentations"]
+    share = summary["update_events"] / presentations
+    never = median(results["never"][0]) / (CYCLES * n) * 1e9
+    always = median(results["always"][0]) / (CYCLES * n) * 1e9
+    pdm = median(results["pdm"][0]) / presentations * 1e9
+    work = never + share * (always - never)
+
+    print(f"a9a.train: {n} examples; repeats: {args.repeats} (interleaved), medians")
+    print(f"never (no presentation updates):     {never:6.1f} ns a presentation")
+    print(f"always (every presentation updates): {always:6.1f} ns a presentation")
+    print(
+        f"pdm eps={EPS}: {presentations:,} presentations, {share:.1%} of them update: "
+        f"{pdm:.1f} ns a presentation"
+    )
+    print(f"  the work alone, at that share:     {work:6.1f} ns")
+    print(
+        f"  the rest: {pdm - work:.1f} ns ({(pdm - work) / pdm:.0%} of PDM's time): "
+        "unpredictable update decisions and PDM's multiplicity arithmetic"
+    )
+
+
+if __name__ == "__main__":
+    main()
