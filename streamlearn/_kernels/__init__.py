@@ -6,7 +6,7 @@ place and return counts. Nothing outside this package imports numba.
 
 from __future__ import annotations
 
-from streamlearn._kernels.engine import learn_stream, replay_pass
+from streamlearn._kernels.engine import learn_stream, present_unbuffered, replay_pass
 from streamlearn._kernels.margins import buffer_certificate
 from streamlearn._kernels.ring import values_all_one
 from streamlearn._kernels.rows import (
@@ -42,6 +42,7 @@ __all__ = [
     "check_rows",
     "decision_values",
     "learn_stream",
+    "present_unbuffered",
     "replay_pass",
     "row_sqnorms",
     "values_all_one",

@@ -23,23 +23,62 @@ from streamlearn._kernels.engine import (
     BETA,
     SCALE,
     SQNORM,
-    STAT_PRESENTATIONS,
-    STAT_STREAM_MISTAKES,
-    STAT_UPDATE_EVENTS,
     UPDATES,
+    count_new,
     present,
 )
-from streamlearn._kernels.ring import ring_append
+from streamlearn._kernels.ring import UNBUFFERED, ring_append
 
 
 @kernel(inline=True)
-def _count(stats: np.ndarray, lam: float, p: float) -> None:
-    """Count one new example's presentation as ``learn_stream`` does."""
-    stats[STAT_PRESENTATIONS] += 1
-    if p <= 0.0:
-        stats[STAT_STREAM_MISTAKES] += 1
-    if lam > 0.0:
-        stats[STAT_UPDATE_EVENTS] += 1
+def _present_to_labels(
+    i: int,
+    src_idx: np.ndarray,
+    src_val: np.ndarray,
+    start: int,
+    stop: int,
+    alpha_table: np.ndarray,
+    k: int,
+    example_signs: np.ndarray,
+    x_sqnorm: float,
+    weights: np.ndarray,
+    scalars: np.ndarray,
+    alphas: np.ndarray,
+    rule_code: int,
+    rule_params: np.ndarray,
+    rho: float,
+    delta_sq: float,
+    stats: np.ndarray,
+    candidates: int,
+    progressive: np.ndarray,
+) -> None:
+    """Present the new example ``i`` (nonzeros ``src_idx[start:stop]``, learner l's slack
+    in ``alpha_table[l, k]``) to every learner with its sign, and judge it (see
+    :func:`bank_learn_stream`)."""
+    best = -np.inf
+    best_sign = -1.0
+    labelled = False
+    for lab in range(example_signs.shape[1]):
+        sign = float(example_signs[i, lab])
+        row_scalars = scalars[lab]
+        rule = (rule_code, rule_params[lab], rho, delta_sq, False, False)
+        state = (row_scalars[BETA], row_scalars[SQNORM], row_scalars[UPDATES],
+                 row_scalars[SCALE])  # fmt: skip
+        lam, p, _, state = present(
+            src_idx, src_val, start, stop, sign, alpha_table[lab], k, x_sqnorm, weights[lab],
+            state, row_scalars, alphas[lab], rule,
+        )  # fmt: skip
+        row_scalars[BETA], row_scalars[SQNORM], row_scalars[UPDATES], row_scalars[SCALE] = state
+        count_new(stats[lab], lam, p)
+        if sign > 0.0:
+            labelled = True
+        if lab < candidates and sign * p > best:
+            best = sign * p
+            best_sign = sign
+    if labelled:
+        progressive[0] += 1
+        if best_sign < 0.0:
+            progressive[1] += 1
 
 
 @kernel()
@@ -65,15 +104,17 @@ def bank_learn_stream(
     rho: float,
     delta_sq: float,
     stats: np.ndarray,
-    loose: np.ndarray,
     first_candidates: int,
     progressive: np.ndarray,
-) -> None:
-    """Store each example of the batch once in the shared buffer, then present it to every
-    learner ``l < example_signs.shape[1]`` with its sign ``example_signs[i, l]``.
+    first: int,
+) -> int:
+    """Store each example of the batch from position ``first`` on once in the shared
+    buffer, then present it to every learner ``l < example_signs.shape[1]`` with its sign
+    ``example_signs[i, l]``.
 
-    An example too large for the arena is presented from the batch and not stored;
-    ``loose[l]`` holds learner l's slack meanwhile (as ``learn_stream`` does).
+    Stops before an example too large for the arena and returns its position (the
+    number of examples at the end): :func:`bank_present_unbuffered` presents it from the
+    batch, as ``learn_stream`` does.
 
     Progressive multi-class judgement, at no extra dot product: of the examples with at
     least one label, ``progressive[0]`` counts them and ``progressive[1]`` those whose
@@ -82,53 +123,58 @@ def bank_learn_stream(
     ``first_candidates`` (those known before it, when it brings new ones); the other
     examples' are all the labels.
     """
-    n_labels = example_signs.shape[1]
-    for i in range(indptr.shape[0] - 1):
-        candidates = first_candidates if i == 0 else n_labels
-        best = -np.inf
-        best_sign = -1.0
-        labelled = False
+    n = indptr.shape[0] - 1
+    for i in range(first, n):
         lo = indptr[i]
         hi = indptr[i + 1]
-        stored = hi - lo <= max_nnz
-        slot = 0
-        if stored:
-            buffer = (slot_start, slot_len, signs[0], alphas[0], slot_sqnorm, arena_idx, arena_val)
-            slot = ring_append(indices, values, lo, hi, 1.0, x_sqnorms[i], buffer, ring)
-        else:
-            ring[4] += 1
-        for lab in range(n_labels):
-            sign = float(example_signs[i, lab])
-            row_alpha = alphas[lab]
-            row_scalars = scalars[lab]
-            rule = (rule_code, rule_params[lab], rho, delta_sq, False, False)
-            state = (row_scalars[BETA], row_scalars[SQNORM], row_scalars[UPDATES],
-                     row_scalars[SCALE])  # fmt: skip
-            if stored:
-                signs[lab, slot] = example_signs[i, lab]
-                row_alpha[slot] = 0.0
-                start = slot_start[slot]
-                lam, p, _, state = present(
-                    arena_idx, arena_val, start, start + hi - lo, sign, row_alpha, slot,
-                    x_sqnorms[i], weights[lab], state, row_scalars, row_alpha, rule,
-                )  # fmt: skip
-            else:
-                loose[lab] = 0.0
-                lam, p, _, state = present(
-                    indices, values, lo, hi, sign, loose, lab, x_sqnorms[i], weights[lab],
-                    state, row_scalars, row_alpha, rule,
-                )  # fmt: skip
-            row_scalars[BETA], row_scalars[SQNORM], row_scalars[UPDATES], row_scalars[SCALE] = state
-            _count(stats[lab], lam, p)
-            if sign > 0.0:
-                labelled = True
-            if lab < candidates and sign * p > best:
-                best = sign * p
-                best_sign = sign
-        if labelled:
-            progressive[0] += 1
-            if best_sign < 0.0:
-                progressive[1] += 1
+        if hi - lo > max_nnz:
+            return i
+        buffer = (slot_start, slot_len, signs[0], alphas[0], slot_sqnorm, arena_idx, arena_val)
+        slot = ring_append(indices, values, lo, hi, 1.0, x_sqnorms[i], buffer, ring)
+        for lab in range(example_signs.shape[1]):
+            signs[lab, slot] = example_signs[i, lab]
+            alphas[lab, slot] = 0.0
+        start = slot_start[slot]
+        _present_to_labels(
+            i, arena_idx, arena_val, start, start + hi - lo, alphas, slot, example_signs,
+            x_sqnorms[i], weights, scalars, alphas, rule_code, rule_params, rho, delta_sq,
+            stats, first_candidates if i == 0 else example_signs.shape[1], progressive,
+        )  # fmt: skip
+    return n
+
+
+@kernel()
+def bank_present_unbuffered(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    values: np.ndarray,
+    example_signs: np.ndarray,
+    x_sqnorms: np.ndarray,
+    i: int,
+    ring: np.ndarray,
+    alphas: np.ndarray,
+    weights: np.ndarray,
+    scalars: np.ndarray,
+    rule_code: int,
+    rule_params: np.ndarray,
+    rho: float,
+    delta_sq: float,
+    stats: np.ndarray,
+    first_candidates: int,
+    progressive: np.ndarray,
+    loose: np.ndarray,
+) -> None:
+    """Present example ``i`` of the batch to every learner from the batch itself, without
+    storing it (it has more nonzeros than the arena); ``loose[l, 0]`` holds learner l's
+    slack meanwhile. Judged and counted as :func:`bank_learn_stream` does."""
+    for lab in range(loose.shape[0]):
+        loose[lab, 0] = 0.0
+    ring[UNBUFFERED] += 1
+    _present_to_labels(
+        i, indices, values, indptr[i], indptr[i + 1], loose, 0, example_signs, x_sqnorms[i],
+        weights, scalars, alphas, rule_code, rule_params, rho, delta_sq, stats,
+        first_candidates if i == 0 else example_signs.shape[1], progressive,
+    )  # fmt: skip
 
 
 @kernel()
@@ -163,5 +209,5 @@ def present_history(
             arena_idx, arena_val, start, start + slot_len[k], float(sign), alpha_row, k,
             slot_sqnorm[k], w, state, scalars, alpha_row, rule,
         )  # fmt: skip
-        _count(stats, lam, p)
+        count_new(stats, lam, p)
     scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE] = state

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from streamlearn._kernels._jit import kernel
-from streamlearn._kernels.ring import ring_append
+from streamlearn._kernels.ring import UNBUFFERED, ring_append
 from streamlearn._kernels.rules import RULE_KOZINEC, multiplicity, threshold
 
 BETA, SQNORM, UPDATES, SCALE = 0, 1, 2, 3
@@ -246,9 +246,10 @@ def present(
         scalars[SQNORM] = sqnorm
         scalars[UPDATES] = t
         scalars[SCALE] = scale
-        _kozinec_update(
-            idx, val, start, stop, label, alpha, k, p, q, w, scalars, slot_alpha, rho, unit
-        )
+        _kozinec_update(  # k unsigned at every call site: one compiled version
+            idx, val, start, stop, label, alpha, np.uint64(k), p, q, w, scalars, slot_alpha,
+            rho, unit,
+        )  # fmt: skip
         return 1.0, p, thr, (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
     lam = multiplicity(code, rule_params, p, q, sqnorm, t) if multi else 1.0
     step = lam * label
@@ -259,6 +260,18 @@ def present(
     alpha[np.uint64(k)] += lam
     new_state = (beta + step * rho, sqnorm + 2.0 * lam * p + lam * lam * q, t + lam, scale)
     return lam, p, thr, new_state
+
+
+@kernel(inline=True)
+def count_new(stats: np.ndarray, lam: float, p: float) -> None:
+    """Count the presentation of a new example: ``stats`` also counts the examples the
+    model got wrong just before learning them (progressive validation, at no extra
+    cost: a new example's a . y is l f(x))."""
+    stats[STAT_PRESENTATIONS] += 1
+    if p <= 0.0:
+        stats[STAT_STREAM_MISTAKES] += 1
+    if lam > 0.0:
+        stats[STAT_UPDATE_EVENTS] += 1
 
 
 @kernel(releases_gil=True)
@@ -275,42 +288,66 @@ def learn_stream(
     scalars: np.ndarray,
     rule: Rule,
     stats: np.ndarray,
-    loose: np.ndarray,
-) -> None:
-    """Store each example of the batch in the buffer (evicting the oldest), then present it.
+    first: int,
+) -> int:
+    """Store each example of the batch from position ``first`` on in the buffer (evicting
+    the oldest), then present it.
 
-    ``stats`` also counts the examples the model got wrong just before learning them
-    (progressive validation, at no extra cost).
-
-    An example with more nonzeros than the buffer can ever hold is presented from the
-    batch itself and not stored; ``loose`` (one float64) holds its slack meanwhile.
+    Stops before an example with more nonzeros than the buffer can ever hold and returns
+    its position, or the number of examples at the end of the batch. Such an example
+    goes to :func:`present_unbuffered`, and the caller carries on after it: kept out of
+    this loop, its code is compiled only when an example needs it.
     """
     slot_start, slot_alpha, arena_idx, arena_val = buffer[0], buffer[3], buffer[5], buffer[6]
     state = (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
-    for i in range(indptr.shape[0] - 1):
+    n = indptr.shape[0] - 1
+    for i in range(first, n):
         lo = indptr[i]
         hi = indptr[i + 1]
+        if hi - lo > max_nnz:
+            _store_state(state, scalars)
+            return i
         label = float(labels[i])
-        if hi - lo <= max_nnz:
-            slot = ring_append(indices, values, lo, hi, label, x_sqnorms[i], buffer, ring)
-            start = slot_start[slot]
-            lam, p, _, state = present(
-                arena_idx, arena_val, start, start + hi - lo, label, slot_alpha, slot,
-                x_sqnorms[i], w, state, scalars, slot_alpha, rule,
-            )  # fmt: skip
-        else:
-            loose[0] = 0.0
-            lam, p, _, state = present(
-                indices, values, lo, hi, label, loose, 0, x_sqnorms[i], w, state, scalars,
-                slot_alpha, rule,
-            )  # fmt: skip
-            ring[4] += 1
-        stats[STAT_PRESENTATIONS] += 1
-        if p <= 0.0:  # a new example's a . y is l f(x): predicted wrongly before learning
-            stats[STAT_STREAM_MISTAKES] += 1
-        if lam > 0.0:
-            stats[STAT_UPDATE_EVENTS] += 1
+        slot = ring_append(indices, values, lo, hi, label, x_sqnorms[i], buffer, ring)
+        start = slot_start[slot]
+        lam, p, _, state = present(
+            arena_idx, arena_val, start, start + hi - lo, label, slot_alpha, slot,
+            x_sqnorms[i], w, state, scalars, slot_alpha, rule,
+        )  # fmt: skip
+        count_new(stats, lam, p)
     _store_state(state, scalars)
+    return n
+
+
+@kernel()
+def present_unbuffered(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    values: np.ndarray,
+    labels: np.ndarray,
+    x_sqnorms: np.ndarray,
+    i: int,
+    ring: np.ndarray,
+    slot_alpha: np.ndarray,
+    w: np.ndarray,
+    scalars: np.ndarray,
+    rule: Rule,
+    stats: np.ndarray,
+    loose: np.ndarray,
+) -> None:
+    """Present example ``i`` of the batch from the batch itself, without storing it (it
+    has more nonzeros than the buffer can ever hold); counted as :func:`learn_stream`
+    counts, and in the ring's count of such examples. ``loose`` (one float64) holds its
+    slack meanwhile."""
+    state = (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
+    loose[0] = 0.0
+    lam, p, _, state = present(
+        indices, values, indptr[i], indptr[i + 1], float(labels[i]), loose, 0, x_sqnorms[i],
+        w, state, scalars, slot_alpha, rule,
+    )  # fmt: skip
+    _store_state(state, scalars)
+    ring[UNBUFFERED] += 1
+    count_new(stats, lam, p)
 
 
 @kernel(inline=True)

@@ -56,7 +56,11 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn._kernels import RULE_KOZINEC, decision_values, row_sqnorms
-from streamlearn._kernels.bank import bank_learn_stream, present_history
+from streamlearn._kernels.bank import (
+    bank_learn_stream,
+    bank_present_unbuffered,
+    present_history,
+)
 from streamlearn._kernels.bank_one import canonical_decisions
 from streamlearn._kernels.engine import N_STATS
 from streamlearn.errors import InvalidParameterError, StateError, check_state_header
@@ -337,15 +341,7 @@ class ModelBank:
         self._examples_seen += 1
         indptr = np.array([0, nnz], dtype=np.int64)
         updates_before = self._scalars[:n_labels, _UPDATES].copy()
-        feats_buf = self._buffer.features
-        bank_learn_stream(
-            indptr, indices, values, signs, row_sqnorms(indptr, values),
-            feats_buf.slot_start, feats_buf.slot_len, feats_buf.slot_sqnorm, feats_buf.arena_idx,
-            feats_buf.arena_val, feats_buf.ring, feats_buf.max_nnz, self._buffer.signs,
-            self._buffer.alphas, self._weights, self._scalars, self.base.rule,
-            self._rule_params(), self.base.rho, self._delta_sq, self._stats,
-            np.zeros(max(n_labels, 1)), n_labels, self._progressive,
-        )  # fmt: skip
+        self._stream_rows(indptr, indices, values, signs, n_labels)
         changed = (self._scalars[:n_labels, _UPDATES] != updates_before).tolist()
         for learner, label_changed in zip(self._learners, changed, strict=True):
             learner._examples_seen += 1
@@ -368,20 +364,44 @@ class ModelBank:
         if n_labels == 0:
             signs = np.zeros((n, 0), dtype=np.int8)
         updates_before = self._scalars[:n_labels, _UPDATES].copy()
-        feats_buf = self._buffer.features
-        bank_learn_stream(
-            feats.indptr, feats.indices, feats.values, signs,
-            row_sqnorms(feats.indptr, feats.values), feats_buf.slot_start, feats_buf.slot_len,
-            feats_buf.slot_sqnorm, feats_buf.arena_idx, feats_buf.arena_val, feats_buf.ring,
-            feats_buf.max_nnz, self._buffer.signs, self._buffer.alphas, self._weights,
-            self._scalars, self.base.rule, self._rule_params(), self.base.rho, self._delta_sq,
-            self._stats, np.zeros(max(n_labels, 1)), first_candidates, self._progressive,
-        )  # fmt: skip
+        self._stream_rows(feats.indptr, feats.indices, feats.values, signs, first_candidates)
         changed = self._scalars[:n_labels, _UPDATES] != updates_before
         for label, learner in enumerate(self._learners):
             learner._examples_seen += n
             if changed[label]:
                 learner._converged = False
+
+    def _stream_rows(
+        self,
+        indptr: npt.NDArray[np.int64],
+        indices: npt.NDArray[np.int32],
+        values: npt.NDArray[np.float64],
+        signs: npt.NDArray[np.int8],
+        first_candidates: int,
+    ) -> None:
+        """Store and present new rows with their signs per label (see
+        :func:`~streamlearn._kernels.bank.bank_learn_stream`)."""
+        buf = self._buffer.features
+        sqnorms = row_sqnorms(indptr, values)
+        rule_params = self._rule_params()
+        n = indptr.shape[0] - 1
+        first = 0
+        while first < n:
+            first = bank_learn_stream(
+                indptr, indices, values, signs, sqnorms, buf.slot_start, buf.slot_len,
+                buf.slot_sqnorm, buf.arena_idx, buf.arena_val, buf.ring, buf.max_nnz,
+                self._buffer.signs, self._buffer.alphas, self._weights, self._scalars,
+                self.base.rule, rule_params, self.base.rho, self._delta_sq, self._stats,
+                first_candidates, self._progressive, first,
+            )  # fmt: skip
+            if first < n:  # more nonzeros than the arena can ever hold
+                bank_present_unbuffered(
+                    indptr, indices, values, signs, sqnorms, first, buf.ring,
+                    self._buffer.alphas, self._weights, self._scalars, self.base.rule,
+                    rule_params, self.base.rho, self._delta_sq, self._stats, first_candidates,
+                    self._progressive, np.zeros((max(signs.shape[1], 1), 1)),
+                )  # fmt: skip
+                first += 1
 
     def _example_signs(self, rows: LabelledRows) -> npt.NDArray[np.int8]:
         """+1/-1 per example and label id (every label of the rows is known here)."""

@@ -20,6 +20,7 @@ from streamlearn._kernels import (
     buffer_certificate,
     decision_values,
     learn_stream,
+    present_unbuffered,
     replay_pass,
     row_sqnorms,
     values_all_one,
@@ -348,12 +349,21 @@ class LinearLearner:
         buf = self._buffer
         buf.reserve_for(batch.nnz + batch.n_examples)
         updates_before = self._scalars[_UPDATES]
-        learn_stream(
-            batch.indptr, batch.indices, batch.values, batch.labels,
-            row_sqnorms(batch.indptr, batch.values), buf.arrays(), buf.ring, buf.max_nnz,
-            self._w, self._scalars, self._kernel_rule(False, bool(all_ones(batch.values))),
-            self._stats, np.zeros(1),
-        )  # fmt: skip
+        sqnorms = row_sqnorms(batch.indptr, batch.values)
+        rule = self._kernel_rule(False, bool(all_ones(batch.values)))
+        first = 0
+        while first < batch.n_examples:
+            first = learn_stream(
+                batch.indptr, batch.indices, batch.values, batch.labels, sqnorms, buf.arrays(),
+                buf.ring, buf.max_nnz, self._w, self._scalars, rule, self._stats, first,
+            )  # fmt: skip
+            if first < batch.n_examples:  # more nonzeros than the buffer can ever hold
+                present_unbuffered(
+                    batch.indptr, batch.indices, batch.values, batch.labels, sqnorms, first,
+                    buf.ring, buf.slot_alpha, self._w, self._scalars, rule, self._stats,
+                    np.zeros(1),
+                )  # fmt: skip
+                first += 1
         self._examples_seen += batch.n_examples
         if self._scalars[_UPDATES] != updates_before:
             self._converged = False

@@ -63,6 +63,30 @@ def test_each_learner_is_the_standalone_learner_bit_for_bit(base: LinearLearner)
         assert_same_learner(bank.learner(value), alone)
 
 
+@pytest.mark.parametrize(
+    "base",
+    [PDM(eps=0.05, delta=0.5, buffer_nnz=7), Kozinec(eps=0.01, delta=0.4, buffer_nnz=7)],
+    ids=["pdm", "kozinec"],
+)
+def test_examples_too_large_for_the_arena_are_learned_as_the_standalone_learner_does(
+    base: LinearLearner,
+) -> None:
+    X, label_sets = multilabel_stream()
+    too_large = int(np.sum(np.diff(X.indptr) > 7))
+    assert 0 < too_large < X.shape[0]
+    bank = ModelBank(base)
+    bank.declare_labels([10, 20, 30, 40])  # every learner sees the whole stream
+    bank.learn(X[:100], label_sets[:100]).learn(X[100:], label_sets[100:]).flush()
+    assert bank.summary()["buffer_examples"] <= 7
+    assert bank._buffer.features.unbuffered == too_large
+    assert bank.stream_judged == sum(1 for members in label_sets if members)
+    for value in (10, 20, 30, 40):
+        alone = standalone(base).learn(X, one_label_targets(label_sets, value))
+        alone.flush()
+        assert alone.buffer.unbuffered == too_large
+        assert_same_learner(bank.learner(value), alone)
+
+
 def test_learners_known_from_the_start_follow_the_replay_schedule_exactly() -> None:
     X, label_sets = multilabel_stream(n=300)
     schedule = ReplaySchedule(every=25, passes=2)
