@@ -63,6 +63,13 @@ _DIGIT[_ZERO : _ZERO + 10] = np.arange(10)
 
 
 @kernel(inline=True)
+def _int64_zero() -> int:
+    """0 as an int64 value: a counter that starts at a literal 0 makes numba type its
+    callees with ``Literal[int](0)`` first and compile them twice."""
+    return int(np.int64(0))
+
+
+@kernel(inline=True)
 def _at(data: np.ndarray, p: int) -> int:
     """``data[p]`` for ``p >= 0``: an unsigned index skips numba's negative-index fix-up,
     which otherwise doubles the cost of every byte read."""
@@ -319,7 +326,7 @@ def _parse_rows(
     through :func:`scan_number`. A rejected line leaves nothing behind: the counts
     only move when a row is complete.
     """
-    rows = nnz = n_labels = n_slow = n_rejects = 0
+    rows = nnz = n_labels = n_slow = n_rejects = _int64_zero()
     start = 0
     for line in range(n_lines):
         k, k_labels, k_slow = nnz, n_labels, n_slow
@@ -466,9 +473,9 @@ def parse_lines(
     consumed = data.shape[0]
     while consumed > 0 and _at(data, consumed - 1) != _LF:
         consumed -= 1
-    n_lines = 0
-    n_colons = 0
-    n_commas = 0
+    n_lines = _int64_zero()
+    n_colons = _int64_zero()
+    n_commas = _int64_zero()
     for p in range(consumed):  # a cheap first pass that sizes the outputs
         c = _at(data, p)
         n_lines += c == _LF
