@@ -35,12 +35,11 @@ from streamlearn._kernels.engine import (
     BETA,
     N_STATS,
     SCALE,
-    STAT_PRESENTATIONS,
-    STAT_STREAM_MISTAKES,
-    STAT_UPDATE_EVENTS,
+    count_new,
     present,
     sparse_dot,
 )
+from streamlearn._kernels.ring import UNBUFFERED as RING_UNBUFFERED
 from streamlearn._kernels.ring import WRITE_POS, ring_append
 from streamlearn._kernels.rows import insert_sorted, merge_repeats
 
@@ -80,6 +79,7 @@ NOT_FINITE = 1
 BAD_INDEX = 2
 NO_WORKSPACE = 3
 NEED_ARENA = 4
+UNBUFFERED = 5
 
 
 def block_sizes(capacity: int, work: int) -> tuple[int, int]:
@@ -156,6 +156,36 @@ def _decide(n: int, w: np.ndarray, F: np.ndarray, Z: np.ndarray) -> float:
 
 
 @kernel(inline=True)
+def _workspace(F: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, float]:
+    """The canonical example in the workspaces: (indices, values, nonzeros, ||x||^2)."""
+    m = Z[Z_LAST]
+    cap = Z[Z_CAPACITY]
+    idx = Z[Z_HEAD + 2 * cap : Z_HEAD + 2 * cap + m]
+    val = F[F_HEAD + 2 * cap : F_HEAD + 2 * cap + m]
+    x_sqnorm = 0.0
+    for j in range(m):
+        x_sqnorm += val[j] * val[j]
+    return idx, val, m, x_sqnorm
+
+
+@kernel(inline=True)
+def _rule(F: np.ndarray, Z: np.ndarray) -> tuple[int, np.ndarray, float, float, bool, bool]:
+    """The engine's rule tuple, from the blocks."""
+    return (int(Z[Z_CODE]), F[F_RULE : F_RULE + 2], F[F_RHO], F[F_DELTA_SQ], False, False)
+
+
+@kernel(inline=True)
+def _count_learned(lam: float, p: float, idx: np.ndarray, m: int, Z: np.ndarray) -> None:
+    """The counts after a new example's presentation, as ``learn_stream`` keeps them."""
+    count_new(Z[Z_STATS : Z_STATS + N_STATS], lam, p)
+    if lam > 0.0:
+        Z[Z_CHANGED] = 1
+    Z[Z_EXAMPLES] += 1
+    if m > 0 and idx[m - 1] + 1 > Z[Z_N_FEATURES]:
+        Z[Z_N_FEATURES] = idx[m - 1] + 1
+
+
+@kernel(inline=True)
 def _learn_last(
     label: float,
     w: np.ndarray,
@@ -166,54 +196,56 @@ def _learn_last(
     arena_val: np.ndarray,
 ) -> int:
     """Store the example in the workspaces in the buffer (evicting the oldest) and present
-    it, as ``learn_stream`` does for each example of a batch. Returns 0, or
-    ``-NEED_ARENA`` with nothing changed: the caller grows the arena as
-    ``ReplayBuffer.reserve_for(Z[Z_WHERE] + 1)`` does and calls again."""
-    m = Z[Z_LAST]
-    cap = Z[Z_CAPACITY]
-    idx = Z[Z_HEAD + 2 * cap : Z_HEAD + 2 * cap + m]
-    val = F[F_HEAD + 2 * cap : F_HEAD + 2 * cap + m]
+    it, as ``learn_stream`` does for each example of a batch. Returns 0, or with nothing
+    changed ``-NEED_ARENA`` (the caller grows the arena as
+    ``ReplayBuffer.reserve_for(Z[Z_WHERE] + 1)`` does and calls again) or ``-UNBUFFERED``
+    (the example has more nonzeros than the buffer can ever hold: the caller learns it
+    with :func:`learn_last_unbuffered`)."""
+    idx, val, m, x_sqnorm = _workspace(F, Z)
     max_nnz = Z[Z_MAX_NNZ]
     size = arena_idx.shape[0]
     if size < max_nnz and Z[Z_RING + WRITE_POS] + m + 2 > size:
         Z[Z_WHERE] = m
         return -NEED_ARENA
-    x_sqnorm = 0.0
-    for j in range(m):
-        x_sqnorm += val[j] * val[j]
+    if m > max_nnz:
+        return -UNBUFFERED
+    cap = Z[Z_CAPACITY]
     slot_start = Z[Z_HEAD : Z_HEAD + cap]
     slot_len = Z[Z_HEAD + cap : Z_HEAD + 2 * cap]
     slot_alpha = F[F_HEAD : F_HEAD + cap]
     slot_sqnorm = F[F_HEAD + cap : F_HEAD + 2 * cap]
     ring = Z[Z_RING : Z_RING + 5]
     buffer = (slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm, arena_idx, arena_val)
-    rule = (int(Z[Z_CODE]), F[F_RULE : F_RULE + 2], F[F_RHO], F[F_DELTA_SQ], False, False)
-    state = (F[0], F[1], F[2], F[3])
-    if m <= max_nnz:
-        slot = ring_append(idx, val, 0, m, label, x_sqnorm, buffer, ring)
-        start = slot_start[slot]
-        lam, p, _, state = present(
-            arena_idx, arena_val, start, start + m, label, slot_alpha, slot, x_sqnorm, w,
-            state, F, slot_alpha, rule,
-        )  # fmt: skip
-    else:
-        loose = F[F_LOOSE : F_LOOSE + 1]
-        loose[0] = 0.0
-        lam, p, _, state = present(
-            idx, val, 0, m, label, loose, 0, x_sqnorm, w, state, F, slot_alpha, rule
-        )
-        ring[4] += 1
+    slot = ring_append(idx, val, 0, m, label, x_sqnorm, buffer, ring)
+    start = slot_start[slot]
+    lam, p, _, state = present(
+        arena_idx, arena_val, start, start + m, label, slot_alpha, slot, x_sqnorm, w,
+        (F[0], F[1], F[2], F[3]), F, slot_alpha, _rule(F, Z),
+    )  # fmt: skip
     F[0], F[1], F[2], F[3] = state
-    Z[Z_STATS + STAT_PRESENTATIONS] += 1
-    if p <= 0.0:
-        Z[Z_STATS + STAT_STREAM_MISTAKES] += 1
-    if lam > 0.0:
-        Z[Z_STATS + STAT_UPDATE_EVENTS] += 1
-        Z[Z_CHANGED] = 1
-    Z[Z_EXAMPLES] += 1
-    if m > 0 and idx[m - 1] + 1 > Z[Z_N_FEATURES]:
-        Z[Z_N_FEATURES] = idx[m - 1] + 1
+    _count_learned(lam, p, idx, m, Z)
     return OK
+
+
+@kernel()
+def learn_last_unbuffered(label: float, state: State) -> None:
+    """Present the example in the workspaces without storing it, for one with more
+    nonzeros than the buffer can ever hold (``-UNBUFFERED`` from the other kernels);
+    its slack lives in ``F[F_LOOSE]`` meanwhile. Counted as :func:`learn_last` counts.
+    A kernel of its own, so it is compiled only when such an example comes."""
+    w, F, Z = state[0], state[1], state[2]
+    idx, val, m, x_sqnorm = _workspace(F, Z)
+    cap = Z[Z_CAPACITY]
+    slot_alpha = F[F_HEAD : F_HEAD + cap]
+    loose = F[F_LOOSE : F_LOOSE + 1]
+    loose[0] = 0.0
+    lam, p, _, new_state = present(
+        idx, val, 0, m, label, loose, 0, x_sqnorm, w, (F[0], F[1], F[2], F[3]), F,
+        slot_alpha, _rule(F, Z),
+    )  # fmt: skip
+    F[0], F[1], F[2], F[3] = new_state
+    Z[Z_RING + RING_UNBUFFERED] += 1
+    _count_learned(lam, p, idx, m, Z)
 
 
 @kernel()
@@ -235,7 +267,8 @@ def decision(n: int, state: State) -> float:
 @kernel()
 def learn_one(n: int, label: float, state: State) -> int:
     """Learn the raw example of ``n`` entries with ``label`` (+1 or -1): 0, or a negated
-    status and nothing changed (see :func:`learn_last` for ``-NEED_ARENA``)."""
+    status and nothing changed (see :func:`_learn_last` for ``-NEED_ARENA`` and
+    ``-UNBUFFERED``)."""
     w, F, Z, slot_label, arena_idx, arena_val = state
     m = _canonical(n, w.shape[0], F, Z)
     if m < 0:
@@ -246,8 +279,7 @@ def learn_one(n: int, label: float, state: State) -> int:
 @kernel()
 def learn_last(label: float, state: State) -> int:
     """Learn the example whose canonical form the last call left in the workspaces: 0, or
-    ``-NEED_ARENA`` and nothing changed (grow the arena as
-    ``ReplayBuffer.reserve_for(Z[Z_WHERE] + 1)`` does, then call again)."""
+    ``-NEED_ARENA`` or ``-UNBUFFERED`` and nothing changed (see :func:`_learn_last`)."""
     w, F, Z, slot_label, arena_idx, arena_val = state
     return _learn_last(label, w, F, Z, slot_label, arena_idx, arena_val)
 
@@ -256,8 +288,8 @@ def learn_last(label: float, state: State) -> int:
 def learn_last_then_decide(label: float, n: int, state: State) -> float:
     """:func:`learn_last` then :func:`decision` in one call (an online caller learns an
     example it has just predicted, then predicts the next one). NaN on failure, with
-    the status in ``Z[Z_STATUS]``: ``NEED_ARENA`` means that nothing was done, any other
-    that the learning was."""
+    the status in ``Z[Z_STATUS]``: ``NEED_ARENA`` and ``UNBUFFERED`` mean that nothing was
+    done, any other that the learning was."""
     w, F, Z, slot_label, arena_idx, arena_val = state
     status = _learn_last(label, w, F, Z, slot_label, arena_idx, arena_val)
     if status < 0:

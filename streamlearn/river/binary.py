@@ -585,11 +585,10 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
                 n = self._pack_slow(x, learning=True)[0]
             if self._held is None:
                 status = _learn_kernel(n, sign, self._state)
-                while status:
-                    if status != -single.NEED_ARENA:
+                if status:
+                    if status not in (-single.NEED_ARENA, -single.UNBUFFERED):
                         self._reject(x, -status)
-                    self._grow_arena()
-                    status = _learn_kernel(n, sign, self._state)
+                    self._settle(sign, status)
             else:
                 self._hold(n, sign, x)
         if self._replay_every:
@@ -599,8 +598,17 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
 
     def _learn_deferred(self) -> None:
         sign, self._deferred = self._deferred, 0.0
-        while single.learn_last(sign, self._state):
+        self._settle(sign, single.learn_last(sign, self._state))
+
+    def _settle(self, sign: float, status: int) -> None:
+        """Finish learning the example in the workspaces after a kernel said ``status``:
+        grow the arena while it is short; present an example larger than the buffer
+        can ever hold without storing it."""
+        while status == -single.NEED_ARENA:
             self._grow_arena()
+            status = single.learn_last(sign, self._state)
+        if status == -single.UNBUFFERED:
+            single.learn_last_unbuffered(sign, self._state)
 
     def _grow_arena(self) -> None:
         self._learner._buffer.reserve_for(int(self._Z[single.Z_WHERE]) + 1)
@@ -639,17 +647,17 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         return f
 
     def _decide_again(self, x: Mapping[Hashable, Any], n: int, deferred: float) -> float:
-        """After a kernel said NaN: grow the arena for the deferred example and decide
-        again, or name what is wrong with ``x``."""
+        """After a kernel said NaN: finish learning the deferred example (see
+        :meth:`_settle`) and decide again, or name what is wrong with ``x``."""
         self._last_x = None
-        f = math.nan
-        while deferred and self._Z[single.Z_STATUS] == single.NEED_ARENA:
-            self._grow_arena()
-            f = _learn_last_then_decide(deferred, n, self._state)
+        status = int(self._Z[single.Z_STATUS])
+        if deferred and status in (single.NEED_ARENA, single.UNBUFFERED):
+            self._settle(deferred, -status)  # the deferred example, then x
+            f: float = _decision_kernel(n, self._state)
             if f == f:
                 return f
         self._reject(x, int(self._Z[single.Z_STATUS]))
-        return f
+        return math.nan
 
     def predict_one(self, x: dict[Hashable, Any], **kwargs: Any) -> Any:
         """The positive label when w . x + b > 0, else the negative one."""

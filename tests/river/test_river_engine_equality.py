@@ -115,16 +115,18 @@ def test_unsorted_keys_and_zeros_are_canonicalized() -> None:
         assert model.intercept == models[0].intercept
 
 
+@pytest.mark.parametrize("progressive", [False, True], ids=["learn", "progressive"])
 @pytest.mark.parametrize("buffer_nnz", [300, 4000])
-def test_long_examples_grow_the_workspace(buffer_nnz: int) -> None:
+def test_long_examples_grow_the_workspace(buffer_nnz: int, progressive: bool) -> None:
     """Examples far longer than the first workspace (64 entries), unsorted indices, and
-    (with ``buffer_nnz=300``) examples too long for the buffer: learned, never stored."""
+    (with ``buffer_nnz=300``) examples too long for the buffer: learned, never stored,
+    whether learned at once or after a prediction."""
     rng = np.random.default_rng(0)
     stream = []
     for _ in range(60):
         keys = rng.choice(5000, size=int(rng.integers(1, 400)), replace=False)
         stream.append(({int(k): float(rng.normal()) for k in keys}, bool(rng.random() < 0.5)))
     model = PDMClassifier(delta=1.0, buffer_nnz=buffer_nnz)
-    _run(model, stream, progressive=True)
+    _run(model, stream, progressive=progressive)
     assert_same_learner(model.learner, engine_twin(model, stream))
     assert (model.learner.buffer.unbuffered > 0) == (buffer_nnz == 300)
