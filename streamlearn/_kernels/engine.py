@@ -246,9 +246,9 @@ def present(
         scalars[SQNORM] = sqnorm
         scalars[UPDATES] = t
         scalars[SCALE] = scale
-        _kozinec_update(  # k unsigned at every call site: one compiled version
-            idx, val, start, stop, label, alpha, np.uint64(k), p, q, w, scalars, slot_alpha,
-            rho, unit,
+        _kozinec_update(  # the same argument types from every caller: compiled once
+            idx, val, int(start), int(stop), label, alpha, np.uint64(k), p, q, w, scalars,
+            slot_alpha, rho, bool(unit),
         )  # fmt: skip
         return 1.0, p, thr, (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
     lam = multiplicity(code, rule_params, p, q, sqnorm, t) if multi else 1.0

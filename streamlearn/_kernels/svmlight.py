@@ -327,7 +327,7 @@ def _parse_rows(
     only move when a row is complete.
     """
     rows = nnz = n_labels = n_slow = n_rejects = _int64_zero()
-    start = 0
+    start = _int64_zero()
     for line in range(n_lines):
         k, k_labels, k_slow = nnz, n_labels, n_slow
         p = start
