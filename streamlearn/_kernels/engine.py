@@ -530,6 +530,10 @@ def replay_pass(
     c1, c2 = schedule[1], schedule[2]
     nep1, nep2, nep3 = int(schedule[3]), int(schedule[4]), int(schedule[5])
     shrink = schedule[6] != 0.0
+    # plain bools, not literals: numba compiles a kernel once for every set of argument
+    # types, literal values included, and one _cycle_set serving all three levels is as
+    # fast as one per level
+    no, yes = bool(False), bool(True)  # noqa: UP018
     slot_alpha = buffer[3]
     full_events, n1 = _cycle_slots(order, use_levels, level1, c1, buffer, w, scalars, rule, stats)
     stats[STAT_LEVEL1], stats[STAT_LEVEL2], stats[STAT_LEVEL3] = 0, 0, 0
@@ -538,21 +542,21 @@ def replay_pass(
     stats[STAT_LEVEL1] = n1
     for _ in range(nep1):
         events, n2, _ = _cycle_set(
-            level1, n1, False, level2, True, c2, slot_alpha, w, scalars, rule, stats
+            level1, n1, no, level2, yes, c2, slot_alpha, w, scalars, rule, stats
         )
         stats[STAT_LEVEL2] = n2
         if events == 0:
             break
         for _ in range(nep2):
             events, n3, _ = _cycle_set(
-                level2, n2, False, level3, True, 1.0, slot_alpha, w, scalars, rule, stats
+                level2, n2, no, level3, yes, 1.0, slot_alpha, w, scalars, rule, stats
             )
             stats[STAT_LEVEL3] = n3
             if events == 0:
                 break
             for _ in range(nep3):
                 events, _, n3 = _cycle_set(
-                    level3, n3, shrink, level3, False, 1.0, slot_alpha, w, scalars, rule, stats
+                    level3, n3, shrink, level3, no, 1.0, slot_alpha, w, scalars, rule, stats
                 )
                 if events == 0:
                     break
