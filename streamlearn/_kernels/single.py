@@ -185,7 +185,7 @@ def _count_learned(lam: float, p: float, idx: np.ndarray, m: int, Z: np.ndarray)
         Z[Z_N_FEATURES] = idx[m - 1] + 1
 
 
-@kernel(inline=True)
+@kernel()  # not inlined: three kernels call it, and inlining compiles it for each
 def _learn_last(
     label: float,
     w: np.ndarray,
