@@ -25,7 +25,7 @@ from streamlearn._kernels import (
     row_sqnorms,
     values_all_one,
 )
-from streamlearn._kernels.engine import N_STATS, STAT_LEVEL1, CompactSet
+from streamlearn._kernels.engine import N_STATS, STAT_LEVEL1, CompactSet, replay_kernel
 from streamlearn.errors import (
     DivergenceError,
     InvalidParameterError,
@@ -290,10 +290,11 @@ class LinearLearner:
         multi = self._multiple_updates()
         level1, level2, level3 = _level_workspaces(slots.shape[0], buf.nnz)
         rule = self._kernel_rule(multi, self._buffer_values_all_one(slots))
+        replay = replay_kernel(rule)
         for done in range(budget):
             order = slots[pass_permutation(self.seed, self._passes, slots.shape[0])]
             schedule = self._schedule.as_array(first_pass=self._passes == 0)
-            events = replay_pass(
+            events = replay(
                 order, buf.arrays(), self._w, self._scalars, rule, schedule, self._stats,
                 level1, level2, level3,
             )  # fmt: skip
