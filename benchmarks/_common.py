@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
@@ -18,6 +20,14 @@ def data_file(relative: str) -> Path:
     if not path.exists():
         sys.exit(f"{path} is missing: this benchmark needs ../shared/data beside the repository")
     return path
+
+
+def adult() -> tuple[Any, Any]:
+    """``adult/a9a.train`` as a scipy CSR matrix and labels +1/-1 (float64)."""
+    from sklearn.datasets import load_svmlight_file  # only the scripts that read Adult need it
+
+    X, y = load_svmlight_file(str(data_file("adult/a9a.train")))
+    return X.tocsr(), np.where(y > 0, 1.0, -1.0)
 
 
 def timed(function: Callable[[], Any]) -> tuple[float, Any]:

@@ -13,9 +13,8 @@ import argparse
 import math
 
 import numpy as np
-from _common import data_file, interleaved, median
+from _common import adult, interleaved, median
 from liblinear.liblinearutil import parameter, problem, train
-from sklearn.datasets import load_svmlight_file
 
 from streamlearn import PDM, ActiveSetSchedule, PDMSucc
 
@@ -40,9 +39,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    X, y = load_svmlight_file(str(data_file("adult/a9a.train")))
-    X = X.tocsr()
-    y = np.where(y > 0, 1.0, -1.0)
+    X, y = adult()
     prob = problem(y, X, bias=RHO)
     runs = {
         "liblinear": lambda: train(prob, parameter(f"-s 1 -c {1 / (2 * DELTA**2)} -B {RHO} -q")),

@@ -26,8 +26,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from _common import data_file, interleaved, median
-from sklearn.datasets import load_svmlight_file
+from _common import adult, interleaved, median
 
 from streamlearn import PAM, PDM
 from streamlearn._kernels.engine import STAT_UPDATE_EVENTS, _cycle_set, _cycle_slots
@@ -68,9 +67,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
 
-    X, y = load_svmlight_file(str(data_file("adult/a9a.train")))
-    X = X.tocsr()
-    y = np.where(y > 0, 1.0, -1.0)
+    X, y = adult()
     n = X.shape[0]
     PDM(eps=0.5, delta=DELTA).fit(X[:100], y[:100])  # compile the kernels before timing
 
