@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python benchmarks/bench_engine_a9a.py
 	$(BIN)/python benchmarks/bench_presentation_cost.py
+	$(BIN)/python benchmarks/bench_schedule.py
 	$(BIN)/python benchmarks/bench_first_run.py
 	$(BIN)/python benchmarks/bench_parse.py
 	$(BIN)/python benchmarks/bench_learn_throughput.py

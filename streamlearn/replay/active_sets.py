@@ -27,10 +27,12 @@ class ActiveSetSchedule:
     pass. ``enabled=False`` makes every pass a plain full pass.
 
     ``shrink=True`` makes each cycle over level 3 keep in it only the examples it just
-    updated, instead of presenting the whole of level 3 ``nep3`` times. On Adult (PDM,
-    eps = 0.01) that saves a quarter of the presentations and a third of the updates
-    for the same margin. It is an order of presentation like the rest: every guarantee
-    still holds, since only a full pass declares convergence.
+    updated, instead of presenting the whole of level 3 ``nep3`` times. It is an order of
+    presentation like the rest: every guarantee still holds, since only a full pass
+    declares convergence. Whether it pays depends on the data: on Adult with PDM,
+    eps = 0.01 and Delta = 1 it saves a quarter of the presentations, but with Delta =
+    0.5, with PDM-succ or on yeast it needs more passes and up to twice the time
+    (``benchmarks/bench_schedule.py``), so it is off by default.
 
     For a negative threshold (PAUM with negative tau) "c times the threshold" reads as
     ``thr + (c - 1) |thr|``, so a level is always looser than the update condition.
