@@ -22,14 +22,13 @@ Run: .venv/bin/python benchmarks/bench_presentation_cost.py [--repeats N]
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Callable
 
 import numpy as np
 from _common import adult, interleaved, median
 
 from streamlearn import PAM, PDM
-from streamlearn._kernels.engine import STAT_UPDATE_EVENTS, _cycle_set, _cycle_slots
+from streamlearn._kernels.engine import STAT_UPDATE_EVENTS, _cycle_set, gather
 from streamlearn.learn.base import LinearLearner, _level_workspaces
 
 EPS, DELTA, RHO = 0.01, 1.0, 1.0
@@ -44,11 +43,8 @@ def cycler(learner: LinearLearner) -> Callable[[], int]:
     rule = learner._kernel_rule(learner._multiple_updates(), learner._buffer_values_all_one(slots))
     stats = np.zeros_like(learner._stats)
     every, empty, _ = _level_workspaces(slots.shape[0], buf.nnz)
-    # copy every example (factor infinity), presenting each once on the way
-    _, n = _cycle_slots(
-        slots, True, every, math.inf, buf.arrays(), learner._w, learner._scalars, rule, stats
-    )
-    assert n == slots.shape[0]
+    gather(slots, buf.arrays(), every, rule[5])
+    n = slots.shape[0]
 
     def present_all() -> int:
         before = int(stats[STAT_UPDATE_EVENTS])

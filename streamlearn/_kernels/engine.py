@@ -400,47 +400,17 @@ def _within(p: float, thr: float, factor: float) -> bool:
 
 
 @kernel()
-def _cycle_slots(
-    slots: np.ndarray,
-    collect: bool,
-    next_set: CompactSet,
-    next_factor: float,
-    buffer: BufferArrays,
-    w: np.ndarray,
-    scalars: np.ndarray,
-    rule: Rule,
-    stats: np.ndarray,
-) -> tuple[int, int]:
-    """Present the buffer slots ``slots`` once, in that order.
-
-    With ``collect``, the examples within ``next_factor`` of the threshold are copied
-    into ``next_set``. Returns (update events, size of the next set).
-    """
-    slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm, arena_idx, arena_val = buffer
-    unit = rule[5]
-    state = (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
-    events = 0
-    n_next = 0
+def gather(slots: np.ndarray, buffer: BufferArrays, dst: CompactSet, unit: bool) -> None:
+    """Copy the buffer slots ``slots``, in that order, into the compact set ``dst``
+    (only their indices when ``unit``): the full epoch reads this copy, so one cycle
+    kernel serves it and every active-set level, and its presentations read memory
+    sequentially."""
+    slot_start, slot_len, slot_label, _, slot_sqnorm, arena_idx, arena_val = buffer
     for i in range(slots.shape[0]):
         k = np.uint64(slots[i])
         start = slot_start[k]
-        stop = start + slot_len[k]
-        label = float(slot_label[k])
-        lam, p, thr, state = present(
-            arena_idx, arena_val, start, stop, label, slot_alpha, k, slot_sqnorm[k], w,
-            state, scalars, slot_alpha, rule,
-        )  # fmt: skip
-        if lam > 0.0:
-            events += 1
-        if collect and _within(p, thr, next_factor):
-            _keep(next_set, n_next, arena_idx, arena_val, start, stop, label, slot_sqnorm[k],
-                  k, unit)  # fmt: skip
-            n_next += 1
-    _store_state(state, scalars)
-    stats[STAT_UPDATE_EVENTS] += events
-    stats[STAT_PRESENTATIONS] += slots.shape[0]
-    stats[STAT_MINI_EPOCHS] += 1
-    return events, n_next
+        _keep(dst, i, arena_idx, arena_val, start, start + slot_len[k], float(slot_label[k]),
+              slot_sqnorm[k], k, unit)  # fmt: skip
 
 
 @kernel()
@@ -521,10 +491,11 @@ def replay_pass(
     collected go to ``stats[STAT_LEVEL1:STAT_LEVEL3 + 1]`` (0 for a level not reached).
 
     Workspaces: ``level1``, ``level2`` and ``level3`` are compact sets (see
-    :data:`CompactSet`) with room for every example in ``order``. The levels, cycled
-    far more often than the full epoch, are copies laid out in presentation order, so
-    their cycles read memory sequentially (a presentation in the full epoch's random
-    order costs about three times as much).
+    :data:`CompactSet`) with room for every example in ``order``. Every cycle reads a
+    copy laid out in presentation order, so it reads memory sequentially (presenting
+    the buffer in a random order directly costs about three times as much): the full
+    epoch first copies the buffer into ``level2``, which is free until level 1 is
+    cycled, and a single cycle kernel, compiled once, serves the epoch and the levels.
     """
     use_levels = schedule[0] != 0.0
     c1, c2 = schedule[1], schedule[2]
@@ -535,7 +506,10 @@ def replay_pass(
     # fast as one per level
     no, yes = bool(False), bool(True)  # noqa: UP018
     slot_alpha = buffer[3]
-    full_events, n1 = _cycle_slots(order, use_levels, level1, c1, buffer, w, scalars, rule, stats)
+    gather(order, buffer, level2, rule[5])  # level 2 is free until level 1 is cycled
+    full_events, n1, _ = _cycle_set(
+        level2, order.shape[0], no, level1, use_levels, c1, slot_alpha, w, scalars, rule, stats
+    )
     stats[STAT_LEVEL1], stats[STAT_LEVEL2], stats[STAT_LEVEL3] = 0, 0, 0
     if full_events == 0 or not use_levels:
         return full_events

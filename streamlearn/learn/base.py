@@ -265,7 +265,7 @@ class LinearLearner:
         slots = self._buffer.live_slots()
         if slots.shape[0] == 0:
             return True
-        level1, level2, level3 = _level_workspaces(0, 0)  # no active sets: never written
+        level1, level2, level3 = _level_workspaces(slots.shape[0], self._buffer.nnz)
         events = replay_pass(
             slots, self._buffer.arrays(), self._w, self._scalars,
             self._kernel_rule(False, self._buffer_values_all_one(slots)),
@@ -566,7 +566,8 @@ class LinearLearner:
 def _level_workspaces(n_examples: int, nnz: int) -> tuple[CompactSet, CompactSet, CompactSet]:
     """Room for the three active-set levels of a replay pass, each a compact copy of up
     to ``n_examples`` examples and ``nnz`` nonzeros (so up to three times the buffer's
-    nonzeros, for the length of a replay)."""
+    nonzeros, for the length of a replay; the operating system commits only the pages
+    a pass writes, and a pass without active sets writes only the second)."""
 
     def compact() -> CompactSet:
         return (
