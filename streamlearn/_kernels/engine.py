@@ -25,10 +25,12 @@ feature indices). numba gives every signed index Python's wraparound, a compare 
 select per load that cost as much as the arithmetic of these loops: unsigned, a replay
 on Adult runs about 1.6 times faster. Positions and indices are never negative here.
 
-``present`` and the helpers it uses are inlined into their callers (a call per example
-would cost more than the example); the cycles over a set of examples are kernels of their
-own, called once per mini-epoch, which keeps the first compilation short: numba inlines
-by copying the callee's code into every caller.
+``present`` and its sparse loops are inlined into their callers by numba (a call per
+example would cost more than the example); the cycles over a set of examples are kernels
+of their own, called once per mini-epoch, which keeps the first compilation short: numba
+inlines by copying the callee's code into every caller. The rules' small helpers
+(``threshold``, ``multiplicity``) are not inlined by numba: they compile once, and LLVM
+inlines them into each caller when it links them, which replays as fast.
 
 The kernels compile without numba's reference counting (``_nrt=False``): passing arrays
 to the per-example helpers would otherwise cost more than the arithmetic. So they never
