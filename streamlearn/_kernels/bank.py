@@ -16,6 +16,8 @@ slot_sqnorm, arena_idx, arena_val)``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from streamlearn._kernels._jit import kernel
@@ -29,6 +31,12 @@ from streamlearn._kernels.engine import (
 )
 from streamlearn._kernels.ring import UNBUFFERED, ring_append
 
+#: what the stream kernels read and write of the bank's learners, travelling together:
+#: ``(alphas, weights, scalars, rule_code, rule_params, rho, delta_sq, stats,
+#: progressive)``, the per-learner arrays indexed by learner first (see the module
+#: docstring) and ``progressive`` the bank's two multi-class counters
+Learners = tuple[Any, ...]
+
 
 @kernel(inline=True)
 def _present_to_labels(
@@ -41,20 +49,13 @@ def _present_to_labels(
     k: int,
     example_signs: np.ndarray,
     x_sqnorm: float,
-    weights: np.ndarray,
-    scalars: np.ndarray,
-    alphas: np.ndarray,
-    rule_code: int,
-    rule_params: np.ndarray,
-    rho: float,
-    delta_sq: float,
-    stats: np.ndarray,
+    learners: Learners,
     candidates: int,
-    progressive: np.ndarray,
 ) -> None:
     """Present the new example ``i`` (nonzeros ``src_idx[start:stop]``, learner l's slack
     in ``alpha_table[l, k]``) to every learner with its sign, and judge it (see
     :func:`bank_learn_stream`)."""
+    alphas, weights, scalars, rule_code, rule_params, rho, delta_sq, stats, progressive = learners
     best = -np.inf
     best_sign = -1.0
     labelled = False
@@ -96,16 +97,8 @@ def bank_learn_stream(
     ring: np.ndarray,
     max_nnz: int,
     signs: np.ndarray,
-    alphas: np.ndarray,
-    weights: np.ndarray,
-    scalars: np.ndarray,
-    rule_code: int,
-    rule_params: np.ndarray,
-    rho: float,
-    delta_sq: float,
-    stats: np.ndarray,
+    learners: Learners,
     first_candidates: int,
-    progressive: np.ndarray,
     first: int,
 ) -> int:
     """Store each example of the batch from position ``first`` on once in the shared
@@ -123,6 +116,7 @@ def bank_learn_stream(
     ``first_candidates`` (those known before it, when it brings new ones); the other
     examples' are all the labels.
     """
+    alphas = learners[0]
     n = indptr.shape[0] - 1
     for i in range(first, n):
         lo = indptr[i]
@@ -137,8 +131,7 @@ def bank_learn_stream(
         start = slot_start[slot]
         _present_to_labels(
             i, arena_idx, arena_val, start, start + hi - lo, alphas, slot, example_signs,
-            x_sqnorms[i], weights, scalars, alphas, rule_code, rule_params, rho, delta_sq,
-            stats, first_candidates if i == 0 else example_signs.shape[1], progressive,
+            x_sqnorms[i], learners, first_candidates if i == 0 else example_signs.shape[1],
         )  # fmt: skip
     return n
 
@@ -152,16 +145,8 @@ def bank_present_unbuffered(
     x_sqnorms: np.ndarray,
     i: int,
     ring: np.ndarray,
-    alphas: np.ndarray,
-    weights: np.ndarray,
-    scalars: np.ndarray,
-    rule_code: int,
-    rule_params: np.ndarray,
-    rho: float,
-    delta_sq: float,
-    stats: np.ndarray,
+    learners: Learners,
     first_candidates: int,
-    progressive: np.ndarray,
     loose: np.ndarray,
 ) -> None:
     """Present example ``i`` of the batch to every learner from the batch itself, without
@@ -172,8 +157,7 @@ def bank_present_unbuffered(
     ring[UNBUFFERED] += 1
     _present_to_labels(
         i, indices, values, indptr[i], indptr[i + 1], loose, 0, example_signs, x_sqnorms[i],
-        weights, scalars, alphas, rule_code, rule_params, rho, delta_sq, stats,
-        first_candidates if i == 0 else example_signs.shape[1], progressive,
+        learners, first_candidates if i == 0 else example_signs.shape[1],
     )  # fmt: skip
 
 

@@ -383,23 +383,22 @@ class ModelBank:
         :func:`~streamlearn._kernels.bank.bank_learn_stream`)."""
         buf = self._buffer.features
         sqnorms = row_sqnorms(indptr, values)
-        rule_params = self._rule_params()
+        learners = (
+            self._buffer.alphas, self._weights, self._scalars, self.base.rule,
+            self._rule_params(), self.base.rho, self._delta_sq, self._stats, self._progressive,
+        )  # fmt: skip
         n = indptr.shape[0] - 1
         first = 0
         while first < n:
             first = bank_learn_stream(
                 indptr, indices, values, signs, sqnorms, buf.slot_start, buf.slot_len,
                 buf.slot_sqnorm, buf.arena_idx, buf.arena_val, buf.ring, buf.max_nnz,
-                self._buffer.signs, self._buffer.alphas, self._weights, self._scalars,
-                self.base.rule, rule_params, self.base.rho, self._delta_sq, self._stats,
-                first_candidates, self._progressive, first,
+                self._buffer.signs, learners, first_candidates, first,
             )  # fmt: skip
             if first < n:  # more nonzeros than the arena can ever hold
                 bank_present_unbuffered(
-                    indptr, indices, values, signs, sqnorms, first, buf.ring,
-                    self._buffer.alphas, self._weights, self._scalars, self.base.rule,
-                    rule_params, self.base.rho, self._delta_sq, self._stats, first_candidates,
-                    self._progressive, np.zeros((max(signs.shape[1], 1), 1)),
+                    indptr, indices, values, signs, sqnorms, first, buf.ring, learners,
+                    first_candidates, np.zeros((max(signs.shape[1], 1), 1)),
                 )  # fmt: skip
                 first += 1
 
