@@ -18,6 +18,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from streamlearn._kernels import watch_compilation
 from streamlearn.config import LearnConfig, LearnerSpec
 from streamlearn.errors import BadLineError, InvalidParameterError, StreamlearnError
 from streamlearn.jobs.learn import LearnReport, load_model, run_learn
@@ -31,6 +32,7 @@ from streamlearn.sources import InputStream
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 SHOWN_REJECTS = 5
+COMPILING = "compiling streamlearn's kernels (first run after installing; then cached)..."
 
 app = typer.Typer(
     help="Large-margin online learning of linear classifiers (PDM, PAUM and relatives).",
@@ -200,7 +202,7 @@ def learn(
             tau_pos_kappa=tau_pos_kappa,
         )
         size = InputStream(config.inputs).size
-        with _progress(size, quiet) as advance:
+        with _compile_notice(quiet), _progress(size, quiet) as advance:
             report = run_learn(config, on_bytes=advance, on_reject=_show_reject())
         _print_learn(report, as_json)
 
@@ -328,7 +330,8 @@ def serve(
         )
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
         logging.getLogger("kafka").setLevel(logging.WARNING)  # its connection chatter
-        run_serve(config)
+        with _compile_notice(say=logging.getLogger("streamlearn").info):
+            run_serve(config)
 
 
 def _seconds(text: str) -> float:
@@ -359,7 +362,7 @@ def predict(
     ] = None,
 ) -> None:
     """Print one decision value (or label) per example line; bad lines give nan (or 0)."""
-    with _errors_to_exit_codes():
+    with _errors_to_exit_codes(), _compile_notice():
         learner, _ = load_model(model)
         stream = InputStream([str(p) for p in inputs or ()])
         out = sys.stdout
@@ -377,9 +380,10 @@ def evaluate_command(
     """Accuracy, precision, recall, F1, average precision and AUC on labelled lines; for
     one-vs-rest models per label and macro/micro averages (and multi-class accuracy)."""
     with _errors_to_exit_codes():
-        learner, _ = load_model(model)
-        stream = InputStream([str(p) for p in inputs or ()])
-        scores = evaluate(learner, stream, rejects=_quiet_log())
+        with _compile_notice():
+            learner, _ = load_model(model)
+            stream = InputStream([str(p) for p in inputs or ()])
+            scores = evaluate(learner, stream, rejects=_quiet_log())
         _print_report(scores, as_json)
 
 
@@ -413,6 +417,21 @@ def _say(message: str) -> None:
     """A line on standard error (rich is imported only for the progress bar)."""
     sys.stderr.write(message + "\n")
     sys.stderr.flush()
+
+
+@contextmanager
+def _compile_notice(quiet: bool = False, say: Callable[[str], None] = _say) -> Iterator[None]:
+    """Say when the kernels are being compiled (the first run after installing spends
+    seconds on it before any work shows) and, after the block, how long it took."""
+
+    def first() -> None:
+        if not quiet:
+            say(COMPILING)
+
+    with watch_compilation(first) as log:
+        yield
+    if log.kernels and not quiet:
+        say(f"compiled {log.kernels} kernels in {log.seconds:.1f} s")
 
 
 @contextmanager

@@ -6,6 +6,7 @@ place and return counts. Nothing outside this package imports numba.
 
 from __future__ import annotations
 
+from streamlearn._kernels._jit import CompileLog, watch_compilation
 from streamlearn._kernels.engine import learn_stream, present_unbuffered, replay_pass
 from streamlearn._kernels.margins import buffer_certificate
 from streamlearn._kernels.ring import values_all_one
@@ -36,6 +37,7 @@ __all__ = [
     "RULE_PERCEPTRON",
     "RULE_PFM",
     "RULE_TMARGITRON",
+    "CompileLog",
     "all_ones",
     "buffer_certificate",
     "canonicalize_rows",
@@ -46,4 +48,5 @@ __all__ = [
     "replay_pass",
     "row_sqnorms",
     "values_all_one",
+    "watch_compilation",
 ]

@@ -1,11 +1,16 @@
-"""The one place that calls ``numba.njit``: a typed decorator with the project's options."""
+"""The one place that calls ``numba.njit``: a typed decorator with the project's options,
+and a watch on numba's compilations (the seconds a first run spends compiling)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import numba
+import numba.core.event
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,3 +36,68 @@ def kernel(
         return cast(F, numba.njit(**options)(function))
 
     return wrap
+
+
+@dataclass
+class CompileLog:
+    """What :func:`watch_compilation` saw: how many of streamlearn's kernels numba
+    compiled (callees included) and the wall seconds the outermost compilations took."""
+
+    kernels: int = 0
+    seconds: float = 0.0
+
+
+@contextmanager
+def watch_compilation(on_first: Callable[[], None]) -> Iterator[CompileLog]:
+    """Within the block, call ``on_first`` once, when numba starts compiling one of
+    streamlearn's kernels instead of loading it from its cache, and count them.
+
+    The first run after installing (or after a kernel's source changed) compiles for
+    seconds before any work is done; a command line says so rather than look stuck.
+    A kernel already compiled or cached is not reported.
+
+    >>> from streamlearn._kernels.rows import row_sqnorms
+    >>> import numpy as np
+    >>> _ = row_sqnorms(np.array([0, 1]), np.array([2.0]))  # compiled or cached now
+    >>> with watch_compilation(lambda: print("compiling")) as log:
+    ...     _ = row_sqnorms(np.array([0, 1]), np.array([3.0]))
+    >>> log.kernels
+    0
+    """
+    log = CompileLog()
+    listener = _CompileListener(log, on_first)
+    with numba.core.event.install_listener("numba:compile", listener):
+        yield log
+
+
+class _CompileListener(numba.core.event.Listener):
+    """Counts the compilations of streamlearn's kernels; numba nests a callee's inside
+    its caller's, so only the outermost ones are timed."""
+
+    def __init__(self, log: CompileLog, on_first: Callable[[], None]) -> None:
+        self._log = log
+        self._on_first = on_first
+        self._depth = 0
+        self._started = 0.0
+
+    def on_start(self, event: Any) -> None:
+        if not _is_ours(event):
+            return
+        if self._log.kernels == 0:
+            self._on_first()
+        self._log.kernels += 1
+        if self._depth == 0:
+            self._started = time.perf_counter()
+        self._depth += 1
+
+    def on_end(self, event: Any) -> None:
+        if not _is_ours(event):
+            return
+        self._depth -= 1
+        if self._depth == 0:
+            self._log.seconds += time.perf_counter() - self._started
+
+
+def _is_ours(event: Any) -> bool:
+    function = getattr(event.data.get("dispatcher"), "py_func", None)
+    return getattr(function, "__module__", "").startswith("streamlearn.")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +12,9 @@ import pytest
 from svm_samples import svmlight_lines
 from typer.testing import CliRunner
 
-from streamlearn.cli import app
+from streamlearn import cli
+from streamlearn._kernels import CompileLog
+from streamlearn.cli import COMPILING, app
 from streamlearn.jobs.learn import load_model
 
 runner = CliRunner()
@@ -193,3 +197,26 @@ def test_serve_refuses_a_bad_consumer_option_before_starting() -> None:
     )  # fmt: skip
     assert result.exit_code != 0
     assert "comes from the environment" in result.stderr
+
+
+@contextmanager
+def compiling(on_first: Callable[[], None]) -> Iterator[CompileLog]:
+    """A stand-in for the compilation watch that sees three kernels compile."""
+    on_first()
+    yield CompileLog(kernels=3, seconds=2.5)
+
+
+def test_a_first_run_says_it_compiles_on_standard_error_only(
+    train_file: Path, test_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = tmp_path / "m.ckpt"
+    learn_json(str(train_file), "--model", str(model))
+    monkeypatch.setattr(cli, "watch_compilation", compiling)
+    scores = runner.invoke(app, ["predict", "--model", str(model), str(test_file)])
+    assert scores.exit_code == 0, scores.output
+    assert len(scores.stdout.split()) == 150  # the scores alone
+    assert scores.stderr.splitlines() == [COMPILING, "compiled 3 kernels in 2.5 s"]
+    learned = runner.invoke(app, ["learn", str(train_file)])
+    assert learned.stderr.splitlines()[0] == COMPILING
+    quiet = runner.invoke(app, ["learn", "--quiet", str(train_file)])
+    assert quiet.exit_code == 0 and quiet.stderr == ""
