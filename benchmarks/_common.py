@@ -42,13 +42,26 @@ def interleaved(
 ) -> dict[str, tuple[list[float], Any]]:
     """Run each function ``repeats`` times, alternating between them, so that a noisy
     machine slows all sides alike; returns every time and the last result per name."""
-    times: dict[str, list[float]] = {name: [] for name in runs}
+    clocked = interleaved_clocks(runs, repeats)
+    return {name: (wall, result) for name, (wall, _, result) in clocked.items()}
+
+
+def interleaved_clocks(
+    runs: dict[str, Callable[[], Any]], repeats: int
+) -> dict[str, tuple[list[float], list[float], Any]]:
+    """:func:`interleaved` with two clocks: the wall seconds of every run and the CPU
+    seconds of the calling thread (which leave out the time another process held the
+    core, for single-threaded solvers); and the last result per name."""
+    wall: dict[str, list[float]] = {name: [] for name in runs}
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
     results: dict[str, Any] = {}
     for _ in range(repeats):
         for name, function in runs.items():
+            cpu_start = time.thread_time()
             seconds, results[name] = timed(function)
-            times[name].append(seconds)
-    return {name: (times[name], results[name]) for name in runs}
+            cpu[name].append(time.thread_time() - cpu_start)
+            wall[name].append(seconds)
+    return {name: (wall[name], cpu[name], results[name]) for name in runs}
 
 
 def median(values: list[float]) -> float:
