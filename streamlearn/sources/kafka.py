@@ -65,6 +65,8 @@ _ENVIRONMENT = {
     "STREAMLEARN_KAFKA_SSL_KEYFILE": "ssl_keyfile",
 }
 _PASSWORD_FILE = "STREAMLEARN_KAFKA_SASL_PASSWORD_FILE"
+#: every environment variable :func:`security_from_env` reads
+SECURITY_VARIABLES = (*_ENVIRONMENT, _PASSWORD_FILE)
 
 
 def security_from_env(environ: Mapping[str, str]) -> dict[str, str]:
