@@ -18,6 +18,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from streamlearn import __version__
 from streamlearn._kernels import watch_compilation
 from streamlearn.config import LearnConfig, LearnerSpec
 from streamlearn.errors import BadLineError, InvalidParameterError, StreamlearnError
@@ -47,6 +48,18 @@ def _env(name: str) -> str:
     return "STREAMLEARN_" + name.upper().replace("-", "_")
 
 
+def _print_version(show: bool) -> None:
+    if show:
+        import platform
+        from importlib.metadata import version
+
+        print(
+            f"streamlearn {__version__} (Python {platform.python_version()}, "
+            f"numpy {version('numpy')}, numba {version('numba')})"
+        )
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     ctx: typer.Context,
@@ -56,6 +69,15 @@ def _root(
             "--config", envvar=_env("config"), help="TOML file of option values.", exists=True
         ),
     ] = None,
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print the versions and exit.",
+            callback=_print_version,
+            is_eager=True,
+        ),
+    ] = False,
 ) -> None:
     """Large-margin online learning of linear classifiers (PDM, PAUM and relatives)."""
     if config is not None:

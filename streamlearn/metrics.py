@@ -98,8 +98,8 @@ class _StateCollector(Collector):
         if info is not None:
             family = GaugeMetricFamily(
                 "streamlearn_info",
-                "The learner's algorithm and parameters (value 1).",
-                labels=["algorithm", "params"],
+                "The learner's algorithm and parameters, and streamlearn's version (value 1).",
+                labels=["algorithm", "params", "version"],
             )
             family.add_metric(list(info), 1.0)
             yield family
@@ -284,7 +284,7 @@ class DaemonMetrics:
         self._clock = clock
         self._lock = threading.Lock()
         self._ready = False
-        self._info: tuple[str, str] | None = None
+        self._info: tuple[str, str, str] | None = None
         self._lag: dict[int, int] = {}
         self._correct = 0
         self._mistakes = 0
@@ -379,11 +379,12 @@ class DaemonMetrics:
         with self._lock:
             self._ready = bool(ready)
 
-    def set_info(self, algorithm: str, params: Mapping[str, Any]) -> None:
-        """Describe the learner: its algorithm and its parameters as "k=v,..." sorted."""
+    def set_info(self, algorithm: str, params: Mapping[str, Any], version: str) -> None:
+        """Describe the learner (its algorithm and its parameters as "k=v,..." sorted) and
+        the streamlearn version that runs it."""
         text = ",".join(f"{key}={params[key]}" for key in sorted(params))
         with self._lock:
-            self._info = (algorithm, text)
+            self._info = (algorithm, text, version)
 
     def render(self) -> tuple[bytes, str]:
         """The text exposition of the registry, and its content type."""

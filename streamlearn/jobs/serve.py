@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from streamlearn import __version__
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import LearnerSpec, Model, ModelSpec
 from streamlearn.daemon import Daemon, DaemonSettings, FirstLines, bank_prediction
@@ -109,7 +110,7 @@ def run_serve(config: ServeConfig) -> None:
         dead_letters=dead_letters, observer=metrics,
     )  # fmt: skip
     holder["daemon"] = daemon
-    metrics.set_info(*info(daemon.learner))
+    metrics.set_info(*info(daemon.learner), version=__version__)
     host, port = _address(config.metrics_addr)
     # handlers first: once the endpoint answers, a SIGTERM stops the daemon cleanly
     previous = _install_signals(daemon)
@@ -124,7 +125,8 @@ def run_serve(config: ServeConfig) -> None:
         ).start()
         log.info("metrics on http://%s:%d/metrics", host, endpoint.port)
         daemon.restore()
-        metrics.set_info(*info(daemon.learner))  # the restored model's own parameters
+        # the restored model's own parameters
+        metrics.set_info(*info(daemon.learner), version=__version__)
         daemon.take_snapshot()
         daemon.run()
     finally:

@@ -35,6 +35,19 @@ def test_help_lists_the_commands() -> None:
     assert "--eps" in learn_help and "--replay-every" in learn_help
 
 
+def test_version_names_the_package_and_the_project_file_agrees() -> None:
+    import tomllib
+
+    from streamlearn import __version__
+
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert project["project"]["version"] == __version__
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout.startswith(f"streamlearn {__version__} (Python ")
+    assert ", numpy " in result.stdout and ", numba " in result.stdout
+
+
 def test_learn_from_standard_input_prints_the_summary(train_file: Path) -> None:
     result = runner.invoke(app, ["learn", "--quiet", "--delta", "1"], input=train_file.read_text())
     assert result.exit_code == 0, result.output

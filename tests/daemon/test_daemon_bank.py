@@ -276,7 +276,7 @@ def test_metrics_per_label_series_on_request_and_info_says_one_vs_rest() -> None
     rendered = {}
     for per_label in (False, True):
         metrics = DaemonMetrics(CollectorRegistry(), lambda: run.snapshot, per_label=per_label)
-        metrics.set_info(*info(run.learner))
+        metrics.set_info(*info(run.learner), version="test")
         rendered[per_label] = metrics.render()[0].decode()
     assert "streamlearn_labels 5.0" in rendered[False]
     assert "streamlearn_label_updates_total" not in rendered[False]

@@ -168,8 +168,8 @@ def test_checkpoints_lag_ready_and_info(registry: CollectorRegistry) -> None:
 
     metrics.set_ready(True)
     assert value(registry, "streamlearn_ready") == 1
-    metrics.set_info("pdm", {"eps": 0.01, "delta": "auto"})
-    info = {"algorithm": "pdm", "params": "delta=auto,eps=0.01"}
+    metrics.set_info("pdm", {"eps": 0.01, "delta": "auto"}, version="1.2.3")
+    info = {"algorithm": "pdm", "params": "delta=auto,eps=0.01", "version": "1.2.3"}
     assert value(registry, "streamlearn_info", **info) == 1
 
 
@@ -184,7 +184,7 @@ def full_exposition(registry: CollectorRegistry) -> bytes:
     metrics.observe_checkpoint(0.1, 100, when=1990.0)
     metrics.set_lag({0: 3})
     metrics.set_ready(True)
-    metrics.set_info("paum", {"tau": 1.0, "eta": 0.5})
+    metrics.set_info("paum", {"tau": 1.0, "eta": 0.5}, version="test")
     return metrics.render()[0]
 
 

@@ -130,7 +130,7 @@ def endpoint() -> Iterator[HttpEndpoint]:
             },
         ],
     }
-    metrics.set_info("pdm", {"eps": 0.01})
+    metrics.set_info("pdm", {"eps": 0.01}, version="test")
     metrics.set_ready(True)
     metrics.count_examples("learned", 500)
     metrics.count_rejected("bad token", 3)
