@@ -3,7 +3,8 @@
 Pure: no I/O, no clock, no globals; the creation time is an argument. Never pickle.
 
 A checkpoint is a msgpack map ``{"format": "streamlearn.checkpoint", "version": 1,
-"created": float, "crc32": int, "payload": bin}``, where ``payload`` holds the msgpack of
+"created": float, "writer": str, "crc32": int, "payload": bin}`` (``writer``, the
+software that wrote it, is optional), where ``payload`` holds the msgpack of
 the content and ``crc32 == zlib.crc32(payload)``. The content is a map with str keys whose
 values nest maps (str keys), lists, str, bytes, int, float (nan and inf too), bool and
 None, plus two msgpack extension types: 1 is a numpy array, stored as the msgpack array
@@ -15,8 +16,10 @@ little-endian bytes), and 2 is a tuple, stored as the msgpack array of its items
 >>> checkpoint = decode(data)
 >>> checkpoint.payload
 {'weights': array([ 0.5, -1. ]), 'seen': 3}
->>> checkpoint.created, checkpoint.version
-(1.5, 1)
+>>> checkpoint.created, checkpoint.version, checkpoint.writer
+(1.5, 1, None)
+>>> decode(encode({}, created=0.0, writer="streamlearn 0.1.0")).writer
+'streamlearn 0.1.0'
 >>> decode(data[:-1])  # doctest: +ELLIPSIS
 Traceback (most recent call last):
     ...
@@ -56,15 +59,18 @@ _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what msgpack can hold
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """A decoded checkpoint: the payload, its creation time (Unix seconds) and version."""
+    """A decoded checkpoint: the payload, its creation time (Unix seconds), its version
+    and the software that wrote it (None when the file does not say)."""
 
     payload: dict[str, Any]
     created: float
     version: int
+    writer: str | None = None
 
 
-def encode(payload: Mapping[str, Any], *, created: float) -> bytes:
-    """The checkpoint bytes of ``payload``, stamped with ``created`` (Unix seconds).
+def encode(payload: Mapping[str, Any], *, created: float, writer: str | None = None) -> bytes:
+    """The checkpoint bytes of ``payload``, stamped with ``created`` (Unix seconds) and,
+    when given, ``writer`` (the software writing it, such as ``"streamlearn 0.1.0"``).
 
     Raises :class:`CheckpointError` naming the first value that cannot be stored (an
     object, a non-str key, an int beyond 64 bits, an array of strings or objects...).
@@ -75,16 +81,15 @@ def encode(payload: Mapping[str, Any], *, created: float) -> bytes:
         raise CheckpointError(f"created must be a number of seconds, got {created!r}")
     if not math.isfinite(created):
         raise CheckpointError(f"created must be finite, got {created!r}")
+    if writer is not None and not isinstance(writer, str):
+        raise CheckpointError(f"writer must be a str, got {writer!r}")
     content = _pack(_to_wire(payload, "payload"))
-    return _pack(
-        {
-            "format": FORMAT,
-            "version": VERSION,
-            "created": float(created),
-            "crc32": zlib.crc32(content),
-            "payload": content,  # last, so that any truncation cuts the envelope short
-        }
-    )
+    envelope: dict[str, Any] = {"format": FORMAT, "version": VERSION, "created": float(created)}
+    if writer is not None:
+        envelope["writer"] = writer
+    envelope["crc32"] = zlib.crc32(content)
+    envelope["payload"] = content  # last, so that any truncation cuts the envelope short
+    return _pack(envelope)
 
 
 def decode(data: bytes) -> Checkpoint:
@@ -109,7 +114,13 @@ def decode(data: bytes) -> Checkpoint:
         raise CheckpointError(f"corrupt checkpoint payload: {exc}") from exc
     if not isinstance(payload, dict):
         raise CheckpointError("corrupt checkpoint payload: not a map")
-    return Checkpoint(payload=payload, created=float(created), version=VERSION)
+    writer = envelope.get("writer")
+    return Checkpoint(
+        payload=payload,
+        created=float(created),
+        version=VERSION,
+        writer=writer if isinstance(writer, str) else None,
+    )
 
 
 # -- encoding ----------------------------------------------------------------------------

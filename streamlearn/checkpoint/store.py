@@ -18,10 +18,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from streamlearn import __version__
 from streamlearn.checkpoint.codec import Checkpoint, decode, encode
 from streamlearn.errors import CheckpointError, InvalidParameterError
 
 logger = logging.getLogger("streamlearn.checkpoint")
+#: the ``writer`` stamped on every checkpoint file
+WRITER = f"streamlearn {__version__}"
 
 
 def write_checkpoint(
@@ -36,7 +39,7 @@ def write_checkpoint(
     """
     path = Path(path)
     keep = _keep(keep)
-    data = encode(payload, created=time.time() if created is None else created)
+    data = encode(payload, created=time.time() if created is None else created, writer=WRITER)
     try:
         _remove_rotated(path, keep)
         _replace_atomically(path, data, rotate=keep)
@@ -94,7 +97,7 @@ class CheckpointStore:
 
     def write(self, payload: Mapping[str, Any], created: float | None = None) -> Path:
         """Write ``payload`` as the next checkpoint, prune to ``keep``, return its path."""
-        data = encode(payload, created=time.time() if created is None else created)
+        data = encode(payload, created=time.time() if created is None else created, writer=WRITER)
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._remove_leftovers()

@@ -88,6 +88,7 @@ def describe(path: str) -> dict[str, Any]:
         "bytes": Path(path).stat().st_size,
         "format_version": checkpoint.version,
         "created": datetime.fromtimestamp(checkpoint.created, UTC).isoformat(timespec="seconds"),
+        "written_by": checkpoint.writer,
     }
     if isinstance(learner, ModelBank):
         return {**header, "stream_examples": job.get("stream_examples"), **describe_bank(learner)}

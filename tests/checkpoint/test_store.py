@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from streamlearn import __version__
 from streamlearn.checkpoint import (
     CheckpointStore,
     decode,
@@ -19,6 +20,7 @@ from streamlearn.checkpoint import (
     write_checkpoint,
 )
 from streamlearn.checkpoint import store as store_module
+from streamlearn.checkpoint.store import WRITER
 from streamlearn.errors import CheckpointError, InvalidParameterError
 
 
@@ -45,7 +47,8 @@ def test_write_then_read(tmp_path: Path) -> None:
     assert checkpoint.created == 12.5 and checkpoint.version == 1
     assert checkpoint.payload["n"] == 1
     assert np.array_equal(checkpoint.payload["weights"], np.full(4, 1.0))
-    assert target.read_bytes() == encode(payload(1), created=12.5)
+    assert target.read_bytes() == encode(payload(1), created=12.5, writer=WRITER)
+    assert checkpoint.writer == WRITER == f"streamlearn {__version__}"
     assert names(tmp_path) == {"model.ckpt"}  # no temporary file left
 
 

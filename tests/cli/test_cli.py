@@ -12,7 +12,7 @@ import pytest
 from svm_samples import svmlight_lines
 from typer.testing import CliRunner
 
-from streamlearn import cli
+from streamlearn import __version__, cli
 from streamlearn._kernels import CompileLog
 from streamlearn.cli import COMPILING, app
 from streamlearn.jobs.learn import load_model
@@ -37,8 +37,6 @@ def test_help_lists_the_commands() -> None:
 
 def test_version_names_the_package_and_the_project_file_agrees() -> None:
     import tomllib
-
-    from streamlearn import __version__
 
     project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     assert project["project"]["version"] == __version__
@@ -89,6 +87,7 @@ def test_learn_predict_eval_inspect(train_file: Path, test_file: Path, tmp_path:
     assert shown.exit_code == 0, shown.output
     details = json.loads(shown.stdout)
     assert details["algorithm"] == "paum" and details["params"]["tau_neg"] == -1.0
+    assert details["written_by"] == f"streamlearn {__version__}"
     assert np.array_equal(np.load(weights), learner.coef_)
     assert "margin_upper_bound" in details and details["n_features"] == learner.n_features_in_
 
