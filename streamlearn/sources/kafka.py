@@ -41,7 +41,7 @@ from kafka.errors import KafkaError
 
 from streamlearn.errors import InputError, InvalidParameterError
 from streamlearn.sources.base import Message, MessageBatch, Positions
-from streamlearn.sources.kafka_blocks import RecordBlock, install_block_records
+from streamlearn.sources.kafka_blocks import RecordBlock, install_block_records, warm_up
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +261,7 @@ class KafkaSource:
     def _connected_consumer(self) -> Any:
         """The consumer, created (and subscribed) on first use; raises if unreachable."""
         if self._consumer is None:
+            warm_up()  # compiles, if it must, before the consumer has heartbeats to send
             consumer = KafkaConsumer.__new__(KafkaConsumer)
             try:
                 consumer.__init__(**self._config)

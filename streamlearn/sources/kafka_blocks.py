@@ -31,7 +31,7 @@ import numpy.typing as npt
 from kafka.consumer.fetcher import ConsumerRecord, Fetcher
 from kafka.errors import CorruptRecordError
 from kafka.protocol.consumer import IsolationLevel
-from kafka.record.default_records import DefaultRecordBatch
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from streamlearn._kernels.kafka_records import (
     CONTENT_TYPE,
@@ -42,6 +42,7 @@ from streamlearn._kernels.kafka_records import (
     decode_records,
 )
 from streamlearn.parse.messages import SPAN_ROWS
+from streamlearn.sources.base import CONTENT_TYPE as HEADER
 
 log = logging.getLogger(__name__)
 
@@ -212,6 +213,25 @@ class BlockPartitionRecords(_STOCK):  # type: ignore[misc,valid-type]
                 record.timestamp_type, key, value, headers, record.checksum,
                 key_size, value_size, header_size,
             )  # fmt: skip
+
+
+def warm_up() -> None:
+    """Decode a batch of one record, so that :func:`decode_records` is compiled (or
+    loaded from numba's cache) before a consumer joins its group.
+
+    Compiling it takes seconds on the first run after installing and holds the GIL
+    meanwhile, which would starve the consumer's heartbeats if it happened at the
+    first fetch. Does nothing when kafka-python's internals are not the expected ones
+    (blocks are not used then).
+    """
+    if not internals_known():
+        return
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+        producer_epoch=-1, base_sequence=-1, batch_size=1 << 16,
+    )  # fmt: skip
+    builder.append(0, timestamp=0, key=b"", value=b"+1 1:1\n", headers=[(HEADER, b"")])
+    decode_batch(DefaultRecordBatch(bytes(builder.build())), 0)
 
 
 def internals_known() -> bool:

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import random
 import struct
+import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -329,3 +332,31 @@ def test_records_one_by_one_give_the_same_messages(
     assert not stock.block_records
     assert source_read(fast, 50, budget=7) == by_records == stock_read(tansu, topic_name, 0, 50)
     assert stock.position() == fast.position() == {0: 50}
+
+
+WARMED_THEN_FETCHED = """
+import random, sys
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+from test_kafka_blocks import BlockPartitionRecords, random_records, take_all, v2_batch
+from streamlearn._kernels.kafka_records import decode_records
+from streamlearn.sources.kafka_blocks import warm_up
+
+warm_up()
+warmed = len(decode_records.signatures)
+data = v2_batch(random_records(random.Random(3), 20), 0) + v2_batch([(b"k", b"1 1:1", [])], 20)
+ours, next_offset, error = take_all(BlockPartitionRecords, data, 0)
+assert len(ours) == 21 and next_offset == 21 and error is None
+print(warmed, len(decode_records.signatures))
+"""
+
+
+def test_warm_up_compiles_what_fetched_batches_use() -> None:
+    """In a fresh process, decoding fetched batches after the warm-up needs no other
+    compiled version of the kernel: a first run compiles it before the consumer joins
+    its group, not in the middle of a fetch."""
+    here = Path(__file__).resolve().parent
+    done = subprocess.run(
+        [sys.executable, "-c", WARMED_THEN_FETCHED, str(here), str(here.parent)],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    assert done.stdout.split() == ["1", "1"]
