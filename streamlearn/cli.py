@@ -352,8 +352,7 @@ def serve(
         )
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
         logging.getLogger("kafka").setLevel(logging.WARNING)  # its connection chatter
-        with _compile_notice(say=logging.getLogger("streamlearn").info):
-            run_serve(config)
+        run_serve(config)  # it says itself when its warm-up compiles the kernels
 
 
 def _seconds(text: str) -> float:
@@ -442,18 +441,18 @@ def _say(message: str) -> None:
 
 
 @contextmanager
-def _compile_notice(quiet: bool = False, say: Callable[[str], None] = _say) -> Iterator[None]:
+def _compile_notice(quiet: bool = False) -> Iterator[None]:
     """Say when the kernels are being compiled (the first run after installing spends
     seconds on it before any work shows) and, after the block, how long it took."""
 
     def first() -> None:
         if not quiet:
-            say(COMPILING)
+            _say(COMPILING)
 
     with watch_compilation(first) as log:
         yield
     if log.kernels and not quiet:
-        say(f"compiled {log.kernels} kernels in {log.seconds:.1f} s")
+        _say(f"compiled {log.kernels} kernels in {log.seconds:.1f} s")
 
 
 @contextmanager

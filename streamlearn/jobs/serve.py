@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from streamlearn import __version__
+from streamlearn._kernels import watch_compilation
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import LearnerSpec, Model, ModelSpec
 from streamlearn.daemon import Daemon, DaemonSettings, FirstLines, bank_prediction
@@ -85,7 +86,7 @@ def run_serve(config: ServeConfig) -> None:
     """Run the daemon until SIGTERM/SIGINT (or the end of standard input)."""
     if keep_freed_memory():
         log.debug("allocator: freed memory is kept for reuse")
-    warm_up(config.model)
+    _warm_up_kernels(config)
     source = _source(config)
     sink, dead_letters = _sinks(config)
     store = (
@@ -177,6 +178,20 @@ def warm_up(spec: LearnerSpec | ModelSpec) -> None:
     decode_message(b"+1 1:1\n", {}, default_format="svmlight")
     warm = MessageBatch.from_messages([Message(b"+1 1:1\n"), Message(b"-1 2:1")])
     MessageDecoder().decode_columns(warm.data, warm.spans)
+
+
+def _warm_up_kernels(config: ServeConfig) -> None:
+    """Compile (or load) the kernels the daemon runs before its source starts, saying so
+    when it compiles: a first run spends seconds on it, which would otherwise fall in
+    the stream (with Kafka, while the consumer's heartbeats wait for the GIL)."""
+    with watch_compilation(lambda: log.info("compiling kernels (first run)...")) as compiled:
+        warm_up(config.model)
+        if config.source == "kafka":
+            from streamlearn.sources.kafka_blocks import warm_up as warm_up_records
+
+            warm_up_records()
+    if compiled.kernels:
+        log.info("compiled %d kernels in %.1f s", compiled.kernels, compiled.seconds)
 
 
 def _source(config: ServeConfig) -> Source:
