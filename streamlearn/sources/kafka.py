@@ -42,6 +42,7 @@ from kafka.errors import KafkaError
 from streamlearn.errors import InputError, InvalidParameterError
 from streamlearn.sources.base import Message, MessageBatch, Positions
 from streamlearn.sources.kafka_blocks import RecordBlock, install_block_records, warm_up
+from streamlearn.sources.kafka_logging import keep_long_stalls_only
 
 log = logging.getLogger(__name__)
 
@@ -229,6 +230,7 @@ class KafkaSource:
         prefetch_bytes: int = 4 << 20,
         **consumer_options: Any,
     ) -> None:
+        keep_long_stalls_only()
         self.topic = topic
         self.group_id = group_id
         self.lag_interval = lag_interval
@@ -493,6 +495,7 @@ class KafkaSink:
         flush_timeout: float = 30.0,
         **producer_options: Any,
     ) -> None:
+        keep_long_stalls_only()
         self.topic = topic
         self.flush_timeout = flush_timeout
         self._producer = KafkaProducer(
