@@ -86,8 +86,7 @@ def run_serve(config: ServeConfig) -> None:
     """Run the daemon until SIGTERM/SIGINT (or the end of standard input)."""
     if keep_freed_memory():
         log.debug("allocator: freed memory is kept for reuse")
-    _warm_up_kernels(config)
-    source = _source(config)
+    source = _warmed_source(config)
     sink, dead_letters = _sinks(config)
     store = (
         CheckpointStore(Path(config.checkpoint_dir), keep=config.keep)
@@ -180,18 +179,18 @@ def warm_up(spec: LearnerSpec | ModelSpec) -> None:
     MessageDecoder().decode_columns(warm.data, warm.spans)
 
 
-def _warm_up_kernels(config: ServeConfig) -> None:
-    """Compile (or load) the kernels the daemon runs before its source starts, saying so
-    when it compiles: a first run spends seconds on it, which would otherwise fall in
-    the stream (with Kafka, while the consumer's heartbeats wait for the GIL)."""
+def _warmed_source(config: ServeConfig) -> Source:
+    """The source, once the kernels the daemon runs are compiled (or loaded): the
+    learner's and the decoder's here, the record-batch decoder by a Kafka source as it
+    is made. Says so when it compiles: a first run spends seconds on it, which would
+    otherwise fall in the stream (with Kafka, while the consumer's heartbeats wait for
+    the GIL)."""
     with watch_compilation(lambda: log.info("compiling kernels (first run)...")) as compiled:
         warm_up(config.model)
-        if config.source == "kafka":
-            from streamlearn.sources.kafka_blocks import warm_up as warm_up_records
-
-            warm_up_records()
+        source = _source(config)
     if compiled.kernels:
         log.info("compiled %d kernels in %.1f s", compiled.kernels, compiled.seconds)
+    return source
 
 
 def _source(config: ServeConfig) -> Source:

@@ -231,6 +231,7 @@ class KafkaSource:
         **consumer_options: Any,
     ) -> None:
         keep_long_stalls_only()
+        warm_up()  # compiles, if it must, before a consumer exists to send heartbeats
         self.topic = topic
         self.group_id = group_id
         self.lag_interval = lag_interval
@@ -263,7 +264,6 @@ class KafkaSource:
     def _connected_consumer(self) -> Any:
         """The consumer, created (and subscribed) on first use; raises if unreachable."""
         if self._consumer is None:
-            warm_up()  # compiles, if it must, before the consumer has heartbeats to send
             consumer = KafkaConsumer.__new__(KafkaConsumer)
             try:
                 consumer.__init__(**self._config)
