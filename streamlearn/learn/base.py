@@ -21,7 +21,6 @@ from streamlearn._kernels import (
     decision_values,
     learn_stream,
     present_unbuffered,
-    replay_pass,
     row_sqnorms,
     values_all_one,
 )
@@ -266,9 +265,9 @@ class LinearLearner:
         if slots.shape[0] == 0:
             return True
         level1, level2, level3 = _level_workspaces(slots.shape[0], self._buffer.nnz)
-        events = replay_pass(
-            slots, self._buffer.arrays(), self._w, self._scalars,
-            self._kernel_rule(False, self._buffer_values_all_one(slots)),
+        rule = self._kernel_rule(False, self._buffer_values_all_one(slots))
+        events = replay_kernel(rule)(
+            slots, self._buffer.arrays(), self._w, self._scalars, rule,
             ActiveSetSchedule(enabled=False).as_array(first_pass=False), self._stats,
             level1, level2, level3,
         )  # fmt: skip
