@@ -93,7 +93,7 @@ def main() -> None:
         target_met = model.summary()["margin_achieved"] >= (1 - EPS) * REFERENCE_MARGIN
         print(
             f"{name}: margin >= (1 - eps) x reference: {'yes' if target_met else 'NO'}; "
-            f"time ratio to LIBLINEAR {median(times) / base:.2f} (target <= 3)\n"
+            f"time ratio to LIBLINEAR (target <= 3):\n"
             f"  wall clock: {ratios(times, base_times)}\n"
             f"  CPU time of the thread: {ratios(cpu, base_cpu)}"
         )
