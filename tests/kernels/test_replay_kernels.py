@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from streamlearn._kernels.engine import replay_kernel
+from streamlearn._kernels.engine import Rule, replay_kernel
 from streamlearn._kernels.rules import RULE_PDM, RULE_PFM
 
 #: fits two learners with different rules on a few examples under the compilation watch;
@@ -36,7 +36,7 @@ print(json.dumps({"kernels": log.kernels, "rules": rules}))
 """
 
 
-def rule(code: int, multi: bool, unit: bool = False) -> tuple[object, ...]:
+def rule(code: int, multi: bool, unit: bool = False) -> Rule:
     return (code, np.zeros(2), 1.0, 1.0, multi, unit)
 
 
