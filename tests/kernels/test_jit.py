@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
+from fresh_process import run_with_numba_cache
 
 from streamlearn._kernels import watch_compilation
 from streamlearn._kernels.rows import row_sqnorms
@@ -27,25 +24,12 @@ print(json.dumps({"calls": len(calls), "kernels": log.kernels, "seconds": log.se
 """
 
 
-def watched_run(cache: Path) -> dict[str, float]:
-    environment = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
-    done = subprocess.run(
-        [sys.executable, "-c", WATCHED_CALL],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    return dict(json.loads(done.stdout.splitlines()[-1]))
-
-
 def test_a_first_run_is_seen_compiling_and_a_second_loads_from_the_cache(tmp_path: Path) -> None:
-    first = watched_run(tmp_path)
+    first = run_with_numba_cache(WATCHED_CALL, tmp_path)
     assert first["calls"] == 1  # once, however many kernels
     assert first["kernels"] >= 1
     assert first["seconds"] > 0.0
-    second = watched_run(tmp_path)
+    second = run_with_numba_cache(WATCHED_CALL, tmp_path)
     assert second == {"calls": 0, "kernels": 0, "seconds": 0.0}
 
 

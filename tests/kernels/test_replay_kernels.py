@@ -3,15 +3,11 @@ and each (code, multiple-update flag) pair is cached on disk like every other ke
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
+from fresh_process import run_with_numba_cache
 
 from streamlearn._kernels.engine import Rule, replay_kernel
 from streamlearn._kernels.rules import RULE_PDM, RULE_PFM
@@ -51,22 +47,9 @@ def test_one_kernel_per_code_and_flag_whatever_the_parameters() -> None:
 def test_each_rule_compiles_with_its_code_as_a_constant_and_loads_from_the_cache(
     tmp_path: Path,
 ) -> None:
-    environment = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-
-    def fit_two_rules() -> dict[str, Any]:
-        done = subprocess.run(
-            [sys.executable, "-c", FIT_TWO_RULES],
-            env=environment,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=True,
-        )
-        return dict(json.loads(done.stdout.splitlines()[-1]))
-
-    first = fit_two_rules()
+    first = run_with_numba_cache(FIT_TWO_RULES, tmp_path, timeout=600)
     assert first["kernels"] > 0
     for code in (RULE_PDM, RULE_PFM):  # numba's name for a constant int in a type
         assert sum(f"Literal[int]({code})" in text for text in first["rules"]) == 1, first
-    second = fit_two_rules()
+    second = run_with_numba_cache(FIT_TWO_RULES, tmp_path, timeout=600)
     assert second == {"kernels": 0, "rules": []}  # every kernel loaded, none compiled
