@@ -19,7 +19,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from streamlearn import __version__
-from streamlearn._kernels import watch_compilation
+from streamlearn._kernels import COMPILING, watch_compilation
 from streamlearn.config import LearnConfig, LearnerSpec
 from streamlearn.errors import BadLineError, InvalidParameterError, StreamlearnError
 from streamlearn.jobs.learn import LearnReport, load_model, run_learn
@@ -33,7 +33,6 @@ from streamlearn.sources import InputStream
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 SHOWN_REJECTS = 5
-COMPILING = "compiling streamlearn's kernels (first run after installing; then cached)..."
 
 app = typer.Typer(
     help="Large-margin online learning of linear classifiers (PDM, PAUM and relatives).",
@@ -452,7 +451,7 @@ def _compile_notice(quiet: bool = False) -> Iterator[None]:
     with watch_compilation(first) as log:
         yield
     if log.kernels and not quiet:
-        _say(f"compiled {log.kernels} kernels in {log.seconds:.1f} s")
+        _say(log.summary())
 
 
 @contextmanager

@@ -6,7 +6,7 @@ place and return counts. Nothing outside this package imports numba.
 
 from __future__ import annotations
 
-from streamlearn._kernels._jit import CompileLog, watch_compilation
+from streamlearn._kernels._jit import COMPILING, CompileLog, watch_compilation
 from streamlearn._kernels.engine import learn_stream, present_unbuffered, replay_pass
 from streamlearn._kernels.margins import buffer_certificate
 from streamlearn._kernels.ring import values_all_one
@@ -29,6 +29,7 @@ from streamlearn._kernels.rules import (
 )
 
 __all__ = [
+    "COMPILING",
     "RULE_AMARGITRON",
     "RULE_KOZINEC",
     "RULE_PAM",

@@ -14,6 +14,9 @@ import numba.core.event
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: what the command line and the daemon's log say when a run starts compiling kernels
+COMPILING = "compiling streamlearn's kernels (first run after installing; then cached)..."
+
 
 def kernel(
     *, inline: bool = False, allocates: bool = False, releases_gil: bool = False
@@ -45,6 +48,14 @@ class CompileLog:
 
     kernels: int = 0
     seconds: float = 0.0
+
+    def summary(self) -> str:
+        """One line for the command line and the daemon's log.
+
+        >>> CompileLog(kernels=3, seconds=2.5).summary()
+        'compiled 3 kernels in 2.5 s'
+        """
+        return f"compiled {self.kernels} kernels in {self.seconds:.1f} s"
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from streamlearn import __version__
-from streamlearn._kernels import watch_compilation
+from streamlearn._kernels import COMPILING, watch_compilation
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import LearnerSpec, Model, ModelSpec
 from streamlearn.daemon import Daemon, DaemonSettings, FirstLines, bank_prediction
@@ -185,11 +185,11 @@ def _warmed_source(config: ServeConfig) -> Source:
     is made. Says so when it compiles: a first run spends seconds on it, which would
     otherwise fall in the stream (with Kafka, while the consumer's heartbeats wait for
     the GIL)."""
-    with watch_compilation(lambda: log.info("compiling kernels (first run)...")) as compiled:
+    with watch_compilation(lambda: log.info(COMPILING)) as compiled:
         warm_up(config.model)
         source = _source(config)
     if compiled.kernels:
-        log.info("compiled %d kernels in %.1f s", compiled.kernels, compiled.seconds)
+        log.info(compiled.summary())
     return source
 
 

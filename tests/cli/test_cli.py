@@ -13,8 +13,10 @@ from svm_samples import svmlight_lines
 from typer.testing import CliRunner
 
 from streamlearn import __version__, cli
-from streamlearn._kernels import CompileLog
-from streamlearn.cli import COMPILING, app
+from streamlearn._kernels import COMPILING, CompileLog
+from streamlearn.cli import app
+from streamlearn.config import LearnerSpec
+from streamlearn.jobs import serve
 from streamlearn.jobs.learn import load_model
 
 runner = CliRunner()
@@ -232,3 +234,13 @@ def test_a_first_run_says_it_compiles_on_standard_error_only(
     assert learned.stderr.splitlines()[0] == COMPILING
     quiet = runner.invoke(app, ["learn", "--quiet", str(train_file)])
     assert quiet.exit_code == 0 and quiet.stderr == ""
+
+
+def test_the_daemon_logs_a_first_run_as_the_command_line_says_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(serve, "watch_compilation", compiling)
+    with caplog.at_level("INFO", logger=serve.log.name):
+        serve._warmed_source(serve.ServeConfig(LearnerSpec("pdm", {"eps": 0.1})))
+    messages = [r.getMessage() for r in caplog.records if r.name == serve.log.name]
+    assert messages == [COMPILING, "compiled 3 kernels in 2.5 s"]
