@@ -8,13 +8,20 @@ buffer presented 20 times a call:
   threshold, and none updates (checked).
 - **always**: a PAM learner whose margin tau is so large that every presentation
   updates, once (checked).
+- **coin**: a PAUM learner that updates every positive example and no negative one
+  (tau_pos = 1e300, tau_neg = -1e300), on Adult with labels drawn at random with
+  probability ``share`` of +1 (PDM's share of presentations that update, below). Its
+  update decisions are coin flips, as unpredictable as PDM's, and cost no arithmetic
+  beyond the comparison.
 - **pdm**: ``PDM(eps=0.01, delta=1, rho=1).fit``, divided by its presentations.
 
 If a presentation cost only its work, PDM's would lie between the first two, at its
 share of presentations that update: ``never + share x (always - never)``. The rest is
 what the branch on the update condition costs when it cannot be predicted (the
 processor discards the work it started on the wrong side), together with PDM's
-multiplicity arithmetic, which neither anchor does.
+multiplicity arithmetic. The coin separates the two: what it costs beyond the work is
+the unpredictable decision alone; what PDM costs beyond the coin, its multiplicity
+arithmetic and rule.
 
 Run: .venv/bin/python benchmarks/bench_presentation_cost.py [--repeats N]
 """
@@ -27,7 +34,7 @@ from collections.abc import Callable
 import numpy as np
 from _common import adult, interleaved, median
 
-from streamlearn import PAM, PDM
+from streamlearn import PAM, PAUM, PDM
 from streamlearn._kernels.engine import STAT_UPDATE_EVENTS, _cycle_set, gather
 from streamlearn.learn.base import LinearLearner, _level_workspaces
 
@@ -67,9 +74,16 @@ def main() -> None:
     n = X.shape[0]
     PDM(eps=0.5, delta=DELTA).fit(X[:100], y[:100])  # compile the kernels before timing
 
+    converged = PDM(eps=EPS, delta=DELTA, rho=RHO).fit(X, y)
+    summary = converged.summary()
+    presentations = summary["presentations"]
+    share = summary["update_events"] / presentations
+    coin_labels = np.where(np.random.default_rng(0).random(n) < share, 1.0, -1.0)
+    coin = PAUM(tau_neg=-1e300, tau_pos=1e300, delta=DELTA, rho=RHO).learn(X, coin_labels)
     runs = {
-        "never": cycler(PDM(eps=EPS, delta=DELTA, rho=RHO).fit(X, y)),
+        "never": cycler(converged),
         "always": cycler(PAM(tau=1e300, delta=DELTA, rho=RHO).learn(X, y)),
+        "coin": cycler(coin),
         "pdm": lambda: PDM(eps=EPS, delta=DELTA, rho=RHO).fit(X, y),
     }
     results = interleaved(runs, args.repeats)
@@ -77,14 +91,16 @@ def main() -> None:
         raise SystemExit("the converged model updated: no 'never' anchor")
     if results["always"][1] != CYCLES * n:
         raise SystemExit(f"PAM updated {results['always'][1]} of {CYCLES * n} presentations")
+    coin_share = results["coin"][1] / (CYCLES * n)
+    if results["coin"][1] != CYCLES * int(np.sum(coin_labels > 0)):
+        raise SystemExit("the coin's updates are not its positive examples")
 
-    summary = results["pdm"][1].summary()
-    presentations = summary["presentations"]
-    share = summary["update_events"] / presentations
     never = median(results["never"][0]) / (CYCLES * n) * 1e9
     always = median(results["always"][0]) / (CYCLES * n) * 1e9
+    coin_ns = median(results["coin"][0]) / (CYCLES * n) * 1e9
     pdm = median(results["pdm"][0]) / presentations * 1e9
     work = never + share * (always - never)
+    coin_work = never + coin_share * (always - never)
 
     print(f"a9a.train: {n} examples; repeats: {args.repeats} (interleaved), medians")
     print(f"never (no presentation updates):     {never:6.1f} ns a presentation")
@@ -97,6 +113,14 @@ def main() -> None:
     print(
         f"  the rest: {pdm - work:.1f} ns ({(pdm - work) / pdm:.0%} of PDM's time): "
         "unpredictable update decisions and PDM's multiplicity arithmetic"
+    )
+    print(
+        f"coin ({coin_share:.1%} of presentations update, at random): {coin_ns:.1f} ns a "
+        f"presentation, {coin_ns - coin_work:.1f} ns beyond its work"
+    )
+    print(
+        f"  PDM beyond the coin: {pdm - coin_ns:+.1f} ns a presentation (its multiplicity "
+        "arithmetic and rule; the rest of PDM's time is the work and the coin's cost)"
     )
 
 
