@@ -20,7 +20,7 @@ import typer
 
 from streamlearn import __version__
 from streamlearn._kernels import COMPILING, watch_compilation
-from streamlearn.config import LearnConfig, LearnerSpec
+from streamlearn.config import DEFAULT_MAX_FEATURES, LearnConfig, LearnerSpec
 from streamlearn.errors import BadLineError, InvalidParameterError, StreamlearnError
 from streamlearn.jobs.learn import LearnReport, load_model, run_learn
 from streamlearn.jobs.model import describe, evaluate, export_weights, predict_lines
@@ -136,7 +136,9 @@ ReplayEvery = Annotated[
     int, _option("Replay after every K new examples (0: never).", "replay_every")
 ]
 ReplayPasses = Annotated[int, _option("Replay passes each time (R).", "replay_passes")]
-MaxFeatures = Annotated[int | None, _option("Reject lines with larger indices.", "max_features")]
+MaxFeatures = Annotated[
+    int, _option("Reject lines with larger indices (weights: 8 bytes a feature).", "max_features")
+]
 OneVsRest = Annotated[
     bool,
     _option(
@@ -196,7 +198,7 @@ def learn(
     epochs: Annotated[
         int | None, _option("N plain passes in input order instead of replay.", "epochs")
     ] = None,
-    max_features: MaxFeatures = None,
+    max_features: MaxFeatures = DEFAULT_MAX_FEATURES,
     strict: Annotated[bool, _option("Stop at the first bad line (exit code 2).", "strict")] = False,
     keep: Annotated[int, _option("Previous model files to keep (m.ckpt.1, ...).", "keep")] = 1,
     one_vs_rest: OneVsRest = False,
@@ -302,7 +304,7 @@ def serve(
     ] = "on",
     replay_every: ReplayEvery = 10_000,
     replay_passes: ReplayPasses = 1,
-    max_features: MaxFeatures = None,
+    max_features: MaxFeatures = DEFAULT_MAX_FEATURES,
     one_vs_rest: OneVsRest = False,
     tau_pos_kappa: TauPosKappa = None,
     per_label_metrics: Annotated[

@@ -17,6 +17,12 @@ from streamlearn.replay import ActiveSetSchedule, ReplaySchedule
 
 #: options that shape the active-set schedule rather than being learner parameters
 SCHEDULE_OPTIONS = ("shrink", "active_sets_enabled")
+#: how many feature indices ``learn`` and ``serve`` accept unless told otherwise
+#: (``--max-features``: 1-based indices up to it). The weights are dense, 8 bytes an index
+#: up to the largest seen: without a bound, one line with index 2e9 would make them 16 GB.
+#: 2**26 (512 MB of weights) holds KDD Cup 2012's 54.7 million features, among the
+#: largest svmlight data sets.
+DEFAULT_MAX_FEATURES = 1 << 26
 
 
 @dataclass(frozen=True)
@@ -115,7 +121,7 @@ class LearnConfig:
     converge: bool = True
     max_passes: int | None = None
     epochs: int | None = None
-    max_features: int | None = None
+    max_features: int = DEFAULT_MAX_FEATURES
     strict: bool = False
     chunk_size: int = 4 << 20
     keep: int = 1
@@ -127,12 +133,23 @@ class LearnConfig:
     def __post_init__(self) -> None:
         if self.epochs is not None and self.epochs < 1:
             raise InvalidParameterError(f"--epochs must be >= 1, got {self.epochs}")
-        if self.max_features is not None and self.max_features < 1:
-            raise InvalidParameterError(f"--max-features must be >= 1, got {self.max_features}")
+        check_max_features(self.max_features)
         if self.keep < 1:
             raise InvalidParameterError(f"--keep must be >= 1, got {self.keep}")
         if self.tau_pos_kappa is not None and not self.one_vs_rest and self.resume is None:
             raise InvalidParameterError("--tau-pos-kappa needs --one-vs-rest")
+
+
+def check_max_features(value: int) -> None:
+    """Refuse a ``--max-features`` the parsers cannot apply (they read int32 indices).
+
+    >>> check_max_features(0)
+    Traceback (most recent call last):
+    ...
+    streamlearn.errors.InvalidParameterError: --max-features must be in [1, 2**31], got 0
+    """
+    if not 1 <= value <= 1 << 31:
+        raise InvalidParameterError(f"--max-features must be in [1, 2**31], got {value}")
 
 
 def _parse_delta(value: Any) -> float | str:

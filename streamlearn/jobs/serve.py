@@ -16,7 +16,13 @@ import numpy as np
 from streamlearn import __version__
 from streamlearn._kernels import COMPILING, watch_compilation
 from streamlearn.checkpoint.store import CheckpointStore
-from streamlearn.config import LearnerSpec, Model, ModelSpec
+from streamlearn.config import (
+    DEFAULT_MAX_FEATURES,
+    LearnerSpec,
+    Model,
+    ModelSpec,
+    check_max_features,
+)
 from streamlearn.daemon import Daemon, DaemonSettings, FirstLines, bank_prediction
 from streamlearn.errors import InvalidParameterError
 from streamlearn.http import HttpEndpoint
@@ -50,7 +56,7 @@ class ServeConfig:
     checkpoint_dir: str | None = None
     keep: int = 3
     metrics_addr: str = "127.0.0.1:9108"
-    max_features: int | None = None
+    max_features: int = DEFAULT_MAX_FEATURES
     lines_per_message: int = 1000
     #: one binary learner per label (a :class:`~streamlearn.learn.ModelBank`)
     one_vs_rest: bool = False
@@ -61,6 +67,7 @@ class ServeConfig:
 
     def __post_init__(self) -> None:
         ModelSpec(self.learner, self.one_vs_rest, self.tau_pos_kappa)  # checks its options
+        check_max_features(self.max_features)
         if self.source not in ("stdin", "kafka"):
             raise InvalidParameterError(f"--source must be stdin or kafka, got {self.source!r}")
         if self.source == "kafka" and not (self.bootstrap_servers and self.topic):

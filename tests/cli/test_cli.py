@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from streamlearn import __version__, cli
 from streamlearn._kernels import COMPILING, CompileLog
 from streamlearn.cli import app
-from streamlearn.config import LearnerSpec
+from streamlearn.config import DEFAULT_MAX_FEATURES, LearnerSpec
 from streamlearn.jobs import serve
 from streamlearn.jobs.learn import load_model
 
@@ -132,13 +132,23 @@ def test_bad_lines_are_skipped_counted_and_shown(train_file: Path) -> None:
     text[3] = "+1 3:abc 4:1"
     text[10] = "-1 0:1.5"
     text[20] = "+1 2:nan"
+    text[30] = f"-1 1:1 {DEFAULT_MAX_FEATURES + 1}:1"  # dense weights that large: refused
     result = runner.invoke(app, ["learn", "--json", "--quiet"], input="\n".join(text))
     assert result.exit_code == 0, result.output
     figures = json.loads(result.stdout)
-    assert figures["examples"] == 397 and figures["rejected_lines"] == 3
+    assert figures["examples"] == 396 and figures["rejected_lines"] == 4
     assert "line 4: bad token" in result.stderr
     assert "line 11: index 0 or negative" in result.stderr
     assert "line 21: not a finite value" in result.stderr
+    assert "line 31: index above max_features" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["learn", "serve"])
+def test_max_features_out_of_the_parsers_range_is_refused(command: str) -> None:
+    for value in ("0", str((1 << 31) + 1)):
+        result = runner.invoke(app, [command, "--max-features", value], input="+1 1:1\n")
+        assert result.exit_code == 1, result.output
+        assert "--max-features must be in [1, 2**31]" in result.stderr
 
 
 def test_strict_stops_at_the_first_bad_line(train_file: Path, tmp_path: Path) -> None:

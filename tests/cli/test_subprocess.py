@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+
+from streamlearn.config import DEFAULT_MAX_FEATURES
 
 STREAMLEARN = [sys.executable, "-m", "streamlearn"]
 
@@ -51,3 +54,21 @@ def test_strict_exit_code_in_a_pipeline(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "line 2: bad token" in done.stderr
+
+
+def test_serve_refuses_an_index_its_dense_weights_could_not_hold() -> None:
+    """One line with a huge index would otherwise make the weights gigabytes."""
+    lines = [f"+1 1:1 {2_000_000_000}:1"] + ["+1 1:1 2:0.5", "-1 2:1 3:0.3"] * 50
+    served = subprocess.run(
+        [*STREAMLEARN, "serve", "--algo", "pdm", "--eps", "0.1", "--metrics-addr", "127.0.0.1:0"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert served.returncode == 0, served.stderr
+    assert "rejected line 1 (index above max_features)" in served.stderr
+    assert served.stdout == ""  # every other line is labelled: learned, not predicted
+    # the largest child so far, this daemon included: far below the 16 GB of 2e9 weights
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 4 << 20  # KiB
+    assert DEFAULT_MAX_FEATURES < 2_000_000_000
