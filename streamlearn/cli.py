@@ -20,7 +20,7 @@ import typer
 
 from streamlearn import __version__
 from streamlearn._kernels import COMPILING, watch_compilation
-from streamlearn.config import DEFAULT_MAX_FEATURES, LearnConfig, LearnerSpec
+from streamlearn.config import DEFAULT_MAX_FEATURES, DEFAULT_MAX_LABELS, LearnConfig, LearnerSpec
 from streamlearn.errors import BadLineError, InvalidParameterError, StreamlearnError
 from streamlearn.jobs.learn import LearnReport, load_model, run_learn
 from streamlearn.jobs.model import describe, evaluate, export_weights, predict_lines
@@ -139,6 +139,9 @@ ReplayPasses = Annotated[int, _option("Replay passes each time (R).", "replay_pa
 MaxFeatures = Annotated[
     int, _option("Reject lines with larger indices (weights: 8 bytes a feature).", "max_features")
 ]
+MaxLabels = Annotated[
+    int, _option("One-vs-rest: reject lines that would bring more labels.", "max_labels")
+]
 OneVsRest = Annotated[
     bool,
     _option(
@@ -202,6 +205,7 @@ def learn(
     strict: Annotated[bool, _option("Stop at the first bad line (exit code 2).", "strict")] = False,
     keep: Annotated[int, _option("Previous model files to keep (m.ckpt.1, ...).", "keep")] = 1,
     one_vs_rest: OneVsRest = False,
+    max_labels: MaxLabels = DEFAULT_MAX_LABELS,
     tau_pos_kappa: TauPosKappa = None,
     as_json: AsJson = False,
     quiet: Quiet = False,
@@ -222,6 +226,7 @@ def learn(
             strict=strict,
             keep=keep,
             one_vs_rest=one_vs_rest,
+            max_labels=max_labels,
             tau_pos_kappa=tau_pos_kappa,
         )
         size = InputStream(config.inputs).size
@@ -306,6 +311,7 @@ def serve(
     replay_passes: ReplayPasses = 1,
     max_features: MaxFeatures = DEFAULT_MAX_FEATURES,
     one_vs_rest: OneVsRest = False,
+    max_labels: MaxLabels = DEFAULT_MAX_LABELS,
     tau_pos_kappa: TauPosKappa = None,
     per_label_metrics: Annotated[
         bool,
@@ -331,6 +337,7 @@ def serve(
             checkpoint_every=checkpoint_every,
             checkpoint_interval=_seconds(checkpoint_interval),
             idle_replay=idle_replay == "on",
+            max_labels=max_labels,
         )
         config = ServeConfig(
             learner=LearnerSpec.from_options(algo, options),

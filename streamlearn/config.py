@@ -23,6 +23,11 @@ SCHEDULE_OPTIONS = ("shrink", "active_sets_enabled")
 #: 2**26 (512 MB of weights) holds KDD Cup 2012's 54.7 million features, among the
 #: largest svmlight data sets.
 DEFAULT_MAX_FEATURES = 1 << 26
+#: how many labels a one-vs-rest bank of ``learn`` and ``serve`` takes unless told
+#: otherwise (``--max-labels``). Each label's learner keeps a sign and a slack count per
+#: buffer slot (about 1.3 MB with the default buffer), so one line that lists thousands
+#: of labels would otherwise cost gigabytes.
+DEFAULT_MAX_LABELS = 1000
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,7 @@ class LearnConfig:
     max_passes: int | None = None
     epochs: int | None = None
     max_features: int = DEFAULT_MAX_FEATURES
+    max_labels: int = DEFAULT_MAX_LABELS
     strict: bool = False
     chunk_size: int = 4 << 20
     keep: int = 1
@@ -134,6 +140,7 @@ class LearnConfig:
         if self.epochs is not None and self.epochs < 1:
             raise InvalidParameterError(f"--epochs must be >= 1, got {self.epochs}")
         check_max_features(self.max_features)
+        check_max_labels(self.max_labels)
         if self.keep < 1:
             raise InvalidParameterError(f"--keep must be >= 1, got {self.keep}")
         if self.tau_pos_kappa is not None and not self.one_vs_rest and self.resume is None:
@@ -150,6 +157,12 @@ def check_max_features(value: int) -> None:
     """
     if not 1 <= value <= 1 << 31:
         raise InvalidParameterError(f"--max-features must be in [1, 2**31], got {value}")
+
+
+def check_max_labels(value: int) -> None:
+    """Refuse a ``--max-labels`` below 1."""
+    if value < 1:
+        raise InvalidParameterError(f"--max-labels must be >= 1, got {value}")
 
 
 def _parse_delta(value: Any) -> float | str:

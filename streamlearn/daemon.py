@@ -46,9 +46,10 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn.checkpoint.store import CheckpointStore
-from streamlearn.config import LearnerSpec, Model, ModelSpec
+from streamlearn.config import DEFAULT_MAX_LABELS, LearnerSpec, Model, ModelSpec, check_max_labels
 from streamlearn.errors import StateError
 from streamlearn.learn import LabelledRows, ModelBank, model_from_state
+from streamlearn.learn.labelsets import over_label_budget, within_label_budget
 from streamlearn.parse import ParsedRows, Rejected, binary_batch
 from streamlearn.replay import ReplaySchedule
 from streamlearn.sources.base import MessageBatch, Positions, Sink, Source
@@ -118,6 +119,12 @@ class DaemonSettings:
     summary_share: float = 0.05
     #: decode the next poll on a worker thread while the last one is learned
     decode_ahead: bool = True
+    #: a one-vs-rest bank learns no more labels than this: a line that would bring more
+    #: is rejected (``too many labels``)
+    max_labels: int = DEFAULT_MAX_LABELS
+
+    def __post_init__(self) -> None:
+        check_max_labels(self.max_labels)
 
 
 @dataclass(frozen=True)
@@ -130,6 +137,8 @@ class _Decoded:
     #: the labelled examples, as the learner takes them, or None when there are none
     learn: Batch | LabelledRows | None
     rejected: list[Rejected]
+    #: a bank's examples: the line each came from (None for a single learner)
+    learn_lines: npt.NDArray[np.int64] | None = None
 
 
 @dataclass(frozen=True)
@@ -276,24 +285,40 @@ class Daemon:
         rejected = list(rows.rejected)
         unlabelled = None if labelled.all() else rows.select(~labelled, [])
         learn: Batch | LabelledRows | None = None
+        learn_lines = None
         if labelled.any():
             kept = rows if labelled.all() else rows.select(labelled, rows.rejected)
             if self.spec.one_vs_rest:
-                learn = LabelledRows.from_arrays(kept)
+                learn, learn_lines = LabelledRows.from_arrays(kept), kept.line_numbers
             else:  # its rejections: those of the rows, and the rows with a bad label
                 learn, rejected = binary_batch(kept)
-        return _Decoded(first_lines, unlabelled, learn, rejected)
+        return _Decoded(first_lines, unlabelled, learn, rejected, learn_lines)
 
     def _apply(self, messages: MessageBatch, decoded: _Decoded, positions: Positions) -> None:
         """Predict, learn and reject what ``messages`` decoded to; then the daemon is at
         ``positions``."""
         if decoded.unlabelled is not None:
             self._predict(messages, decoded.first_lines(), decoded.unlabelled)
-        if decoded.learn is not None:
-            self._learn(decoded.learn)
-        if decoded.rejected:
-            self._reject(messages, decoded.first_lines(), decoded.rejected)
+        learn, rejected = decoded.learn, decoded.rejected
+        if isinstance(learn, LabelledRows) and decoded.learn_lines is not None:
+            learn, rejected = self._within_labels(learn, decoded.learn_lines, rejected)
+        if learn is not None:
+            self._learn(learn)
+        if rejected:
+            self._reject(messages, decoded.first_lines(), rejected)
         self.positions = positions
+
+    def _within_labels(
+        self, rows: LabelledRows, lines: npt.NDArray[np.int64], rejected: list[Rejected]
+    ) -> tuple[LabelledRows, list[Rejected]]:
+        """The bank's rows without those that would take it past ``max_labels`` labels,
+        and the rejections with those rows added (in line order)."""
+        assert isinstance(self.learner, ModelBank)
+        keep = within_label_budget(rows, self.learner.labels_to_learn(), self.settings.max_labels)
+        if keep.all():
+            return rows, rejected
+        refused = over_label_budget(rows, keep, lines)
+        return rows.select(keep), sorted([*rejected, *refused], key=lambda item: item.line)
 
     def take_snapshot(self) -> None:
         """Store the learner's summary for readers on other threads."""

@@ -36,6 +36,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from streamlearn.learn.labelsets import TOO_MANY_LABELS
 from streamlearn.parse.svmlight import REASONS
 
 OUTCOMES = ("learned", "predicted", "rejected")
@@ -70,7 +71,7 @@ def reason_label(reason: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", reason.lower()).strip("_")
 
 
-REASON_LABELS = tuple(reason_label(r) for r in (*REASONS, BAD_MESSAGE))
+REASON_LABELS = tuple(reason_label(r) for r in (*REASONS, BAD_MESSAGE, TOO_MANY_LABELS))
 
 
 def _number(value: Any) -> float:
@@ -343,7 +344,8 @@ class DaemonMetrics:
         self._examples.labels(outcome=outcome).inc(n)
 
     def count_rejected(self, reason: str, n: int = 1) -> None:
-        """Count ``n`` rejected lines; ``reason`` is a parser reason or "bad message"."""
+        """Count ``n`` rejected lines; ``reason`` is a parser reason, "bad message" or a
+        bank's "too many labels"."""
         label = reason_label(reason)
         if label not in REASON_LABELS:
             raise ValueError(f"unknown rejection reason {reason!r}")

@@ -20,6 +20,7 @@ from streamlearn.daemon import DAEMON_KIND
 from streamlearn.errors import InputError, StateError
 from streamlearn.jobs.rejects import RejectLog
 from streamlearn.learn import LabelledRows, LinearLearner, ModelBank, model_from_state
+from streamlearn.learn.labelsets import over_label_budget, within_label_budget
 from streamlearn.parse import ParsedRows, Rejected, SvmlightParser, binary_batch
 from streamlearn.sources import InputStream
 from streamlearn.types import Batch
@@ -63,13 +64,12 @@ def run_learn(
     """Run the job; ``on_bytes`` hears how many input bytes each chunk held (progress)."""
     started = time.perf_counter()
     learner, stream_examples = _start(config)
-    bank = isinstance(learner, ModelBank)
     inputs = InputStream(config.inputs, chunk_size=config.chunk_size, stdin=stdin)
     rejects = RejectLog(strict=config.strict, on_reject=on_reject)
     lines = 0
     try:
         chunks = inputs.chunks(keep_for_rereading=(config.epochs or 1) > 1)
-        batches = _batches(_counting(chunks, on_bytes), config.max_features, rejects, bank)
+        batches = _batches(_counting(chunks, on_bytes), config, rejects, learner)
         if config.epochs is None:
             stream_examples, lines = _stream(learner, batches, config, stream_examples)
             if lines == 0:
@@ -153,8 +153,7 @@ def _epochs(
         if whole_input_buffered:
             learner.epoch_pass()
             continue
-        bank = isinstance(learner, ModelBank)
-        again = _batches(inputs.reread(), config.max_features, RejectLog(), bank)
+        again = _batches(inputs.reread(), config, RejectLog(), learner)
         for batch, _ in again:
             _learn_once(learner, batch)
         learner.flush()
@@ -162,15 +161,21 @@ def _epochs(
 
 
 def _batches(
-    chunks: Iterator[bytes], max_features: int | None, rejects: RejectLog, bank: bool
+    chunks: Iterator[bytes], config: LearnConfig, rejects: RejectLog, learner: Model
 ) -> Iterator[tuple[Examples, int]]:
-    """Parsed batches (binary, or with label sets for a ``bank``) with the number of
-    lines read so far."""
-    convert = _labelled if bank else _binary
-    parser = SvmlightParser(max_features=max_features)
+    """Parsed batches (binary, or with label sets for a bank) with the number of lines
+    read so far. Each is made once the one before it is learned: a bank's label bound
+    counts the labels it has by then."""
+    parser = SvmlightParser(max_features=config.max_features)
+
+    def convert(rows: ParsedRows) -> Examples:
+        if isinstance(learner, ModelBank):
+            return _labelled(rows, rejects, learner, config.max_labels)
+        return _binary(rows, rejects)
+
     for chunk in chunks:
-        yield convert(parser.feed(chunk), rejects), parser.lines_seen
-    yield convert(parser.finish(), rejects), parser.lines_seen
+        yield convert(parser.feed(chunk)), parser.lines_seen
+    yield convert(parser.finish()), parser.lines_seen
 
 
 def _binary(rows: ParsedRows, rejects: RejectLog) -> Examples:
@@ -179,11 +184,17 @@ def _binary(rows: ParsedRows, rejects: RejectLog) -> Examples:
     return batch
 
 
-def _labelled(rows: ParsedRows, rejects: RejectLog) -> Examples:
+def _labelled(rows: ParsedRows, rejects: RejectLog, bank: ModelBank, max_labels: int) -> Examples:
     """Rows with their label sets: any numbers, several or none (a negative for every
-    label)."""
-    rejects.add(rows.rejected)
-    return LabelledRows.from_arrays(rows)
+    label); without the rows that would take ``bank`` past ``max_labels`` labels."""
+    labelled = LabelledRows.from_arrays(rows)
+    keep = within_label_budget(labelled, bank.labels_to_learn(), max_labels)
+    if keep.all():
+        rejects.add(rows.rejected)
+        return labelled
+    refused = over_label_budget(labelled, keep, rows.line_numbers)
+    rejects.add(sorted([*rows.rejected, *refused], key=lambda item: item.line))
+    return labelled.select(keep)
 
 
 def _counting(chunks: Iterator[bytes], on_bytes: Callable[[int], None] | None) -> Iterator[bytes]:

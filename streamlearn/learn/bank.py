@@ -139,6 +139,18 @@ class ModelBank:
         """Number of labels (learners)."""
         return len(self._label_values)
 
+    def labels_to_learn(self) -> npt.NDArray[np.float64]:
+        """Every label value the bank has a learner for or will have one for: those of
+        the examples ``delta='auto'`` still holds too (sorted).
+
+        >>> from streamlearn.learn import PDM
+        >>> bank = ModelBank(PDM(eps=0.1)).learn(np.eye(2), [[4], [2, 9]])
+        >>> bank.labels_.tolist(), bank.labels_to_learn().tolist()
+        ([], [2.0, 4.0, 9.0])
+        """
+        held = [rows.labels for rows in self._pending]
+        return np.unique(np.concatenate([self.labels_, *held]))
+
     @property
     def delta_(self) -> float | None:
         """The bank's Delta; None while ``delta='auto'`` still waits for its examples."""

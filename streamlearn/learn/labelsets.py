@@ -24,7 +24,12 @@ import numpy.typing as npt
 
 from streamlearn.errors import InvalidInputError
 from streamlearn.learn.inputs import as_rows
+from streamlearn.parse import Rejected
+from streamlearn.parse.svmlight import TEXT_CHARS
 from streamlearn.types import Batch, OffsetArray, ValueArray
+
+#: why a bank refused a line (see :func:`within_label_budget`)
+TOO_MANY_LABELS = "too many labels"
 
 
 class HasLabelSets(Protocol):
@@ -95,6 +100,24 @@ class LabelledRows:
             self.labels[llo:lhi],
         )
 
+    def select(self, keep: npt.NDArray[np.bool_]) -> LabelledRows:
+        """The rows where ``keep`` is true, in order (a copy).
+
+        >>> rows = as_labelled_rows(np.eye(3), [[1], [2, 3], []])
+        >>> rows.select(np.array([False, True, True])).label_ptr.tolist()
+        [0, 2, 2]
+        """
+        n_features, n_labels = np.diff(self.indptr), np.diff(self.label_ptr)
+        features = np.repeat(keep, n_features)
+        label_sets = np.repeat(keep, n_labels)
+        return LabelledRows(
+            _offsets(n_features[keep]),
+            self.indices[features],
+            self.values[features],
+            _offsets(n_labels[keep]),
+            self.labels[label_sets],
+        )
+
     @staticmethod
     def concatenate(parts: list[LabelledRows]) -> LabelledRows:
         """Rows of several parts, in order, as one (a copy)."""
@@ -118,6 +141,56 @@ def as_labelled_rows(X: Any, Y: Any) -> LabelledRows:
     n = indptr.shape[0] - 1
     label_ptr, labels = _label_sets(Y, n)
     return LabelledRows.from_arrays(LabelledRows(indptr, indices, values, label_ptr, labels))
+
+
+def within_label_budget(
+    rows: LabelledRows, known: ValueArray, max_labels: int
+) -> npt.NDArray[np.bool_]:
+    """Which rows a bank that holds the labels ``known`` can learn, in order, without
+    holding more than ``max_labels`` labels. A row whose new labels would take it past
+    the bound is left out, and its labels are not counted; later rows may still fit. A
+    row that brings no new label is always kept (a bank resumed with a lower bound
+    learns its own labels on).
+
+    >>> rows = as_labelled_rows(np.eye(4), [[1], [2, 3], [4, 1], [3]])
+    >>> within_label_budget(rows, np.array([1.0]), 3).tolist()
+    [True, True, False, True]
+    >>> within_label_budget(rows, np.array([1.0, 2.0, 3.0]), 2).tolist()
+    [True, True, False, True]
+    """
+    new = np.setdiff1d(rows.labels, known)
+    if new.shape[0] == 0 or known.shape[0] + new.shape[0] <= max_labels:
+        return np.ones(rows.n_examples, dtype=np.bool_)
+    held = set(known.tolist())
+    keep = np.zeros(rows.n_examples, dtype=np.bool_)
+    for row in range(rows.n_examples):
+        brought = set(rows.label_set(row).tolist()) - held
+        if not brought or len(held) + len(brought) <= max_labels:
+            held |= brought
+            keep[row] = True
+    return keep
+
+
+def over_label_budget(
+    rows: LabelledRows, keep: npt.NDArray[np.bool_], lines: npt.NDArray[np.int64]
+) -> list[Rejected]:
+    """The rows :func:`within_label_budget` left out, as rejected lines (``lines`` gives
+    each row's line number), their labels as the text.
+
+    >>> rows = as_labelled_rows(np.eye(2), [[1], [2, 3]])
+    >>> over_label_budget(rows, np.array([True, False]), np.array([7, 8]))
+    [Rejected(line=8, reason='too many labels', text='2,3')]
+    """
+    return [
+        Rejected(int(lines[row]), TOO_MANY_LABELS, _labels_text(rows.label_set(row)))
+        for row in np.flatnonzero(~keep).tolist()
+    ]
+
+
+def _labels_text(labels: ValueArray) -> str:
+    """A label set as the svmlight line wrote it, cut as a rejected line's text is."""
+    text = ",".join(str(int(v)) if v.is_integer() else repr(v) for v in labels.tolist())
+    return text[:TEXT_CHARS]
 
 
 def _label_sets(Y: Any, n: int) -> tuple[OffsetArray, ValueArray]:
@@ -158,7 +231,10 @@ def _is_number(value: Any) -> bool:
 
 
 def _join(offsets: list[OffsetArray]) -> OffsetArray:
-    lengths = np.concatenate([np.diff(p) for p in offsets])
+    return _offsets(np.concatenate([np.diff(p) for p in offsets]))
+
+
+def _offsets(lengths: npt.NDArray[np.int64]) -> OffsetArray:
     out = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
     np.cumsum(lengths, out=out[1:])
     return out

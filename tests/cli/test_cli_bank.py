@@ -133,6 +133,33 @@ def test_resume_continues_the_bank_and_refuses_mismatches(
     assert result.exit_code == 1 and "--one-vs-rest" in result.output
 
 
+def test_max_labels_rejects_the_lines_that_would_bring_more(tmp_path: Path) -> None:
+    lines = multilabel_lines(300, seed=1)  # labels 7, 14 and 21
+    lines[0] = "7 1:1"
+    lines[1] = "14 1:1"
+    lines[5] = "7,21 2:1"  # a third label: over a bound of 2, so the whole line is refused
+    lines[6] = "1,2,3,4,5 3:1"
+    text = "\n".join(lines) + "\n"
+    fitting = [line for line in lines if "21" not in line.split(" ")[0].split(",")]
+    model = tmp_path / "m.ckpt"
+    result = runner.invoke(
+        app,
+        ["learn", "--one-vs-rest", "--max-labels", "2", "--json", "--quiet", "--model", str(model)],
+        input=text,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    assert figures["examples"] == len(fitting) - 1  # the line with labels 1 to 5 too
+    assert figures["rejected_lines"] == 300 - figures["examples"]
+    assert "line 6: too many labels: '7,21'" in result.stderr
+    assert "line 7: too many labels: '1,2,3,4,5'" in result.stderr
+    bank, _ = load_model(str(model))
+    assert isinstance(bank, ModelBank) and sorted(bank.labels_.tolist()) == [7.0, 14.0]
+    # without the bound (default 1000) every line is learned
+    whole = runner.invoke(app, ["learn", "--one-vs-rest", "--json", "--quiet"], input=text)
+    assert json.loads(whole.stdout)["examples"] == 300
+
+
 def test_epochs_with_a_bank(bank_files: tuple[Path, Path]) -> None:
     train, _ = bank_files
     figures = json.loads(

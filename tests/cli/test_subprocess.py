@@ -10,7 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from streamlearn.config import DEFAULT_MAX_FEATURES
+from streamlearn.config import DEFAULT_MAX_FEATURES, DEFAULT_MAX_LABELS
+from streamlearn.jobs.learn import load_model
+from streamlearn.learn import ModelBank
 
 STREAMLEARN = [sys.executable, "-m", "streamlearn"]
 
@@ -72,3 +74,24 @@ def test_serve_refuses_an_index_its_dense_weights_could_not_hold() -> None:
     # the largest child so far, this daemon included: far below the 16 GB of 2e9 weights
     assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 4 << 20  # KiB
     assert DEFAULT_MAX_FEATURES < 2_000_000_000
+
+
+def test_serve_one_vs_rest_refuses_a_line_with_more_labels_than_its_bound(
+    tmp_path: Path,
+) -> None:
+    """One line listing thousands of labels would otherwise start a learner for each."""
+    many = ",".join(str(k) for k in range(1, DEFAULT_MAX_LABELS + 2))
+    lines = [f"{many} 1:1"] + ["1 1:1 2:0.5", "2 2:1 3:0.3"] * 50
+    served = subprocess.run(
+        [*STREAMLEARN, "serve", "--algo", "pdm", "--eps", "0.1", "--one-vs-rest",
+         "--metrics-addr", "127.0.0.1:0", "--checkpoint-dir", str(tmp_path)],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert served.returncode == 0, served.stderr
+    assert "rejected line 1 (too many labels)" in served.stderr
+    bank, job = load_model(str(max(tmp_path.iterdir())))  # the checkpoint written at the end
+    assert isinstance(bank, ModelBank) and sorted(bank.labels_to_learn().tolist()) == [1.0, 2.0]
+    assert job["stream_examples"] == 100

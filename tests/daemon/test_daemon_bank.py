@@ -292,6 +292,37 @@ def test_warm_up_runs_the_bank_path() -> None:
     warm_up(BANK)
 
 
+def test_lines_that_would_take_the_bank_past_max_labels_are_rejected() -> None:
+    lines = label_set_lines(120, seed=5)  # labels 1 to 4, and 5 from line 60 on
+    polled = [
+        Message(("\n".join(lines[:50]) + "\n").encode(), b"a", {}, 0, 0),
+        # a label set that brings three new labels at once, then one that brings one
+        Message(b"1,7,8,9 1:1\n2 2:1\n", b"b", {}, 0, 1),
+        Message(b"6 3:1\n", b"c", {}, 0, 2),
+        Message(("\n".join(lines[50:]) + "\n").encode(), b"d", {}, 0, 3),
+    ]
+    dead = ListSink()
+    reasons: list[str] = []
+
+    class Reasons(DaemonMetrics):
+        def count_rejected(self, reason: str, n: int = 1) -> None:
+            reasons.append(reason)
+
+    observer = Reasons(CollectorRegistry(), state=lambda: None)
+    settings = replace(SETTINGS, max_labels=5)
+    run = daemon(MemorySource({0: []}), settings=settings, dead_letters=dead, observer=observer)
+    run.process(MessageBatch.from_messages(polled))
+    bank = bank_of(run)
+    # 1 to 4 from the first 50 lines, then 6: 5 labels, so 7-8-9 and 5 do not fit
+    assert sorted(bank.labels_.tolist()) == [1.0, 2.0, 3.0, 4.0, 6.0]
+    fitting = [line for line in lines[50:] if "5" not in line.split(" ")[0].split(",")]
+    assert run.stream_examples == 50 + 2 + len(fitting)
+    assert reasons == ["too many labels"] * (1 + len(lines) - 50 - len(fitting))
+    assert [key for key, _ in dead.sent] == [b"b", b"d"]
+    with pytest.raises(ValueError, match="--max-labels must be >= 1"):
+        DaemonSettings(max_labels=0)
+
+
 def test_serve_one_vs_rest_on_stdin(tmp_path: Path) -> None:
     directory = tmp_path / "c"
     command = [
