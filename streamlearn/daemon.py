@@ -49,7 +49,7 @@ from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import DEFAULT_MAX_LABELS, LearnerSpec, Model, ModelSpec, check_max_labels
 from streamlearn.errors import StateError
 from streamlearn.learn import LabelledRows, ModelBank, model_from_state
-from streamlearn.learn.labelsets import over_label_budget, within_label_budget
+from streamlearn.learn.labelsets import apply_label_budget
 from streamlearn.parse import ParsedRows, Rejected, binary_batch
 from streamlearn.replay import ReplaySchedule
 from streamlearn.sources.base import MessageBatch, Positions, Sink, Source
@@ -301,24 +301,16 @@ class Daemon:
             self._predict(messages, decoded.first_lines(), decoded.unlabelled)
         learn, rejected = decoded.learn, decoded.rejected
         if isinstance(learn, LabelledRows) and decoded.learn_lines is not None:
-            learn, rejected = self._within_labels(learn, decoded.learn_lines, rejected)
+            assert isinstance(self.learner, ModelBank)  # checked now: the bank as it is
+            learn, rejected = apply_label_budget(
+                learn, decoded.learn_lines, rejected,
+                self.learner.labels_to_learn(), self.settings.max_labels,
+            )  # fmt: skip
         if learn is not None:
             self._learn(learn)
         if rejected:
             self._reject(messages, decoded.first_lines(), rejected)
         self.positions = positions
-
-    def _within_labels(
-        self, rows: LabelledRows, lines: npt.NDArray[np.int64], rejected: list[Rejected]
-    ) -> tuple[LabelledRows, list[Rejected]]:
-        """The bank's rows without those that would take it past ``max_labels`` labels,
-        and the rejections with those rows added (in line order)."""
-        assert isinstance(self.learner, ModelBank)
-        keep = within_label_budget(rows, self.learner.labels_to_learn(), self.settings.max_labels)
-        if keep.all():
-            return rows, rejected
-        refused = over_label_budget(rows, keep, lines)
-        return rows.select(keep), sorted([*rejected, *refused], key=lambda item: item.line)
 
     def take_snapshot(self) -> None:
         """Store the learner's summary for readers on other threads."""

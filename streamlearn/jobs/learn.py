@@ -20,7 +20,7 @@ from streamlearn.daemon import DAEMON_KIND
 from streamlearn.errors import InputError, StateError
 from streamlearn.jobs.rejects import RejectLog
 from streamlearn.learn import LabelledRows, LinearLearner, ModelBank, model_from_state
-from streamlearn.learn.labelsets import over_label_budget, within_label_budget
+from streamlearn.learn.labelsets import apply_label_budget
 from streamlearn.parse import ParsedRows, Rejected, SvmlightParser, binary_batch
 from streamlearn.sources import InputStream
 from streamlearn.types import Batch
@@ -187,14 +187,12 @@ def _binary(rows: ParsedRows, rejects: RejectLog) -> Examples:
 def _labelled(rows: ParsedRows, rejects: RejectLog, bank: ModelBank, max_labels: int) -> Examples:
     """Rows with their label sets: any numbers, several or none (a negative for every
     label); without the rows that would take ``bank`` past ``max_labels`` labels."""
-    labelled = LabelledRows.from_arrays(rows)
-    keep = within_label_budget(labelled, bank.labels_to_learn(), max_labels)
-    if keep.all():
-        rejects.add(rows.rejected)
-        return labelled
-    refused = over_label_budget(labelled, keep, rows.line_numbers)
-    rejects.add(sorted([*rows.rejected, *refused], key=lambda item: item.line))
-    return labelled.select(keep)
+    labelled, rejected = apply_label_budget(
+        LabelledRows.from_arrays(rows), rows.line_numbers, rows.rejected,
+        bank.labels_to_learn(), max_labels,
+    )  # fmt: skip
+    rejects.add(rejected)
+    return labelled
 
 
 def _counting(chunks: Iterator[bytes], on_bytes: Callable[[int], None] | None) -> Iterator[bytes]:

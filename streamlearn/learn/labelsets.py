@@ -171,20 +171,30 @@ def within_label_budget(
     return keep
 
 
-def over_label_budget(
-    rows: LabelledRows, keep: npt.NDArray[np.bool_], lines: npt.NDArray[np.int64]
-) -> list[Rejected]:
-    """The rows :func:`within_label_budget` left out, as rejected lines (``lines`` gives
-    each row's line number), their labels as the text.
+def apply_label_budget(
+    rows: LabelledRows,
+    lines: npt.NDArray[np.int64],
+    rejected: list[Rejected],
+    known: ValueArray,
+    max_labels: int,
+) -> tuple[LabelledRows, list[Rejected]]:
+    """``rows`` without those :func:`within_label_budget` leaves out, and ``rejected``
+    with those rows added as rejected lines, in line order (``lines`` gives each row's
+    line number; the text is the row's labels).
 
     >>> rows = as_labelled_rows(np.eye(2), [[1], [2, 3]])
-    >>> over_label_budget(rows, np.array([True, False]), np.array([7, 8]))
-    [Rejected(line=8, reason='too many labels', text='2,3')]
+    >>> kept, refused = apply_label_budget(rows, np.array([7, 8]), [], np.array([]), 2)
+    >>> kept.n_examples, refused
+    (1, [Rejected(line=8, reason='too many labels', text='2,3')])
     """
-    return [
+    keep = within_label_budget(rows, known, max_labels)
+    if keep.all():
+        return rows, rejected
+    refused = [
         Rejected(int(lines[row]), TOO_MANY_LABELS, _labels_text(rows.label_set(row)))
         for row in np.flatnonzero(~keep).tolist()
     ]
+    return rows.select(keep), sorted([*rejected, *refused], key=lambda item: item.line)
 
 
 def _labels_text(labels: ValueArray) -> str:

@@ -7,10 +7,11 @@ import pytest
 
 from streamlearn.learn.labelsets import (
     LabelledRows,
+    apply_label_budget,
     as_labelled_rows,
-    over_label_budget,
     within_label_budget,
 )
+from streamlearn.parse import Rejected
 
 
 def random_rows(seed: int, n: int = 60) -> LabelledRows:
@@ -47,9 +48,14 @@ def test_select_keeps_the_chosen_rows_as_they_were(seed: int) -> None:
         assert np.array_equal(getattr(chosen, name), getattr(expected, name)), name
 
 
-def test_left_out_rows_become_rejections_at_their_lines() -> None:
+def test_left_out_rows_become_rejections_at_their_lines_in_line_order() -> None:
     rows = as_labelled_rows(np.eye(3), [[1], [2, 3.5], [4]])
-    keep = within_label_budget(rows, np.array([1.0]), 2)
-    assert keep.tolist() == [True, False, True]
-    refused = over_label_budget(rows, keep, np.array([10, 11, 12]))
-    assert [(r.line, r.reason, r.text) for r in refused] == [(11, "too many labels", "2,3.5")]
+    earlier = [Rejected(10, "bad token", "x"), Rejected(13, "bad label", "y")]
+    kept, rejected = apply_label_budget(rows, np.array([11, 12, 14]), earlier, np.array([1.0]), 2)
+    assert kept.labels.tolist() == [1.0, 4.0]
+    assert [(r.line, r.reason) for r in rejected] == [
+        (10, "bad token"),
+        (12, "too many labels"),
+        (13, "bad label"),
+    ]
+    assert rejected[1].text == "2,3.5"
