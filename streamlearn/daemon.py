@@ -301,7 +301,8 @@ class Daemon:
             self._predict(messages, decoded.first_lines(), decoded.unlabelled)
         learn, rejected = decoded.learn, decoded.rejected
         if isinstance(learn, LabelledRows) and decoded.learn_lines is not None:
-            assert isinstance(self.learner, ModelBank)  # checked now: the bank as it is
+            # bounded here, not when decoded ahead: the bank as this batch finds it
+            assert isinstance(self.learner, ModelBank)
             learn, rejected = apply_label_budget(
                 learn, decoded.learn_lines, rejected,
                 self.learner.labels_to_learn(), self.settings.max_labels,
