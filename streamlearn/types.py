@@ -23,6 +23,36 @@ ValueArray = npt.NDArray[np.float64]
 LabelArray = npt.NDArray[np.int8]
 
 
+def offsets(lengths: npt.NDArray[np.int64]) -> OffsetArray:
+    """CSR offsets of rows with these lengths: 0 then their running sums.
+
+    >>> offsets(np.array([2, 0, 3])).tolist()
+    [0, 2, 2, 5]
+    """
+    out = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out[1:])
+    return out
+
+
+def joined_offsets(parts: list[OffsetArray]) -> OffsetArray:
+    """The offsets of several CSR parts' rows, one part after the other."""
+    return offsets(np.concatenate([np.diff(p) for p in parts]))
+
+
+def selected_rows(
+    indptr: OffsetArray, keep: npt.NDArray[np.bool_]
+) -> tuple[OffsetArray, npt.NDArray[np.bool_]]:
+    """For the CSR rows where ``keep`` is true: their offsets, and which entries of the
+    data arrays they hold.
+
+    >>> ptr, entries = selected_rows(np.array([0, 2, 3, 5]), np.array([True, False, True]))
+    >>> ptr.tolist(), entries.tolist()
+    ([0, 2, 4], [True, True, False, True, True])
+    """
+    lengths = np.diff(indptr)
+    return offsets(lengths[keep]), np.repeat(keep, lengths)
+
+
 @dataclass(frozen=True)
 class Batch:
     """Examples in compressed sparse row form with labels in {+1, -1}.

@@ -26,7 +26,7 @@ from streamlearn.errors import InvalidInputError
 from streamlearn.learn.inputs import as_rows
 from streamlearn.parse import Rejected
 from streamlearn.parse.svmlight import TEXT_CHARS
-from streamlearn.types import Batch, OffsetArray, ValueArray
+from streamlearn.types import Batch, OffsetArray, ValueArray, joined_offsets, selected_rows
 
 #: why a bank refused a line (see :func:`within_label_budget`)
 TOO_MANY_LABELS = "too many labels"
@@ -107,15 +107,10 @@ class LabelledRows:
         >>> rows.select(np.array([False, True, True])).label_ptr.tolist()
         [0, 2, 2]
         """
-        n_features, n_labels = np.diff(self.indptr), np.diff(self.label_ptr)
-        features = np.repeat(keep, n_features)
-        label_sets = np.repeat(keep, n_labels)
+        indptr, values = selected_rows(self.indptr, keep)
+        label_ptr, labels = selected_rows(self.label_ptr, keep)
         return LabelledRows(
-            _offsets(n_features[keep]),
-            self.indices[features],
-            self.values[features],
-            _offsets(n_labels[keep]),
-            self.labels[label_sets],
+            indptr, self.indices[values], self.values[values], label_ptr, self.labels[labels]
         )
 
     @staticmethod
@@ -125,10 +120,10 @@ class LabelledRows:
             zero = np.zeros(1, dtype=np.int64)
             return LabelledRows(zero, np.zeros(0, np.int32), np.zeros(0), zero.copy(), np.zeros(0))
         return LabelledRows(
-            _join([p.indptr for p in parts]),
+            joined_offsets([p.indptr for p in parts]),
             np.concatenate([p.indices for p in parts]),
             np.concatenate([p.values for p in parts]),
-            _join([p.label_ptr for p in parts]),
+            joined_offsets([p.label_ptr for p in parts]),
             np.concatenate([p.labels for p in parts]),
         )
 
@@ -238,13 +233,3 @@ def _members(item: Any, row: int) -> list[float]:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
-
-
-def _join(offsets: list[OffsetArray]) -> OffsetArray:
-    return _offsets(np.concatenate([np.diff(p) for p in offsets]))
-
-
-def _offsets(lengths: npt.NDArray[np.int64]) -> OffsetArray:
-    out = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
-    np.cumsum(lengths, out=out[1:])
-    return out

@@ -63,6 +63,7 @@ from streamlearn._kernels.kafka_records import VALUE_START as VALUE_START
 from streamlearn._kernels.kafka_records import join_values
 from streamlearn.errors import InvalidParameterError
 from streamlearn.parse.svmlight import REASONS, TEXT_CHARS, ParsedRows, Rejected, SvmlightParser
+from streamlearn.types import offsets
 
 #: the reason of a message that is not msgpack or does not follow the schema
 BAD_MESSAGE = "bad message"
@@ -487,10 +488,7 @@ def _rows(rows: list[_Row], line_numbers: list[int], rejected: list[Rejected]) -
         return replace(ParsedRows.empty(), rejected=rejected)
     lengths = np.array([r.indices.shape[0] for r in rows], dtype=np.int64)
     label_counts = np.array([len(r.labels) for r in rows], dtype=np.int64)
-    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=indptr[1:])
-    label_ptr = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(label_counts, out=label_ptr[1:])
+    indptr, label_ptr = offsets(lengths), offsets(label_counts)
     return ParsedRows(
         indptr,
         np.concatenate([r.indices for r in rows]).astype(np.int32),

@@ -36,7 +36,7 @@ from streamlearn._kernels.svmlight import (
     parse_lines,
 )
 from streamlearn.errors import InvalidParameterError
-from streamlearn.types import Batch, OffsetArray, ValueArray
+from streamlearn.types import Batch, OffsetArray, ValueArray, joined_offsets, selected_rows
 
 #: why a line was rejected; a kernel's line code ``k`` is ``REASONS[k - 1]``
 REASONS = (
@@ -111,10 +111,10 @@ class ParsedRows:
         if not parts:
             return ParsedRows.empty()
         return ParsedRows(
-            _join_offsets([p.indptr for p in parts]),
+            joined_offsets([p.indptr for p in parts]),
             np.concatenate([p.indices for p in parts]),
             np.concatenate([p.values for p in parts]),
-            _join_offsets([p.label_ptr for p in parts]),
+            joined_offsets([p.label_ptr for p in parts]),
             np.concatenate([p.labels for p in parts]),
             np.concatenate([p.line_numbers for p in parts]),
             [r for p in parts for r in p.rejected],
@@ -122,27 +122,17 @@ class ParsedRows:
 
     def select(self, keep: npt.NDArray[np.bool_], rejected: list[Rejected]) -> ParsedRows:
         """The rows where ``keep`` is true, with ``rejected`` as the rejections."""
-        row_of_value = np.repeat(keep, np.diff(self.indptr))
-        row_of_label = np.repeat(keep, np.diff(self.label_ptr))
+        indptr, values = selected_rows(self.indptr, keep)
+        label_ptr, labels = selected_rows(self.label_ptr, keep)
         return ParsedRows(
-            _offsets(np.diff(self.indptr)[keep]),
-            self.indices[row_of_value],
-            self.values[row_of_value],
-            _offsets(np.diff(self.label_ptr)[keep]),
-            self.labels[row_of_label],
+            indptr,
+            self.indices[values],
+            self.values[values],
+            label_ptr,
+            self.labels[labels],
             self.line_numbers[keep],
             rejected,
         )
-
-
-def _offsets(lengths: npt.NDArray[np.int64]) -> OffsetArray:
-    out = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
-    np.cumsum(lengths, out=out[1:])
-    return out
-
-
-def _join_offsets(parts: list[OffsetArray]) -> OffsetArray:
-    return _offsets(np.concatenate([np.diff(p) for p in parts]))
 
 
 def _byte_view(buffer: bytes | bytearray | memoryview) -> npt.NDArray[np.uint8]:
