@@ -12,14 +12,14 @@ import logging
 import math
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 
 from streamlearn import __version__
-from streamlearn._kernels import COMPILING, watch_compilation
+from streamlearn._kernels import announce_compilation
 from streamlearn.config import DEFAULT_MAX_FEATURES, DEFAULT_MAX_LABELS, LearnConfig, LearnerSpec
 from streamlearn.errors import BadLineError, InvalidParameterError, StreamlearnError
 from streamlearn.jobs.learn import LearnReport, load_model, run_learn
@@ -448,19 +448,10 @@ def _say(message: str) -> None:
     sys.stderr.flush()
 
 
-@contextmanager
-def _compile_notice(quiet: bool = False) -> Iterator[None]:
+def _compile_notice(quiet: bool = False) -> AbstractContextManager[Any]:
     """Say when the kernels are being compiled (the first run after installing spends
     seconds on it before any work shows) and, after the block, how long it took."""
-
-    def first() -> None:
-        if not quiet:
-            _say(COMPILING)
-
-    with watch_compilation(first) as log:
-        yield
-    if log.kernels and not quiet:
-        _say(log.summary())
+    return nullcontext() if quiet else announce_compilation(_say)
 
 
 @contextmanager

@@ -6,7 +6,12 @@ place and return counts. Nothing outside this package imports numba.
 
 from __future__ import annotations
 
-from streamlearn._kernels._jit import COMPILING, CompileLog, watch_compilation
+from streamlearn._kernels._jit import (
+    COMPILING,
+    CompileLog,
+    announce_compilation,
+    watch_compilation,
+)
 from streamlearn._kernels.engine import learn_stream, present_unbuffered, replay_pass
 from streamlearn._kernels.margins import buffer_certificate
 from streamlearn._kernels.ring import values_all_one
@@ -40,6 +45,7 @@ __all__ = [
     "RULE_TMARGITRON",
     "CompileLog",
     "all_ones",
+    "announce_compilation",
     "buffer_certificate",
     "canonicalize_rows",
     "check_rows",

@@ -81,6 +81,17 @@ def watch_compilation(on_first: Callable[[], None]) -> Iterator[CompileLog]:
         yield log
 
 
+@contextmanager
+def announce_compilation(say: Callable[[str], None]) -> Iterator[CompileLog]:
+    """:func:`watch_compilation` that tells ``say`` :data:`COMPILING` when a kernel starts
+    compiling and, after the block, :meth:`CompileLog.summary` if any did: what the
+    command line prints and the daemon logs on a first run."""
+    with watch_compilation(lambda: say(COMPILING)) as log:
+        yield log
+    if log.kernels:
+        say(log.summary())
+
+
 class _CompileListener(numba.core.event.Listener):
     """Counts the compilations of streamlearn's kernels; numba nests a callee's inside
     its caller's, so only the outermost ones are timed."""

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from streamlearn import __version__
-from streamlearn._kernels import COMPILING, watch_compilation
+from streamlearn._kernels import announce_compilation
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import (
     DEFAULT_MAX_FEATURES,
@@ -192,11 +192,9 @@ def _warmed_source(config: ServeConfig) -> Source:
     is made. Says so when it compiles: a first run spends seconds on it, which would
     otherwise fall in the stream (with Kafka, while the consumer's heartbeats wait for
     the GIL)."""
-    with watch_compilation(lambda: log.info(COMPILING)) as compiled:
+    with announce_compilation(log.info):
         warm_up(config.model)
         source = _source(config)
-    if compiled.kernels:
-        log.info(compiled.summary())
     return source
 
 

@@ -12,8 +12,8 @@ import pytest
 from svm_samples import svmlight_lines
 from typer.testing import CliRunner
 
-from streamlearn import __version__, cli
-from streamlearn._kernels import COMPILING, CompileLog
+from streamlearn import __version__
+from streamlearn._kernels import COMPILING, CompileLog, _jit
 from streamlearn.cli import app
 from streamlearn.config import DEFAULT_MAX_FEATURES, LearnerSpec
 from streamlearn.jobs import serve
@@ -235,7 +235,7 @@ def test_a_first_run_says_it_compiles_on_standard_error_only(
 ) -> None:
     model = tmp_path / "m.ckpt"
     learn_json(str(train_file), "--model", str(model))
-    monkeypatch.setattr(cli, "watch_compilation", compiling)
+    monkeypatch.setattr(_jit, "watch_compilation", compiling)
     scores = runner.invoke(app, ["predict", "--model", str(model), str(test_file)])
     assert scores.exit_code == 0, scores.output
     assert len(scores.stdout.split()) == 150  # the scores alone
@@ -249,7 +249,7 @@ def test_a_first_run_says_it_compiles_on_standard_error_only(
 def test_the_daemon_logs_a_first_run_as_the_command_line_says_it(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(serve, "watch_compilation", compiling)
+    monkeypatch.setattr(_jit, "watch_compilation", compiling)
     with caplog.at_level("INFO", logger=serve.log.name):
         serve._warmed_source(serve.ServeConfig(LearnerSpec("pdm", {"eps": 0.1})))
     messages = [r.getMessage() for r in caplog.records if r.name == serve.log.name]
