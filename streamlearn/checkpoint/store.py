@@ -27,6 +27,11 @@ logger = logging.getLogger("streamlearn.checkpoint")
 WRITER = f"streamlearn {__version__}"
 
 
+def _stamped(payload: Mapping[str, Any], created: float | None) -> bytes:
+    """The checkpoint bytes of ``payload``, created now unless told when, by :data:`WRITER`."""
+    return encode(payload, created=time.time() if created is None else created, writer=WRITER)
+
+
 def write_checkpoint(
     path: Path, payload: Mapping[str, Any], *, keep: int = 1, created: float | None = None
 ) -> Path:
@@ -39,7 +44,7 @@ def write_checkpoint(
     """
     path = Path(path)
     keep = _keep(keep)
-    data = encode(payload, created=time.time() if created is None else created, writer=WRITER)
+    data = _stamped(payload, created)
     try:
         _remove_rotated(path, keep)
         _replace_atomically(path, data, rotate=keep)
@@ -97,7 +102,7 @@ class CheckpointStore:
 
     def write(self, payload: Mapping[str, Any], created: float | None = None) -> Path:
         """Write ``payload`` as the next checkpoint, prune to ``keep``, return its path."""
-        data = encode(payload, created=time.time() if created is None else created, writer=WRITER)
+        data = _stamped(payload, created)
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._remove_leftovers()
