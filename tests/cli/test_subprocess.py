@@ -58,16 +58,22 @@ def test_strict_exit_code_in_a_pipeline(tmp_path: Path) -> None:
     assert "line 2: bad token" in done.stderr
 
 
-def test_serve_refuses_an_index_its_dense_weights_could_not_hold() -> None:
-    """One line with a huge index would otherwise make the weights gigabytes."""
-    lines = [f"+1 1:1 {2_000_000_000}:1"] + ["+1 1:1 2:0.5", "-1 2:1 3:0.3"] * 50
-    served = subprocess.run(
-        [*STREAMLEARN, "serve", "--algo", "pdm", "--eps", "0.1", "--metrics-addr", "127.0.0.1:0"],
+def serve_on_stdin(lines: list[str], *options: str) -> subprocess.CompletedProcess[str]:
+    """``streamlearn serve`` (PDM, eps 0.1) on ``lines`` as its standard input, to the end."""
+    return subprocess.run(
+        [*STREAMLEARN, "serve", "--algo", "pdm", "--eps", "0.1", "--metrics-addr", "127.0.0.1:0",
+         *options],
         input="\n".join(lines) + "\n",
         capture_output=True,
         text=True,
         timeout=300,
-    )
+    )  # fmt: skip
+
+
+def test_serve_refuses_an_index_its_dense_weights_could_not_hold() -> None:
+    """One line with a huge index would otherwise make the weights gigabytes."""
+    lines = [f"+1 1:1 {2_000_000_000}:1"] + ["+1 1:1 2:0.5", "-1 2:1 3:0.3"] * 50
+    served = serve_on_stdin(lines)
     assert served.returncode == 0, served.stderr
     assert "rejected line 1 (index above max_features)" in served.stderr
     assert served.stdout == ""  # every other line is labelled: learned, not predicted
@@ -82,14 +88,7 @@ def test_serve_one_vs_rest_refuses_a_line_with_more_labels_than_its_bound(
     """One line listing thousands of labels would otherwise start a learner for each."""
     many = ",".join(str(k) for k in range(1, DEFAULT_MAX_LABELS + 2))
     lines = [f"{many} 1:1"] + ["1 1:1 2:0.5", "2 2:1 3:0.3"] * 50
-    served = subprocess.run(
-        [*STREAMLEARN, "serve", "--algo", "pdm", "--eps", "0.1", "--one-vs-rest",
-         "--metrics-addr", "127.0.0.1:0", "--checkpoint-dir", str(tmp_path)],
-        input="\n".join(lines) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )  # fmt: skip
+    served = serve_on_stdin(lines, "--one-vs-rest", "--checkpoint-dir", str(tmp_path))
     assert served.returncode == 0, served.stderr
     assert "rejected line 1 (too many labels)" in served.stderr
     bank, job = load_model(str(max(tmp_path.iterdir())))  # the checkpoint written at the end
