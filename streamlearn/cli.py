@@ -137,7 +137,12 @@ ReplayEvery = Annotated[
 ]
 ReplayPasses = Annotated[int, _option("Replay passes each time (R).", "replay_passes")]
 MaxFeatures = Annotated[
-    int, _option("Reject lines with larger indices (weights: 8 bytes a feature).", "max_features")
+    int,
+    _option(
+        "Reject lines with larger indices (weights: 8 bytes a feature); never below a "
+        "resumed model's size.",
+        "max_features",
+    ),
 ]
 MaxLabels = Annotated[
     int, _option("One-vs-rest: reject lines that would bring more labels.", "max_labels")

@@ -165,6 +165,19 @@ def check_max_labels(value: int) -> None:
         raise InvalidParameterError(f"--max-labels must be >= 1, got {value}")
 
 
+def features_holding(model: Model, max_features: int) -> int:
+    """``max_features``, raised to the features ``model`` already has where it has more:
+    a resumed model never has its own features refused. The bound keeps a stream from
+    growing the weights; it does not shrink them.
+
+    >>> import numpy as np
+    >>> model = LearnerSpec("pdm", {"delta": 1.0}).build().learn(np.eye(3), [1, -1, 1])
+    >>> features_holding(model, 2), features_holding(model, 10)
+    (3, 10)
+    """
+    return max(max_features, model.n_features_in_)
+
+
 def _parse_delta(value: Any) -> float | str:
     if isinstance(value, str):
         if value == "auto":

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
 from streamlearn.checkpoint.store import read_checkpoint, write_checkpoint
-from streamlearn.config import LearnConfig, ModelSpec
+from streamlearn.config import LearnConfig, ModelSpec, features_holding
 from streamlearn.daemon import DAEMON_KIND
 from streamlearn.errors import InputError, StateError
 from streamlearn.jobs.rejects import RejectLog
@@ -64,6 +64,7 @@ def run_learn(
     """Run the job; ``on_bytes`` hears how many input bytes each chunk held (progress)."""
     started = time.perf_counter()
     learner, stream_examples = _start(config)
+    config = replace(config, max_features=features_holding(learner, config.max_features))
     inputs = InputStream(config.inputs, chunk_size=config.chunk_size, stdin=stdin)
     rejects = RejectLog(strict=config.strict, on_reject=on_reject)
     lines = 0

@@ -22,6 +22,7 @@ from streamlearn.config import (
     Model,
     ModelSpec,
     check_max_features,
+    features_holding,
 )
 from streamlearn.daemon import Daemon, DaemonSettings, FirstLines, bank_prediction
 from streamlearn.errors import InvalidParameterError
@@ -101,10 +102,10 @@ def run_serve(config: ServeConfig) -> None:
         else None
     )
 
-    decoder = MessageDecoder(default_format=config.message_format, max_features=config.max_features)
+    decoder = _decoder(config, config.max_features)
 
     def decode(messages: MessageBatch) -> tuple[ParsedRows, FirstLines]:
-        return decoder.decode_columns(messages.data, messages.spans)
+        return decoder.decode_columns(messages.data, messages.spans)  # the latest decoder
 
     holder: dict[str, Daemon] = {}
     metrics = DaemonMetrics(
@@ -132,6 +133,10 @@ def run_serve(config: ServeConfig) -> None:
         ).start()
         log.info("metrics on http://%s:%d/metrics", host, endpoint.port)
         daemon.restore()
+        max_features = features_holding(daemon.learner, config.max_features)
+        if max_features > config.max_features:
+            log.info("the restored model has %d features: --max-features raised", max_features)
+            decoder = _decoder(config, max_features)
         # the restored model's own parameters
         metrics.set_info(*info(daemon.learner), version=__version__)
         daemon.take_snapshot()
@@ -144,6 +149,10 @@ def run_serve(config: ServeConfig) -> None:
         for out in (sink, dead_letters):
             if out is not None:
                 out.close()
+
+
+def _decoder(config: ServeConfig, max_features: int) -> MessageDecoder:
+    return MessageDecoder(default_format=config.message_format, max_features=max_features)
 
 
 def info(model: Model) -> tuple[str, dict[str, Any]]:

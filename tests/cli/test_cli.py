@@ -127,6 +127,24 @@ def test_resume_refuses_other_parameters(train_file: Path, tmp_path: Path) -> No
     assert "--eps 0.1" in result.stderr and "0.05" in result.stderr
 
 
+def test_resume_keeps_accepting_the_features_its_model_has(tmp_path: Path) -> None:
+    """--max-features below the resumed model's size is raised to it; beyond, lines are
+    still refused."""
+    model = tmp_path / "m.ckpt"
+    first = runner.invoke(
+        app, ["learn", "--quiet", "--max-features", "40", "--model", str(model)],
+        input="+1 1:1 40:1\n-1 2:1 3:1\n" * 20,
+    )  # fmt: skip
+    assert first.exit_code == 0, first.output
+    result = runner.invoke(
+        app, ["learn", "--json", "--quiet", "--max-features", "10", "--resume", str(model)],
+        input="+1 1:1 30:1\n-1 2:1 41:1\n-1 2:1 3:1\n",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["rejected_lines"] == 1
+    assert "line 2: index above max_features" in result.stderr
+
+
 def test_bad_lines_are_skipped_counted_and_shown(train_file: Path) -> None:
     text = train_file.read_text().split("\n")
     text[3] = "+1 3:abc 4:1"

@@ -94,3 +94,22 @@ def test_serve_one_vs_rest_refuses_a_line_with_more_labels_than_its_bound(
     bank, job = load_model(str(max(tmp_path.iterdir())))  # the checkpoint written at the end
     assert isinstance(bank, ModelBank) and sorted(bank.labels_to_learn().tolist()) == [1.0, 2.0]
     assert job["stream_examples"] == 100
+
+
+def test_serve_resumed_keeps_accepting_the_features_its_model_has(tmp_path: Path) -> None:
+    """A bound below the restored model's size is raised to it: the model's own features
+    are never refused; larger indices still are."""
+    before = ["+1 1:1 40:1", "-1 2:1 3:1"] * 20
+    first = serve_on_stdin(before, "--max-features", "40", "--checkpoint-dir", str(tmp_path))
+    assert first.returncode == 0, first.stderr
+    # standard input resumes by skipping the lines the checkpoint has seen
+    again = serve_on_stdin(
+        [*before, "+1 1:1 30:1", "-1 2:1 41:1", "-1 2:1 3:1"],
+        "--max-features", "10", "--checkpoint-dir", str(tmp_path),
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "the restored model has 40 features: --max-features raised" in again.stderr
+    assert "message 40@0: rejected line 2 (index above max_features)" in again.stderr
+    assert again.stderr.count("rejected line") == 1
+    model, job = load_model(str(max(tmp_path.iterdir())))
+    assert job["stream_examples"] == 42 and model.n_features_in_ == 40
