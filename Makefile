@@ -38,7 +38,9 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_parse.py
 	$(BIN)/python benchmarks/bench_learn_throughput.py
 	$(BIN)/python benchmarks/bench_river_adapter.py
+	$(BIN)/python benchmarks/bench_river_multiclass.py
 	$(BIN)/python benchmarks/bench_multilabel.py
+	$(BIN)/python benchmarks/bench_serve_kafka.py --replay-every 0
 
 clean: clean-kernels
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
