@@ -131,11 +131,8 @@ def test_resume_keeps_accepting_the_features_its_model_has(tmp_path: Path) -> No
     """--max-features below the resumed model's size is raised to it; beyond, lines are
     still refused."""
     model = tmp_path / "m.ckpt"
-    first = runner.invoke(
-        app, ["learn", "--quiet", "--max-features", "40", "--model", str(model)],
-        input="+1 1:1 40:1\n-1 2:1 3:1\n" * 20,
-    )  # fmt: skip
-    assert first.exit_code == 0, first.output
+    trained = "+1 1:1 40:1\n-1 2:1 3:1\n" * 20
+    learn_json("--max-features", "40", "--model", str(model), input_text=trained)
     result = runner.invoke(
         app, ["learn", "--json", "--quiet", "--max-features", "10", "--resume", str(model)],
         input="+1 1:1 30:1\n-1 2:1 41:1\n-1 2:1 3:1\n",
