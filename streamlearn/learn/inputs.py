@@ -48,8 +48,15 @@ def as_rows(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     indices = indices[indptr[0] : indptr[-1]]
     values = values[indptr[0] : indptr[-1]]
     indptr = indptr - indptr[0]
-    if indices.shape[0] and int(indices.max()) > _MAX_INDEX:
-        raise InvalidInputError(f"X holds feature index {int(indices.max())}, above {_MAX_INDEX}")
+    if indices.shape[0]:
+        # checked before the cast to int32, which would wrap an index beyond its range
+        if int(indices.max()) > _MAX_INDEX:
+            raise InvalidInputError(
+                f"X holds feature index {int(indices.max())}, above {_MAX_INDEX}"
+            )
+        if int(indices.min()) < 0:
+            row = _row_of(indptr, int(np.argmax(indices < 0)))
+            raise InvalidInputError(f"X row {row} holds a negative feature index")
     indices = np.ascontiguousarray(indices, dtype=np.int32)
     values = np.ascontiguousarray(values, dtype=np.float64)
     code, row = check_rows(indptr, indices, values)
@@ -59,7 +66,18 @@ def as_rows(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         raise InvalidInputError(f"X row {row} holds a negative feature index")
     if code == ROW_NOT_CANONICAL:
         indptr, indices, values = canonicalize_rows(indptr, indices, values)
+        overflowed = ~np.isfinite(values)
+        if overflowed.any():
+            row = _row_of(indptr, int(np.argmax(overflowed)))
+            raise InvalidInputError(
+                f"X row {row} repeats a feature index whose values add up to an infinite value"
+            )
     return indptr, indices, values
+
+
+def _row_of(indptr: np.ndarray, position: int) -> int:
+    """The row that holds entry ``position`` of the indices and values."""
+    return int(np.searchsorted(indptr, position, side="right")) - 1
 
 
 def as_labels(y: Any, n_examples: int) -> npt.NDArray[np.int8]:
@@ -103,7 +121,10 @@ def _check_shapes(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray) -
 
 
 def _dense_to_csr(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    dense = np.asarray(X, dtype=np.float64)
+    try:
+        dense = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise InvalidInputError(f"X must hold numbers: {error}") from None
     if dense.ndim != 2:
         raise InvalidInputError(
             "X must be a scipy sparse matrix, a (indptr, indices, values) triple "

@@ -55,6 +55,25 @@ def test_negative_index_is_refused() -> None:
         PDM(delta=0.5).learn(triple, [1, -1])
 
 
+def test_negative_index_beyond_int32_is_refused_not_wrapped() -> None:
+    """-2^32 + 3 would wrap to the valid index 3 in the int32 the engine uses."""
+    triple = (np.array([0, 1, 2]), np.array([0, -(2**32) + 3]), np.array([1.0, 2.0]))
+    with pytest.raises(InvalidInputError, match="row 1 holds a negative feature index"):
+        PDM(delta=0.5).learn(triple, [1, -1])
+
+
+def test_repeated_index_whose_values_overflow_is_refused() -> None:
+    """Each value is finite, their sum is not: the check must see the summed row."""
+    triple = (np.array([0, 1, 3]), np.array([0, 1, 1]), np.array([1.0, 1e308, 1e308]))
+    with pytest.raises(InvalidInputError, match="row 1 repeats a feature index"):
+        PDM(delta=0.5).learn(triple, [1, -1])
+
+
+def test_dense_rows_that_are_not_numbers_are_refused() -> None:
+    with pytest.raises(InvalidInputError, match="X must hold numbers"):
+        PDM(delta=0.5).learn(np.array([["a", "b"]]), [1])
+
+
 def test_non_integer_indices_are_refused() -> None:
     triple = (np.array([0, 1]), np.array([0.5]), np.array([1.0]))
     with pytest.raises(InvalidInputError, match="indices must be integers"):
