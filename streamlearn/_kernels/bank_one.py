@@ -15,6 +15,11 @@ from streamlearn._kernels._jit import kernel
 from streamlearn._kernels.engine import BETA, SCALE
 from streamlearn._kernels.rows import insert_sorted, merge_repeats
 
+#: what :func:`canonical_decisions` returns instead of a count of nonzeros
+NOT_FINITE, BAD_INDEX, REPEATS_OVERFLOW = -1, -2, -3
+#: the largest feature index the engine holds (its indices are int32)
+MAX_INDEX = np.iinfo(np.int32).max - 1
+
 
 @kernel()
 def canonical_decisions(
@@ -33,18 +38,27 @@ def canonical_decisions(
     indices sorted stably, repeated indices added up in their order of appearance (as
     ``canonicalize_rows`` does); then the decision value ``scale (w . x + rho beta)`` of
     each of the first ``n_labels`` rows of ``weights`` and ``scalars`` to ``out_f``
-    (indices beyond the weights weigh 0). Returns the nonzeros, or -1 when a value is
-    NaN or infinite (with nothing decided)."""
+    (indices beyond the weights weigh 0). Returns the nonzeros, or with nothing
+    decided :data:`NOT_FINITE` when a value is NaN or infinite, :data:`BAD_INDEX` when
+    an index is negative or above ``MAX_INDEX``, :data:`REPEATS_OVERFLOW` when the values
+    of a repeated index add up to an infinite value."""
     m = 0
     for j in range(indices.shape[0]):
         v = values[j]
         if not math.isfinite(v):
-            return -1
+            return NOT_FINITE
+        k = indices[j]
+        if k < 0 or k > MAX_INDEX:
+            return BAD_INDEX
         if v == 0.0:
             continue
-        insert_sorted(out_idx, out_val, m, indices[j], v)
+        insert_sorted(out_idx, out_val, m, k, v)
         m += 1
     nnz = merge_repeats(out_idx, out_val, m)
+    if nnz < m:
+        for j in range(nnz):
+            if not math.isfinite(out_val[j]):
+                return REPEATS_OVERFLOW
     columns = weights.shape[1]
     for lab in range(n_labels):
         dot = 0.0

@@ -61,9 +61,20 @@ from streamlearn._kernels.bank import (
     bank_present_unbuffered,
     present_history,
 )
-from streamlearn._kernels.bank_one import canonical_decisions
+from streamlearn._kernels.bank_one import (
+    BAD_INDEX,
+    MAX_INDEX,
+    NOT_FINITE,
+    REPEATS_OVERFLOW,
+    canonical_decisions,
+)
 from streamlearn._kernels.engine import N_STATS
-from streamlearn.errors import InvalidParameterError, StateError, check_state_header
+from streamlearn.errors import (
+    InvalidInputError,
+    InvalidParameterError,
+    StateError,
+    check_state_header,
+)
 from streamlearn.learn.base import AUTO_DELTA_WINDOW, LinearLearner, _finite
 from streamlearn.learn.inputs import as_rows
 from streamlearn.learn.labelsets import HasLabelSets, LabelledRows, as_labelled_rows
@@ -221,7 +232,8 @@ class ModelBank:
 
     def learn(self, X: Any, Y: Any) -> Self:
         """Present each example once, in order: X as learners take it, Y a 1-D array of
-        class labels, a sequence of label sets or a ``(label_ptr, labels)`` pair."""
+        class labels, a sequence of label sets or a ``(label_ptr, labels)`` pair of 1-D
+        numpy arrays."""
         self.learn_rows(as_labelled_rows(X, Y))
         return self
 
@@ -282,7 +294,13 @@ class ModelBank:
         """Start learners for these label values now (in this order), before any example
         brings them; each is presented the buffered examples as negatives (for PAUM with
         ``tau_pos_kappa``, c is its fraction among them: 0)."""
-        for value in np.asarray(values, dtype=np.float64).ravel().tolist():
+        try:
+            declared = np.asarray(values, dtype=np.float64).ravel()
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"label values must be numbers, got {values!r}") from None
+        if not np.all(np.isfinite(declared)):
+            raise InvalidInputError("label values must be finite numbers")
+        for value in declared.tolist():
             if value not in self._label_ids:
                 self._add_label(value, brought=False)
         return self
@@ -553,7 +571,7 @@ class ModelBank:
         """Decision values of one example (any order, no repeated index) per label id, in
         the engine's units ``scale (w . x + rho beta)`` (for PAUM before the learning
         rate): for callers that hold one example. Indices beyond the features seen
-        weigh 0.
+        weigh 0; a negative one raises :class:`InvalidInputError`.
 
         >>> from streamlearn.learn import PDM
         >>> bank = ModelBank(PDM(delta=0.0)).learn(np.eye(2), [3, 4])
@@ -561,6 +579,8 @@ class ModelBank:
         [1.0, -1.0]
         """
         n = self.n_labels
+        if indices.shape[0] and indices.min() < 0:
+            raise InvalidInputError(f"feature index {indices.min()} is negative")
         known = indices < self._weights.shape[1]
         if not known.all():
             indices, values = indices[known], values[known]
@@ -576,6 +596,8 @@ class ModelBank:
         form (zeros dropped, indices sorted, repeated ones added up, as ``as_rows`` makes
         it), with, when ``decide``, its :meth:`decision_row` per label id; None when a
         value is NaN or infinite. One compiled call, for callers that hold one example.
+        A negative index, one above 2^31 - 2, or repeated values that add up to an
+        infinite value raise :class:`InvalidInputError`.
 
         >>> from streamlearn.learn import PDM
         >>> bank = ModelBank(PDM(delta=0.0)).learn(np.eye(2), [3, 4])
@@ -593,8 +615,15 @@ class ModelBank:
             indices, values, out_idx, out_val, self._weights, self._scalars, n_labels,
             float(self.base.rho), out_f,
         )  # fmt: skip
-        if nnz < 0:
+        if nnz == NOT_FINITE:
             return None
+        if nnz == BAD_INDEX:
+            bad = indices[(indices < 0) | (indices > MAX_INDEX)][0]
+            raise InvalidInputError(f"feature index {bad} is outside [0, {MAX_INDEX}]")
+        if nnz == REPEATS_OVERFLOW:
+            raise InvalidInputError(
+                "the example repeats a feature index whose values add up to an infinite value"
+            )
         return out_idx[:nnz], out_val[:nnz], out_f
 
     def margin_units(self) -> npt.NDArray[np.float64]:

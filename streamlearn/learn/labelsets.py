@@ -65,8 +65,15 @@ class LabelledRows:
             raise InvalidInputError("label values must be finite numbers")
         label_ptr = np.array(rows.label_ptr, dtype=np.int64)
         indptr = np.array(rows.indptr, dtype=np.int64)
-        if label_ptr.shape != indptr.shape or label_ptr[-1] != labels.shape[0]:
-            raise InvalidInputError("label_ptr must hold n_rows + 1 offsets into labels")
+        if (
+            label_ptr.shape != indptr.shape
+            or label_ptr[-1] != labels.shape[0]
+            or label_ptr[0] < 0
+            or np.any(np.diff(label_ptr) < 0)
+        ):
+            raise InvalidInputError(
+                "label_ptr must hold n_rows + 1 non-decreasing offsets into labels"
+            )
         return cls(
             indptr - indptr[0],
             np.array(rows.indices[indptr[0] : indptr[-1]], dtype=np.int32),
@@ -131,7 +138,8 @@ class LabelledRows:
 def as_labelled_rows(X: Any, Y: Any) -> LabelledRows:
     """Features X (as :func:`~streamlearn.learn.inputs.as_rows` takes them) with labels Y:
     a 1-D array of class labels (one per row, multi-class), a sequence of label sets
-    (iterables of numbers, multi-label) or a ``(label_ptr, labels)`` pair."""
+    (iterables of numbers, multi-label) or a ``(label_ptr, labels)`` pair of 1-D numpy
+    arrays (any other tuple is a sequence of label sets)."""
     indptr, indices, values = as_rows(X)
     n = indptr.shape[0] - 1
     label_ptr, labels = _label_sets(Y, n)
@@ -199,7 +207,7 @@ def _labels_text(labels: ValueArray) -> str:
 
 
 def _label_sets(Y: Any, n: int) -> tuple[OffsetArray, ValueArray]:
-    if isinstance(Y, tuple) and len(Y) == 2:
+    if _is_offsets_pair(Y):
         return np.asarray(Y[0], dtype=np.int64), np.asarray(Y[1], dtype=np.float64)
     if isinstance(Y, np.ndarray) and Y.ndim == 1 and Y.dtype != object:
         if not np.issubdtype(Y.dtype, np.number) and Y.dtype != np.bool_:
@@ -217,6 +225,23 @@ def _label_sets(Y: Any, n: int) -> tuple[OffsetArray, ValueArray]:
         flat.extend(members)
         ptr.append(len(flat))
     return np.asarray(ptr, dtype=np.int64), np.asarray(flat, dtype=np.float64)
+
+
+def _is_offsets_pair(Y: Any) -> bool:
+    """Whether Y is a ``(label_ptr, labels)`` pair: two 1-D numpy arrays, the offsets of
+    integers. A tuple of anything else is a sequence of label sets, as a list would be.
+
+    >>> _is_offsets_pair((np.array([0, 1, 2]), np.array([4.0, 5.0])))
+    True
+    >>> _is_offsets_pair(((0, 1, 2), (5, 6)))
+    False
+    """
+    return (
+        isinstance(Y, tuple)
+        and len(Y) == 2
+        and all(isinstance(part, np.ndarray) and part.ndim == 1 for part in Y)
+        and np.issubdtype(Y[0].dtype, np.integer)
+    )
 
 
 def _members(item: Any, row: int) -> list[float]:

@@ -12,7 +12,7 @@ from bank_samples import multilabel_stream, one_label_targets
 
 from streamlearn import PAUM, PDM, Kozinec, ModelBank, PDMSucc, Perceptron, model_from_state
 from streamlearn.checkpoint import decode, encode
-from streamlearn.errors import InvalidParameterError, StateError
+from streamlearn.errors import InvalidInputError, InvalidParameterError, StateError
 from streamlearn.learn import LinearLearner
 from streamlearn.replay import ReplaySchedule
 
@@ -270,3 +270,44 @@ def test_a_bank_goes_through_a_checkpoint_store(tmp_path: Any) -> None:
     assert isinstance(restored, ModelBank)
     np.testing.assert_array_equal(restored.decision_function(X), bank.decision_function(X))
     np.testing.assert_array_equal(restored.rank(X), bank.rank(X))
+
+
+# -- what a bank refuses ---------------------------------------------------------------
+
+
+def test_a_tuple_of_label_sets_is_read_as_a_list_of_them_is() -> None:
+    as_list = ModelBank(PDM(delta=0.0)).learn(np.eye(2), [(0, 1, 2), (5, 6)])
+    as_tuple = ModelBank(PDM(delta=0.0)).learn(np.eye(2), ((0, 1, 2), (5, 6)))
+    assert as_tuple.labels_.tolist() == as_list.labels_.tolist() == [0, 1, 2, 5, 6]
+    two_classes = ModelBank(PDM(delta=0.0)).learn(np.eye(2), (1, 2))
+    assert two_classes.labels_.tolist() == [1, 2]
+    pair = (np.array([0, 2, 3]), np.array([0.0, 1.0, 5.0]))
+    assert ModelBank(PDM(delta=0.0)).learn(np.eye(2), pair).labels_.tolist() == [0, 1, 5]
+
+
+def test_decreasing_label_offsets_are_refused() -> None:
+    with pytest.raises(InvalidInputError, match="non-decreasing offsets"):
+        ModelBank(PDM()).learn(np.eye(2), (np.array([0, 2, 1]), np.array([5.0])))
+
+
+@pytest.mark.parametrize("labels", [[math.nan], [1.0, math.inf], ["a"]])
+def test_declared_labels_must_be_finite_numbers(labels: list[Any]) -> None:
+    with pytest.raises(InvalidInputError, match="label values must be"):
+        ModelBank(PDM()).declare_labels(labels)
+
+
+@pytest.mark.parametrize("index", [-1, -(2**32) + 1, 2**31, 10**12])
+def test_one_example_indices_outside_the_engines_range_are_refused(index: int) -> None:
+    bank = ModelBank(PDM(delta=0.0)).learn(np.eye(3), [1, 2, 3])
+    with pytest.raises(InvalidInputError, match=f"feature index {index} is outside"):
+        bank.canonical_decisions(np.array([0, index]), np.array([1.0, 1.0]), True)
+    if index < 0:
+        with pytest.raises(InvalidInputError, match="is negative"):
+            bank.decision_row(np.array([index]), np.array([1.0]))
+
+
+def test_one_example_whose_repeated_index_overflows_is_refused() -> None:
+    bank = ModelBank(PDM(delta=0.0)).learn(np.eye(3), [1, 2, 3])
+    with pytest.raises(InvalidInputError, match="add up to an infinite value"):
+        bank.canonical_decisions(np.array([2, 2]), np.array([1e308, 1e308]), True)
+    assert bank.canonical_decisions(np.array([2]), np.array([math.nan]), True) is None
