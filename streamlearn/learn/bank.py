@@ -75,7 +75,7 @@ from streamlearn.errors import (
     StateError,
     check_state_header,
 )
-from streamlearn.learn.base import AUTO_DELTA_WINDOW, LinearLearner, _finite
+from streamlearn.learn.base import AUTO_DELTA_WINDOW, LinearLearner, _finite, check_state_rows
 from streamlearn.learn.inputs import as_rows
 from streamlearn.learn.labelsets import HasLabelSets, LabelledRows, as_labelled_rows
 from streamlearn.learn.paum import PAUM
@@ -791,6 +791,7 @@ class ModelBank:
         self._window_seen = int(state["window_seen"])
         self._window_max_sqnorm = float(state["window_max_sqnorm"])
         pending = LabelledRows.from_arrays(_Arrays(state["pending"]))
+        check_state_rows(state["buffer"]["features"]["indices"], self._n_features, pending)
         self._pending = [pending] if pending.n_examples else []
         progressive = state.get("progressive")  # states written before it count from 0
         if progressive is not None:

@@ -18,6 +18,7 @@ import numpy.typing as npt
 from streamlearn._kernels import (
     all_ones,
     buffer_certificate,
+    check_rows,
     decision_values,
     learn_stream,
     present_unbuffered,
@@ -25,6 +26,7 @@ from streamlearn._kernels import (
     values_all_one,
 )
 from streamlearn._kernels.engine import N_STATS, STAT_LEVEL1, CompactSet, replay_kernel
+from streamlearn._kernels.rows import ROW_NOT_CANONICAL, ROW_OK
 from streamlearn.errors import (
     DivergenceError,
     InvalidParameterError,
@@ -559,7 +561,30 @@ class LinearLearner:
         self._buffer = ReplayBuffer.from_state(state["buffer"])
         if self._buffer.max_examples != self.buffer_size or self._buffer.max_nnz != self.buffer_nnz:
             raise StateError("replay buffer capacity in the state differs from the parameters")
+        if self._scalars.shape != (4,):
+            raise StateError("scalars must hold beta, ||a||^2, t and the scale")
+        check_state_rows(state["buffer"]["indices"], self._n_features, held)
         self._load_extra_state(state["extra"])
+
+
+def check_state_rows(buffer_indices: Any, n_features: int, pending: Any) -> None:
+    """Refuse a state whose parts disagree where the kernels would read outside the
+    weights: buffered examples with features beyond them, or pending examples (anything
+    with CSR ``indptr``, ``indices``, ``values``) with a negative index or a value that
+    is not finite.
+
+    >>> check_state_rows(np.array([0, 4]), 4, Batch.from_csr([0], [], [], []))
+    Traceback (most recent call last):
+    ...
+    streamlearn.errors.StateError: the replay buffer holds feature indices beyond the weights
+    """
+    stored = np.asarray(buffer_indices)
+    if stored.shape[0] and int(stored.max()) >= n_features:
+        raise StateError("the replay buffer holds feature indices beyond the weights")
+    if pending.indptr.shape[0] > 1 and check_rows(pending.indptr, pending.indices, pending.values)[
+        0
+    ] not in (ROW_OK, ROW_NOT_CANONICAL):
+        raise StateError("the pending examples hold a negative index or a non-finite value")
 
 
 def _level_workspaces(n_examples: int, nnz: int) -> tuple[CompactSet, CompactSet, CompactSet]:

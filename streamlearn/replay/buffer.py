@@ -23,6 +23,8 @@ from streamlearn.errors import InvalidParameterError, StateError
 from streamlearn.types import Batch
 
 _FIRST, _COUNT, _WRITE_POS, _EVICTED, _UNBUFFERED = range(5)
+#: the largest feature index a buffer holds (its indices are int32)
+MAX_INDEX = np.iinfo(np.int32).max - 1
 _MIN_ARENA = 1024
 
 
@@ -162,8 +164,13 @@ class ReplayBuffer:
             raise StateError("replay buffer state holds more than its capacity")
         positions = np.asarray(state["positions"], dtype=np.int64)
         lengths = np.diff(indptr)
-        if positions.shape[0] != count or np.any(positions + lengths > arena_size):
+        if (
+            positions.shape[0] != count
+            or np.any(positions < 0)
+            or np.any(positions + lengths > arena_size)
+        ):
             raise StateError("replay buffer state: example positions do not fit the arena")
+        _check_examples(state, indptr, count)
         buf.arena_idx = np.zeros(arena_size, dtype=np.int32)
         buf.arena_val = np.zeros(arena_size, dtype=np.float64)
         cells = _cells(positions, lengths)
@@ -177,6 +184,36 @@ class ReplayBuffer:
         buf.ring[:] = [0, count, int(state["write_pos"]), int(state["evicted"]),
                        int(state["unbuffered"])]  # fmt: skip
         return buf
+
+
+def _check_examples(state: dict[str, Any], indptr: npt.NDArray[np.int64], count: int) -> None:
+    """Refuse a buffer state whose examples the kernels could not read safely (they index
+    without bounds checks): offsets, indices, values, labels, slack counts and norms."""
+    indices = np.asarray(state["indices"])
+    values = np.asarray(state["values"])
+    if (
+        (count and indptr[0] != 0)
+        or np.any(np.diff(indptr) < 0)
+        or indices.shape != (int(indptr[-1]),)
+        or values.shape != indices.shape
+    ):
+        raise StateError("replay buffer state: indptr must be offsets into its indices and values")
+    if indices.shape[0] and (
+        not np.issubdtype(indices.dtype, np.integer)
+        or int(indices.min()) < 0
+        or int(indices.max()) > MAX_INDEX
+    ):
+        raise StateError(f"replay buffer state: feature indices must lie in [0, {MAX_INDEX}]")
+    if not np.all(np.isin(np.asarray(state["labels"]), (-1, 1))) or len(state["labels"]) != count:
+        raise StateError("replay buffer state: one label of +1 or -1 per example")
+    for name in ("values", "alpha", "sqnorm"):
+        array = np.asarray(state[name], dtype=np.float64)
+        if array.shape != ((count,) if name != "values" else indices.shape) or not np.all(
+            np.isfinite(array)
+        ):
+            raise StateError(f"replay buffer state: {name} must be finite, as many as it holds")
+    if not 0 <= int(state["write_pos"]) <= int(state["arena_size"]):
+        raise StateError("replay buffer state: write position outside the arena")
 
 
 def _grown(array: npt.NDArray[Any], size: int) -> npt.NDArray[Any]:

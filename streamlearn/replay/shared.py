@@ -106,12 +106,14 @@ class SharedReplayBuffer:
         """Inverse of :meth:`state_dict`."""
         features = dict(state["features"])
         count = np.asarray(features["indptr"]).shape[0] - 1
-        features["labels"] = np.zeros(count, dtype=np.int8)
+        features["labels"] = np.ones(count, dtype=np.int8)  # placeholders: signs hold them
         features["alpha"] = np.zeros(count, dtype=np.float64)
         signs = np.asarray(state["signs"], dtype=np.int8)
         alphas = np.asarray(state["alphas"], dtype=np.float64)
         if signs.ndim != 2 or signs.shape != alphas.shape or signs.shape[1] != count:
             raise StateError("shared buffer state: signs and slack do not match the examples")
+        if not np.all(np.isin(signs, (-1, 1))) or not np.all(np.isfinite(alphas)):
+            raise StateError("shared buffer state: signs must be +1 or -1 and slack finite")
         shared = cls(int(features["max_examples"]), int(features["max_nnz"]))
         shared.features = ReplayBuffer.from_state(features)
         for _ in range(signs.shape[0]):

@@ -229,6 +229,14 @@ def test_bad_states_are_refused() -> None:
         ModelBank.from_state({**state, "learners": state["learners"][:1]})
     with pytest.raises(StateError):
         ModelBank.from_state({k: v for k, v in state.items() if k != "weights"})
+    with pytest.raises(StateError, match="beyond the weights"):
+        ModelBank.from_state({**state, "n_features": 2})
+    buffer = state["buffer"]
+    with pytest.raises(StateError, match="signs must be"):
+        ModelBank.from_state({**state, "buffer": {**buffer, "signs": buffer["signs"] * 0}})
+    features = {**buffer["features"], "indices": buffer["features"]["indices"] - 5}
+    with pytest.raises(StateError, match="feature indices must lie in"):
+        ModelBank.from_state({**state, "buffer": {**buffer, "features": features}})
 
 
 def test_an_example_without_labels_is_a_negative_for_every_label() -> None:

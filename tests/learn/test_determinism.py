@@ -204,3 +204,22 @@ def test_different_seeds_give_different_replay_orders() -> None:
         learner.replay(max_passes=50)
     assert not np.array_equal(first.coef_, second.coef_)
     assert not np.array_equal(first.buffer.alpha(), second.buffer.alpha())
+
+
+def test_states_whose_parts_disagree_are_refused() -> None:
+    """A buffer holding features the weights do not have, or pending examples with a
+    negative index, would make the kernels read outside the weights: refused on load."""
+    learner = PDM(delta=0.0)
+    X = np.zeros((4, 100))
+    X[0, 99], X[1, 50], X[2, 98], X[3, 3] = 1.0, -1.0, 1.0, -1.0
+    learner.learn(X, [1, -1, 1, -1])
+    state = learner.state_dict()
+    with pytest.raises(streamlearn.StateError, match="beyond the weights"):
+        PDM.from_state({**state, "weights": state["weights"][:10]})
+    with pytest.raises(streamlearn.StateError, match="scalars"):
+        PDM.from_state({**state, "scalars": state["scalars"][:2]})
+    waiting = PDM(delta="auto").learn(X, [1, -1, 1, -1]).state_dict()
+    assert waiting["pending"]["indices"].shape[0] == 4
+    pending = {**waiting["pending"], "indices": waiting["pending"]["indices"] - 200}
+    with pytest.raises(streamlearn.StateError, match="pending examples"):
+        PDM.from_state({**waiting, "pending": pending})

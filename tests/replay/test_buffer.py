@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -299,3 +300,31 @@ def test_from_state_refuses_inconsistent_states() -> None:
         ReplayBuffer.from_state({**state, "max_examples": 3})
     with pytest.raises(StateError, match="positions"):
         ReplayBuffer.from_state({**state, "positions": state["positions"] + 95})
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda s: {**s, "indices": s["indices"] * 0 - 5}, "feature indices must lie in"),
+        (
+            lambda s: {**s, "indices": s["indices"].astype(np.int64) + 2**31},
+            "feature indices must lie in",
+        ),
+        (lambda s: {**s, "indptr": s["indptr"][::-1].copy()}, "indptr must be offsets"),
+        (lambda s: {**s, "values": s["values"][:-1]}, "indptr must be offsets"),
+        (lambda s: {**s, "labels": s["labels"] * 3}, "one label of"),
+        (lambda s: {**s, "alpha": s["alpha"] * np.nan}, "alpha must be finite"),
+        (lambda s: {**s, "sqnorm": s["sqnorm"][:-1]}, "sqnorm must be finite"),
+        (lambda s: {**s, "write_pos": s["arena_size"] + 1}, "write position"),
+        (lambda s: {**s, "positions": s["positions"] - 10**6}, "positions"),
+    ],
+)
+def test_from_state_refuses_examples_the_kernels_could_not_read(change: Any, message: str) -> None:
+    """The kernels index without bounds checks: a state they would read outside its
+    arrays from is refused when it is loaded."""
+    learner = Perceptron(delta=0.5, buffer_size=8, buffer_nnz=100)
+    feed(learner, random_examples(6, seed=8, max_len=10))
+    state = learner.buffer.state_dict()
+    ReplayBuffer.from_state(state)
+    with pytest.raises(StateError, match=message):
+        ReplayBuffer.from_state(change(state))
