@@ -48,8 +48,14 @@ class ActiveSetSchedule:
     nep3: int = 12
 
     def __post_init__(self) -> None:
+        for name in ("enabled", "shrink"):
+            if not isinstance(getattr(self, name), bool | np.bool_):
+                raise InvalidParameterError(
+                    f"active sets: {name} must be True or False, got {getattr(self, name)!r}"
+                )
         for name in ("c1", "c1_first_pass", "c2"):
-            if not getattr(self, name) >= 1.0:
+            value = getattr(self, name)
+            if not isinstance(value, int | float | np.integer | np.floating) or not value >= 1.0:
                 raise InvalidParameterError(
                     f"active sets: {name} must be >= 1, got {getattr(self, name)}"
                 )

@@ -13,6 +13,7 @@ from streamlearn import (
     PAM,
     PAUM,
     PDM,
+    ActiveSetSchedule,
     AMargitron,
     InvalidInputError,
     InvalidParameterError,
@@ -237,6 +238,11 @@ BAD_PARAMETERS: list[tuple[Callable[[], Any], str]] = [
     (lambda: Perceptron(rho=0.0), "rho must be > 0"),
     (lambda: Perceptron(seed=-1), "seed must be a non-negative integer"),
     (lambda: Perceptron(max_passes=0), "max_passes must be an integer >= 1"),
+    (lambda: ActiveSetSchedule(c1=0.5), "c1 must be >= 1"),
+    (lambda: ActiveSetSchedule(c2="3"), "c2 must be >= 1"),
+    (lambda: ActiveSetSchedule(nep2=-1), "nep2 must be a non-negative integer"),
+    (lambda: ActiveSetSchedule(enabled="no"), "enabled must be True or False"),
+    (lambda: ActiveSetSchedule(shrink=1), "shrink must be True or False"),
 ]
 
 
