@@ -13,6 +13,8 @@ parameter.
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -22,6 +24,9 @@ from streamlearn._kernels import RULE_PDM, RULE_PFM
 from streamlearn.errors import InvalidParameterError
 from streamlearn.learn.base import LinearLearner, _finite, _positive
 from streamlearn.replay import ActiveSetSchedule
+
+#: the most successive runs a PDMSucc setting may ask for (the paper's takes 3)
+MAX_SUCC_RUNS = 1000
 
 
 def _eps(value: Any) -> float:
@@ -103,6 +108,12 @@ class PDMSucc(PDM):
         if self.succ_eta <= 1.0:
             raise InvalidParameterError(f"succ_eta must be > 1, got {succ_eta!r}")
         self.eps_start = _eps(eps_start)
+        runs = math.log(self.eps_start / _eps(eps)) / math.log(self.succ_eta)
+        if runs > MAX_SUCC_RUNS:
+            raise InvalidParameterError(
+                f"succ_eta={succ_eta!r} is so close to 1 that going from eps_start to eps "
+                f"takes {math.ceil(runs)} successive runs (at most {MAX_SUCC_RUNS})"
+            )
         super().__init__(
             eps, multiple_updates=multiple_updates, rho=rho, delta=delta,
             buffer_size=buffer_size, buffer_nnz=buffer_nnz, seed=seed, active_sets=active_sets,
@@ -116,19 +127,13 @@ class PDMSucc(PDM):
         >>> PDMSucc(eps=0.01).eps_schedule()
         [0.5, 0.0625, 0.01]
         """
-        schedule = []
-        current = self.eps_start
-        while current > self.eps:
-            schedule.append(current)
-            current /= self.succ_eta
-        schedule.append(self.eps)
-        return schedule
+        return list(_eps_schedule(self.eps_start, self.eps, self.succ_eta))
 
     def _current_eps(self) -> float:
-        return self.eps_schedule()[self._stage]
+        return _eps_schedule(self.eps_start, self.eps, self.succ_eta)[self._stage]
 
     def _run_passes(self, budget: int) -> int:
-        last = len(self.eps_schedule()) - 1
+        last = len(_eps_schedule(self.eps_start, self.eps, self.succ_eta)) - 1
         used = 0
         while True:
             used += super()._run_passes(budget - used)
@@ -153,12 +158,27 @@ class PDMSucc(PDM):
         self._stage = int(state["stage"])
 
 
+@functools.lru_cache(maxsize=64)
+def _eps_schedule(eps_start: float, eps: float, succ_eta: float) -> tuple[float, ...]:
+    """:meth:`PDMSucc.eps_schedule`, made once per setting: a learner asks for its
+    current eps at every batch and every replay."""
+    schedule = []
+    current = eps_start
+    while current > eps:
+        schedule.append(current)
+        current /= succ_eta
+    schedule.append(eps)
+    return tuple(schedule)
+
+
 class PFM(LinearLearner):
     """Perceptron with fixed margin: update when a . y <= beta ||a||.
 
     ``beta`` must be a guess of (1 - eps) gamma_d: below the maximum margin it converges
-    to a margin >= beta; above it, it never converges (with multiple updates the weights
-    grow geometrically until replay raises :class:`~streamlearn.errors.DivergenceError`).
+    to a margin >= beta; above it, it never converges: replay stops after ``max_passes``
+    passes unconverged, or raises :class:`~streamlearn.errors.DivergenceError` when
+    multiple updates make the weights grow geometrically until they overflow (when beta
+    is also above the examples' norms, every count is 1 and they grow only linearly).
     No default: the right value depends on the data.
     """
 
