@@ -16,7 +16,7 @@ from streamlearn._kernels.engine import BETA, SCALE
 from streamlearn._kernels.rows import insert_sorted, merge_repeats
 
 #: what :func:`canonical_decisions` returns instead of a count of nonzeros
-NOT_FINITE, BAD_INDEX, REPEATS_OVERFLOW = -1, -2, -3
+NOT_FINITE, BAD_INDEX, TOO_LARGE = -1, -2, -3
 #: the largest feature index the engine holds (its indices are int32)
 MAX_INDEX = np.iinfo(np.int32).max - 1
 
@@ -40,8 +40,8 @@ def canonical_decisions(
     each of the first ``n_labels`` rows of ``weights`` and ``scalars`` to ``out_f``
     (indices beyond the weights weigh 0). Returns the nonzeros, or with nothing
     decided :data:`NOT_FINITE` when a value is NaN or infinite, :data:`BAD_INDEX` when
-    an index is negative or above ``MAX_INDEX``, :data:`REPEATS_OVERFLOW` when the values
-    of a repeated index add up to an infinite value."""
+    an index is negative or above ``MAX_INDEX``, :data:`TOO_LARGE` when the squares of the
+    values (repeated indices added up) add up to more than float64 holds."""
     m = 0
     for j in range(indices.shape[0]):
         v = values[j]
@@ -55,10 +55,11 @@ def canonical_decisions(
         insert_sorted(out_idx, out_val, m, k, v)
         m += 1
     nnz = merge_repeats(out_idx, out_val, m)
-    if nnz < m:
-        for j in range(nnz):
-            if not math.isfinite(out_val[j]):
-                return REPEATS_OVERFLOW
+    x_sqnorm = 0.0
+    for j in range(nnz):
+        x_sqnorm += out_val[j] * out_val[j]
+    if not math.isfinite(x_sqnorm):
+        return TOO_LARGE
     columns = weights.shape[1]
     for lab in range(n_labels):
         dot = 0.0

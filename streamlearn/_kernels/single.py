@@ -80,6 +80,8 @@ BAD_INDEX = 2
 NO_WORKSPACE = 3
 NEED_ARENA = 4
 UNBUFFERED = 5
+#: the squares of the example's values add up to more than float64 holds
+TOO_LARGE = 6
 
 
 def block_sizes(capacity: int, work: int) -> tuple[int, int]:
@@ -138,6 +140,12 @@ def _canonical(n: int, n_weights: int, F: np.ndarray, Z: np.ndarray) -> int:
         insert_sorted(idx, val, m, int(k), v)
         m += 1
     out = merge_repeats(idx, val, m)
+    x_sqnorm = 0.0
+    for j in range(out):
+        x_sqnorm += val[j] * val[j]
+    if not math.isfinite(x_sqnorm):
+        Z[Z_WHERE] = -1
+        return -TOO_LARGE
     Z[Z_LAST] = out
     return out
 

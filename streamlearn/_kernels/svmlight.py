@@ -34,6 +34,9 @@ LINE_INDEX_ABOVE_MAX = 5
 LINE_UNSORTED = 6
 LINE_NOT_UTF8 = 7
 LINE_TOO_LONG = 8
+#: the squares of a row's values add up to more than float64 holds; found after the
+#: kernel, once every number is converted (see ``streamlearn.parse.svmlight``)
+LINE_NORM_OVERFLOW = 9
 
 NUMBER_EXACT, NUMBER_SLOW, NUMBER_SYNTAX, NUMBER_NOT_FINITE = 0, 1, 2, 3
 

@@ -65,7 +65,7 @@ from streamlearn._kernels.bank_one import (
     BAD_INDEX,
     MAX_INDEX,
     NOT_FINITE,
-    REPEATS_OVERFLOW,
+    TOO_LARGE,
     canonical_decisions,
 )
 from streamlearn._kernels.engine import N_STATS
@@ -596,8 +596,8 @@ class ModelBank:
         form (zeros dropped, indices sorted, repeated ones added up, as ``as_rows`` makes
         it), with, when ``decide``, its :meth:`decision_row` per label id; None when a
         value is NaN or infinite. One compiled call, for callers that hold one example.
-        A negative index, one above 2^31 - 2, or repeated values that add up to an
-        infinite value raise :class:`InvalidInputError`.
+        A negative index, one above 2^31 - 2, or values whose squares add up to more
+        than float64 holds raise :class:`InvalidInputError`.
 
         >>> from streamlearn.learn import PDM
         >>> bank = ModelBank(PDM(delta=0.0)).learn(np.eye(2), [3, 4])
@@ -620,9 +620,9 @@ class ModelBank:
         if nnz == BAD_INDEX:
             bad = indices[(indices < 0) | (indices > MAX_INDEX)][0]
             raise InvalidInputError(f"feature index {bad} is outside [0, {MAX_INDEX}]")
-        if nnz == REPEATS_OVERFLOW:
+        if nnz == TOO_LARGE:
             raise InvalidInputError(
-                "the example repeats a feature index whose values add up to an infinite value"
+                "the example's values are too large: the sum of their squares overflows float64"
             )
         return out_idx[:nnz], out_val[:nnz], out_f
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from streamlearn._kernels import canonicalize_rows, check_rows
+from streamlearn._kernels import canonicalize_rows, check_rows, row_sqnorms
 from streamlearn._kernels.rows import ROW_NEGATIVE_INDEX, ROW_NOT_CANONICAL, ROW_NOT_FINITE
 from streamlearn.errors import InvalidInputError
 from streamlearn.types import Batch
@@ -72,6 +72,12 @@ def as_rows(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             raise InvalidInputError(
                 f"X row {row} repeats a feature index whose values add up to an infinite value"
             )
+    too_large = ~np.isfinite(row_sqnorms(indptr, values))
+    if too_large.any():
+        raise InvalidInputError(
+            f"X row {int(np.argmax(too_large))} holds values too large: the sum of their "
+            "squares overflows float64"
+        )
     return indptr, indices, values
 
 

@@ -87,12 +87,13 @@ _FORMAT_CODES = {"svmlight": FORMAT_SVMLIGHT, "msgpack": FORMAT_MSGPACK}
 _FORMAT_CACHE_SIZE = 256
 _INT32_MAX = (1 << 31) - 1
 _LF = 10
-_BAD_LABEL, _NOT_FINITE, _NEGATIVE, _ABOVE_MAX, _UNSORTED = (
+_BAD_LABEL, _NOT_FINITE, _NEGATIVE, _ABOVE_MAX, _UNSORTED, _TOO_LARGE = (
     REASONS[0],
     REASONS[2],
     REASONS[3],
     REASONS[4],
     REASONS[5],
+    REASONS[8],
 )
 _repr = reprlib.Repr()
 _repr.maxlist = 6
@@ -349,6 +350,9 @@ class MessageDecoder:
             return _NOT_FINITE
         if not bool(np.all(np.isfinite(values))):
             return _NOT_FINITE
+        with np.errstate(over="ignore"):
+            if not math.isfinite(float(values @ values)):
+                return _TOO_LARGE
         return _Row(indices, values, labels)
 
 

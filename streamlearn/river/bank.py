@@ -80,6 +80,8 @@ _OPTIONS = ("n_features", "replay_every", "replay_passes")
 _STRUCTS: dict[int, struct.Struct] = {}
 _EMPTY_LABELS = np.zeros(0, dtype=np.float64)
 _NO_DECISIONS = np.zeros(0, dtype=np.float64)
+#: an example in canonical form: (indices, values, decision values by label id)
+_Encoded = tuple[npt.NDArray[np.int32], npt.NDArray[np.float64], npt.NDArray[np.float64]]
 
 
 def _doubles(n: int) -> struct.Struct:
@@ -199,9 +201,7 @@ class BankClassifierBase(binary.StateRoundTrips, base.Estimator):
 
     # -- examples -----------------------------------------------------------------------
 
-    def _encode(
-        self, x: Mapping[Hashable, Any], learning: bool, decide: bool = False
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    def _encode(self, x: Mapping[Hashable, Any], learning: bool, decide: bool = False) -> _Encoded:
         """Canonical indices and values of ``x`` (zeros dropped, indices sorted, repeated
         hashed indices added up: the rows ``as_rows`` makes of the same example) and, when
         ``decide``, the decision values by the bank's label id. The last example whose
@@ -216,6 +216,9 @@ class BankClassifierBase(binary.StateRoundTrips, base.Estimator):
         try:
             indices = [self._index[key] for key in x]
         except (KeyError, TypeError):
+            if learning:  # a refused example adds no name
+                for key, value in x.items():
+                    _check_value(key, value)
             indices = self._slow_indices(x, learning)
             if len(indices) != len(x):
                 complete = False
@@ -270,8 +273,10 @@ class BankClassifierBase(binary.StateRoundTrips, base.Estimator):
             self._labels.append(label)
         return label_id
 
-    def _learn(self, x: Mapping[Hashable, Any], positives: list[int]) -> None:
-        indices, values, _ = self._encode(x, learning=True)
+    def _learn(self, encoded: _Encoded, positives: list[int]) -> None:
+        """Learn an example :meth:`_encode` accepted, positive for the label ids
+        ``positives`` and negative for every other."""
+        indices, values, _ = encoded
         labels = np.array(positives, dtype=np.float64) if positives else _EMPTY_LABELS
         self._bank.learn_example(indices, values, labels)
         if self.replay_every:
@@ -349,7 +354,8 @@ class OneVsRestClassifierBase(BankClassifierBase, base.Classifier):
     def learn_one(self, x: dict[Hashable, Any], y: Any, **kwargs: Any) -> None:
         """Learn one example of class ``y``: positive for y's learner, negative for the
         others (a new class starts its learner first)."""
-        self._learn(x, [self._label_id(y)])
+        encoded = self._encode(x, learning=True)  # a refused example makes no label
+        self._learn(encoded, [self._label_id(y)])
 
     def predict_one(self, x: dict[Hashable, Any], **kwargs: Any) -> Any:
         """The label of the largest decision value (None before any label)."""
@@ -376,6 +382,7 @@ class MultiLabelClassifierBase(BankClassifierBase, base.MultiLabelClassifier):
         (labels new to the model start their learners first)."""
         if not isinstance(y, Mapping):
             raise InvalidInputError(f"y must be a dict of label: bool, got {y!r}")
+        encoded = self._encode(x, learning=True)  # a refused example makes no label
         positives = []
         declared = []
         for label, value in y.items():
@@ -387,7 +394,7 @@ class MultiLabelClassifierBase(BankClassifierBase, base.MultiLabelClassifier):
                 declared.append(float(label_id))
         if declared:
             self._bank.declare_labels(declared)
-        self._learn(x, positives)
+        self._learn(encoded, positives)
 
     def predict_one(self, x: dict[Hashable, Any], **kwargs: Any) -> dict[Hashable, bool]:
         """``{label: decision value > 0}`` for every label seen."""

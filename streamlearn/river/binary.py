@@ -63,6 +63,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+import reprlib
 import struct
 import zlib
 from collections.abc import Callable, Hashable, Iterator, Mapping
@@ -457,7 +458,10 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
 
     # -- labels --------------------------------------------------------------------------
 
-    def _sign_of_new_label(self, y: Any) -> float:
+    def _sign_of_new_label(self, y: Any) -> tuple[Any, float]:
+        """The label as it will be kept and its sign, for a label not seen yet; refuses
+        a third one. Nothing is recorded: :meth:`_add_label` does, once its example has
+        been accepted."""
         try:
             hash(y)
         except TypeError as exc:
@@ -483,10 +487,12 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
                 sign = natural
             else:
                 sign = -1.0 if -1.0 not in taken else 1.0
+        return y, sign
+
+    def _add_label(self, y: Any, sign: float) -> None:
         self._signs[y] = sign
         self._labels.append(y)
         self._set_labels()
-        return sign
 
     def _set_labels(self) -> None:
         """The labels predicted for a positive and a non-positive decision value."""
@@ -547,6 +553,11 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             _check_value(key, value)
         if status == single.BAD_INDEX:
             raise InvalidInputError("a feature index is out of range")  # not reachable from dicts
+        if status == single.TOO_LARGE:
+            raise InvalidInputError(
+                f"the values of {reprlib.repr(dict(x))} are too large: the sum of their squares "
+                "overflows float64"
+            )
         raise InvalidInputError(f"cannot use example {dict(x)!r} (status {status})")
 
     def _grow_workspace(self, n: int) -> None:
@@ -563,11 +574,14 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
     def learn_one(self, x: dict[Hashable, Any], y: Any, **kwargs: Any) -> None:
         """Learn one example: stored in the replay buffer, presented once."""
         try:
-            sign = self._signs.get(y)
+            known = self._signs.get(y)
         except TypeError:
-            sign = None
-        if sign is None:
-            sign = self._sign_of_new_label(y)
+            known = None
+        new_label = known is None
+        if known is None:
+            y, sign = self._sign_of_new_label(y)
+        else:
+            sign = known
         if x == self._last_x and self._held is None:
             # just predicted: its canonical form waits in the workspaces and the next
             # call learns it, so that predict_one + learn_one cost one kernel call (a
@@ -591,6 +605,8 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
                     self._settle(sign, status)
             else:
                 self._hold(n, sign, x)
+        if new_label:  # only now: a refused example leaves no label behind
+            self._add_label(y, sign)
         if self._replay_every:
             self._seen += 1
             if self._seen % self._replay_every == 0:

@@ -314,8 +314,9 @@ def test_one_example_indices_outside_the_engines_range_are_refused(index: int) -
             bank.decision_row(np.array([index]), np.array([1.0]))
 
 
-def test_one_example_whose_repeated_index_overflows_is_refused() -> None:
+def test_one_example_whose_squared_norm_overflows_is_refused() -> None:
     bank = ModelBank(PDM(delta=0.0)).learn(np.eye(3), [1, 2, 3])
-    with pytest.raises(InvalidInputError, match="add up to an infinite value"):
-        bank.canonical_decisions(np.array([2, 2]), np.array([1e308, 1e308]), True)
+    for values in ([1e308, 1e308], [1e200, 1.0]):  # a repeated index's sum, one square
+        with pytest.raises(InvalidInputError, match="values are too large"):
+            bank.canonical_decisions(np.array([2, 2]), np.array(values), True)
     assert bank.canonical_decisions(np.array([2]), np.array([math.nan]), True) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -148,10 +149,13 @@ def test_bad_lines_are_skipped_counted_and_shown(train_file: Path) -> None:
     text[10] = "-1 0:1.5"
     text[20] = "+1 2:nan"
     text[30] = f"-1 1:1 {DEFAULT_MAX_FEATURES + 1}:1"  # dense weights that large: refused
+    text[40] = "+1 1:1e200"  # finite, but its square is not: the weights would be infinite
     result = runner.invoke(app, ["learn", "--json", "--quiet"], input="\n".join(text))
     assert result.exit_code == 0, result.output
     figures = json.loads(result.stdout)
-    assert figures["examples"] == 396 and figures["rejected_lines"] == 4
+    assert figures["examples"] == 395 and figures["rejected_lines"] == 5
+    assert math.isfinite(figures["margin_upper_bound"])
+    assert "line 41: values too large" in result.stderr
     assert "line 4: bad token" in result.stderr
     assert "line 11: index 0 or negative" in result.stderr
     assert "line 21: not a finite value" in result.stderr

@@ -71,6 +71,12 @@ def test_repeated_index_whose_values_overflow_is_refused() -> None:
         PDM(delta=0.5).learn(triple, [1, -1])
 
 
+def test_rows_whose_squared_norm_overflows_are_refused() -> None:
+    """1e200 is finite, its square is not: such a row would make the weights infinite."""
+    with pytest.raises(InvalidInputError, match="X row 1 holds values too large"):
+        PDM(delta=0.5).learn(np.array([[1.0, 0.0], [1e200, 1.0]]), [1, -1])
+
+
 def test_dense_rows_that_are_not_numbers_are_refused() -> None:
     with pytest.raises(InvalidInputError, match="X must hold numbers"):
         PDM(delta=0.5).learn(np.array([["a", "b"]]), [1])

@@ -124,6 +124,7 @@ def good(**changes: Any) -> dict[str, Any]:
         (good(label=[1, 2]), REASONS[0]),
         (good(values=[1.0, float("inf")]), "not a finite value"),
         (good(values=[float("nan"), 1.0]), "not a finite value"),
+        (good(values=[1e200, 1.0]), "values too large"),
         (good(values=[1.0, 2**1100]), BAD_MESSAGE),  # beyond msgpack's integers: not msgpack
         (good(indices=[-1, 2]), "index 0 or negative"),
         (good(indices=[1, 2**31]), "index above max_features"),

@@ -183,13 +183,20 @@ def test_number_shapes() -> None:
         "0.000",
         "12345678901234567890",
     ]
-    tokens += ["1" + "0" * 30, "0." + "0" * 40 + "17", "2.5e-310", "1e308", "123.456e-7"]
+    tokens += ["1" + "0" * 30, "0." + "0" * 40 + "17", "2.5e-310", "1e150", "123.456e-7"]
     line = "1 " + " ".join(f"{i + 1}:{t}" for i, t in enumerate(tokens))
     rows = parse(line.encode() + b"\n")
     assert rows.rejected == []
     expected = np.array([float(t) for t in tokens])
     assert np.array_equal(rows.values, expected)
     assert np.array_equal(np.signbit(rows.values), np.signbit(expected))
+
+
+def test_any_finite_number_is_a_label_and_a_value_when_its_square_is() -> None:
+    rows = parse(b"1e308 1:1\n1 1:1e308\n-1 1:1.3e154 2:1e-300\n")
+    assert rows.labels.tolist() == [1e308, -1.0]
+    assert rows.values.tolist() == [1.0, 1.3e154, 1e-300]
+    assert [(r.line, r.reason) for r in rows.rejected] == [(2, "values too large")]
 
 
 def test_a_value_that_starts_with_one() -> None:
@@ -226,6 +233,8 @@ REJECTED_LINES = [
     (b"1 1:-Infinity", "not a finite value", {}),
     (b"1 1:1e400", "not a finite value", {}),
     (b"1 1:-" + b"9" * 400, "not a finite value", {}),
+    (b"1 1:1e200", "values too large", {}),
+    (b"1 1:1e154 2:-1e154 3:" + b"9" * 160, "values too large", {}),
     (b"1 0:1", "index 0 or negative", {}),
     (b"1 -3:1", "index 0 or negative", {}),
     (b"1 -1:1", "index 0 or negative", {"zero_based": True}),

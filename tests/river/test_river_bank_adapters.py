@@ -167,6 +167,22 @@ def test_before_any_label() -> None:
     assert PDMMultiLabelClassifier().predict_one({"a": 1.0}) == {}
 
 
+def test_a_refused_example_leaves_no_label_or_name_behind() -> None:
+    model = PDMOneVsRestClassifier(delta=1.0)
+    model.learn_one({"a": 1.0}, "x")
+    for bad in ({"b": math.nan}, {"a": 1e200}):
+        with pytest.raises(InvalidInputError, match=r"not finite|too large"):
+            model.learn_one(bad, "ghost")
+    assert list(model.predict_proba_one({"a": 1.0})) == ["x"]
+    assert model.state_dict()["names"] == ["a"]
+    multi = PDMMultiLabelClassifier(delta=1.0)
+    multi.learn_one({"a": 1.0}, {"x": True})
+    with pytest.raises(InvalidInputError, match="not finite"):
+        multi.learn_one({"a": math.inf}, {"x": False, "ghost": False})
+    assert list(multi.predict_one({"a": 1.0})) == ["x"]
+    assert multi._bank.n_labels == 1
+
+
 def test_bad_inputs_are_named() -> None:
     model = PDMOneVsRestClassifier(delta=1.0)
     with pytest.raises(InvalidInputError, match="'a'"):

@@ -220,6 +220,31 @@ def test_bad_values_are_refused_by_name(x: dict[str, Any], message: str, method:
     assert after["learner"]["weights"].tolist() == before["learner"]["weights"].tolist()
 
 
+@pytest.mark.parametrize("method", ["learn_one", "predict_one", "predict_proba_one"])
+def test_values_whose_squares_overflow_are_refused(method: str) -> None:
+    """1e200 is finite, its square is not: learned, it would make the weights infinite."""
+    model = _learned((True, False))
+    before = model.state_dict()
+    x = {**phishing()[0][0], "https": 1e200}  # known names: predicting does not skip them
+    with pytest.raises(InvalidInputError, match="too large: the sum of their squares overflows"):
+        getattr(model, method)(*((x, True) if method == "learn_one" else (x,)))
+    after = model.state_dict()
+    assert after["learner"]["stats"].tolist() == before["learner"]["stats"].tolist()
+    assert after["learner"]["weights"].tolist() == before["learner"]["weights"].tolist()
+    assert math.isfinite(model.learner.summary()["margin_upper_bound"])
+
+
+@pytest.mark.parametrize("delta", [1.0, "auto"])
+def test_a_refused_example_leaves_no_label_behind(delta: float | str) -> None:
+    """A refused example's new label would otherwise take the second label's place."""
+    model = PDMClassifier(delta=delta)
+    model.learn_one({"a": 1.0}, "spam")
+    with pytest.raises(InvalidInputError, match="not finite"):
+        model.learn_one({"a": math.nan}, "ham_typo")
+    model.learn_one({"a": -1.0}, "ham")
+    assert model._labels == ["spam", "ham"]
+
+
 def test_unhashable_labels_are_refused() -> None:
     model = PDMClassifier(delta=1.0)
     with pytest.raises(InvalidInputError, match="labels must be hashable"):
