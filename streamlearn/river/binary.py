@@ -98,6 +98,10 @@ STATE_FORMAT = "streamlearn.river"
 STATE_VERSION = 1
 #: names cached with their hashed index before the cache starts over
 HASH_CACHE_SIZE = 1 << 20
+#: parameters a learned state is built with, which ``clone(new_params,
+#: include_attributes=True)`` cannot change: how names become indices, which label is
+#: positive, Delta, the augmentation rho and the buffer's capacities
+FIXED_BY_STATE = ("n_features", "pos_label", "delta", "rho", "buffer_size", "buffer_nnz")
 _ADAPTER_OPTIONS = ("n_features", "pos_label", "replay_every", "replay_passes")
 _FIRST_WORKSPACE = 64
 
@@ -196,7 +200,21 @@ class StateRoundTrips:
         """river's clone: a fresh model with the same parameters (updated by
         ``new_params``); with ``include_attributes``, one that continues from this model's
         state (through :meth:`state_dict`: the arrays it shares with its model would not
-        survive river's attribute-by-attribute copy)."""
+        survive river's attribute-by-attribute copy). The learned state follows a new value
+        of any parameter but those of :data:`FIXED_BY_STATE`, which it was built with:
+        changing one of them with ``include_attributes`` is refused."""
+        if include_attributes and new_params:
+            fixed = sorted(
+                name
+                for name in FIXED_BY_STATE
+                if name in new_params and new_params[name] != getattr(self, name, None)
+            )
+            if fixed:
+                raise InvalidParameterError(
+                    f"clone(include_attributes=True) cannot change {', '.join(fixed)}: the "
+                    "learned state was built with the current value (clone without "
+                    "include_attributes to start afresh)"
+                )
         clone: Self = super().clone(new_params)  # type: ignore[misc]
         if include_attributes:
             state = self.state_dict()

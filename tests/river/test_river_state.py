@@ -13,7 +13,7 @@ from river_adapter_streams import assert_same_learner, phishing, required
 
 from streamlearn.checkpoint.codec import decode, encode
 from streamlearn.checkpoint.store import read_checkpoint, write_checkpoint
-from streamlearn.errors import StateError
+from streamlearn.errors import InvalidParameterError, StateError
 from streamlearn.river import (
     ADAPTERS,
     LearnerClassifier,
@@ -128,6 +128,22 @@ def test_clone_with_attributes_and_new_parameters() -> None:
     assert clone.eps == clone.learner.eps == 0.2
     assert clone.weights == model.weights
     assert clone.learner.updates == model.learner.updates
+
+
+@pytest.mark.parametrize(
+    "new_params",
+    [{"n_features": 8}, {"delta": 2.0}, {"pos_label": False}, {"buffer_size": 50}, {"rho": 2.0}],
+)
+def test_clone_with_attributes_refuses_what_the_state_was_built_with(
+    new_params: dict[str, Any],
+) -> None:
+    """Hashed names read with weights laid out by a name map, a Delta or positive label
+    the state does not use: each would give wrong predictions without a word."""
+    model = _half_trained(PDMClassifier, eps=0.01, delta=1.0, pos_label=True)
+    with pytest.raises(InvalidParameterError, match=f"cannot change {next(iter(new_params))}"):
+        model.clone({**new_params, "eps": 0.2}, include_attributes=True)
+    unchanged = model.clone({"delta": 1.0, "pos_label": True}, include_attributes=True)
+    assert unchanged.weights == model.weights
 
 
 def test_from_state_refuses_foreign_states() -> None:
