@@ -89,8 +89,10 @@ class LinearLearner:
         self.delta = delta
         self.buffer_size = _count("buffer_size", buffer_size)
         self.buffer_nnz = _count("buffer_nnz", buffer_nnz)
-        if not isinstance(seed, int | np.integer) or seed < 0:
-            raise InvalidParameterError(f"seed must be a non-negative integer, got {seed!r}")
+        if not isinstance(seed, int | np.integer) or not 0 <= seed < 2**64:
+            raise InvalidParameterError(
+                f"seed must be an integer in [0, 2^64) (checkpoints hold 64 bits), got {seed!r}"
+            )
         self.seed = int(seed)
         if active_sets is not None and not isinstance(active_sets, ActiveSetSchedule):
             raise InvalidParameterError("active_sets must be an ActiveSetSchedule")
@@ -604,6 +606,19 @@ def _level_workspaces(n_examples: int, nnz: int) -> tuple[CompactSet, CompactSet
         )
 
     return compact(), compact(), compact()
+
+
+def _flag(name: str, value: Any) -> bool:
+    """A boolean parameter: True or False (numpy's too), not any value that has a truth.
+
+    >>> _flag("multiple_updates", "no")
+    Traceback (most recent call last):
+    ...
+    streamlearn.errors.InvalidParameterError: multiple_updates must be True or False, got 'no'
+    """
+    if not isinstance(value, bool | np.bool_):
+        raise InvalidParameterError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def _positive(name: str, value: Any) -> float:

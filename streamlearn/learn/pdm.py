@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from streamlearn._kernels import RULE_PDM, RULE_PFM
 from streamlearn.errors import InvalidParameterError
-from streamlearn.learn.base import LinearLearner, _finite, _positive
+from streamlearn.learn.base import LinearLearner, _finite, _flag, _positive
 from streamlearn.replay import ActiveSetSchedule
 
 #: the most successive runs a PDMSucc setting may ask for (the paper's takes 3)
@@ -66,7 +66,7 @@ class PDM(LinearLearner):
         max_passes: int = 1000,
     ) -> None:
         self.eps = _eps(eps)
-        self.multiple_updates = bool(multiple_updates)
+        self.multiple_updates = _flag("multiple_updates", multiple_updates)
         super().__init__(
             rho=rho, delta=delta, buffer_size=buffer_size, buffer_nnz=buffer_nnz, seed=seed,
             active_sets=active_sets, max_passes=max_passes,
@@ -200,7 +200,7 @@ class PFM(LinearLearner):
         max_passes: int = 1000,
     ) -> None:
         self.beta = _positive("beta", beta)
-        self.multiple_updates = bool(multiple_updates)
+        self.multiple_updates = _flag("multiple_updates", multiple_updates)
         super().__init__(
             rho=rho, delta=delta, buffer_size=buffer_size, buffer_nnz=buffer_nnz, seed=seed,
             active_sets=active_sets, max_passes=max_passes,
