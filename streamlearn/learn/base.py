@@ -450,8 +450,10 @@ class LinearLearner:
         ``margin_achieved`` is gamma_d' = min_k a . y_k / ||a|| over the buffer,
         ``margin_upper_bound`` bounds the buffer's maximum margin from above and
         ``certified_gap`` = 1 - margin_achieved / margin_upper_bound bounds how far the
-        solution is from the maximum margin, relatively. All three are about the
-        buffered examples; they stay valid after eviction (see :meth:`_certificate`).
+        solution is from the maximum margin, relatively: it lies in [0, 1] while the
+        achieved margin is positive (up to rounding), and exceeds 1 while some buffered
+        example is still on the wrong side. All three are about the buffered examples;
+        they stay valid after eviction (see :meth:`_certificate`).
         """
         own, hull, total, lowest_negative, lowest_positive = self._certificate()
         negative, positive = _per_norm(lowest_negative, lowest_positive, own)
