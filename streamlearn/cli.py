@@ -506,7 +506,7 @@ def _print_learn(report: LearnReport, as_json: bool) -> None:
     if report.rejected.total > SHOWN_REJECTS:
         _say(f"... {report.rejected.total} rejected lines in all")
     if as_json:
-        print(json.dumps(figures, default=_json_default))
+        print(json.dumps(_json_safe(figures), default=_json_default, allow_nan=False))
         return
     if "per_label" in figures:
         keys: tuple[str, ...] = (
@@ -533,7 +533,7 @@ LABEL_COLUMNS = (
 def _print_report(values: dict[str, Any], as_json: bool) -> None:
     """A mapping, then its per-label table and confusion matrix when it has them."""
     if as_json:
-        print(json.dumps(values, default=_json_default))
+        print(json.dumps(_json_safe(values), default=_json_default, allow_nan=False))
         return
     plain = {k: v for k, v in values.items() if k not in ("per_label", "multiclass")}
     multiclass = values.get("multiclass")
@@ -570,7 +570,7 @@ def _cell(value: Any, column: str) -> str:
 
 def _print_mapping(values: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        print(json.dumps(values, default=_json_default))
+        print(json.dumps(_json_safe(values), default=_json_default, allow_nan=False))
         return
     width = max(len(k) for k in values)
     for key, value in values.items():
@@ -583,6 +583,24 @@ def _format(value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k}={_format(v)}" for k, v in value.items()) or "-"
     return str(value)
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` with every NaN or infinite float (numpy's too) as None: JSON has no
+    such numbers, and ``json.dumps`` would write ``NaN``, which JSON readers refuse.
+
+    >>> _json_safe({"auc": float("nan"), "n": [1.0, float("inf")]})
+    {'auc': None, 'n': [1.0, None]}
+    """
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(item) for item in value]
+    if getattr(value, "ndim", None) == 0:  # a numpy scalar
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _json_default(value: Any) -> Any:

@@ -77,6 +77,8 @@ def run_learn(
                 raise InputError(f"the input is empty ({inputs.name})")
             if config.converge:
                 learner.replay(max_passes=config.max_passes)
+            else:  # the stream has ended: examples held for the auto-Delta window are learned
+                learner.flush()
         else:
             stream_examples, lines = _epochs(learner, batches, inputs, config, stream_examples)
     finally:

@@ -107,7 +107,9 @@ def describe(path: str) -> dict[str, Any]:
 def export_weights(learner: Model, path: str) -> None:
     """Save ``coef_`` as a .npy file (the intercept is reported by ``inspect``); for a
     bank, one row per label id (the order of ``inspect``'s ``label_values``)."""
-    np.save(path, bank_weights(learner) if isinstance(learner, ModelBank) else learner.coef_)
+    weights = bank_weights(learner) if isinstance(learner, ModelBank) else learner.coef_
+    with open(path, "wb") as file:  # np.save on a name would add ".npy" to it
+        np.save(file, weights)
 
 
 def batch_rows(batch: Any) -> tuple[Any, Any, Any]:

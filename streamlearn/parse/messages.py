@@ -86,6 +86,8 @@ FORMAT_SVMLIGHT, FORMAT_MSGPACK, FORMAT_UNKNOWN = 0, 1, -1
 _FORMAT_CODES = {"svmlight": FORMAT_SVMLIGHT, "msgpack": FORMAT_MSGPACK}
 _FORMAT_CACHE_SIZE = 256
 _INT32_MAX = (1 << 31) - 1
+#: the largest (0-based) index the learners hold (see ``streamlearn.parse.svmlight``)
+_MAX_INDEX = _INT32_MAX - 1
 _LF = 10
 _BAD_LABEL, _NOT_FINITE, _NEGATIVE, _ABOVE_MAX, _UNSORTED, _TOO_LARGE = (
     REASONS[0],
@@ -149,7 +151,7 @@ class MessageDecoder:
         self.max_features = max_features
         self.max_line_bytes = max_line_bytes
         self.zero_based = zero_based
-        self._max_index = _INT32_MAX if max_features is None else max_features - 1
+        self._max_index = _MAX_INDEX if max_features is None else min(max_features - 1, _MAX_INDEX)
         self._format_cache: dict[bytes, int] = {}
 
     def format_of(self, headers: Mapping[str, bytes]) -> str | None:

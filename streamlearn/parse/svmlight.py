@@ -57,6 +57,9 @@ TEXT_CHARS = 80
 #: bytes kept to make that text (4 per character at most, so this cut cannot shorten it)
 _HEAD_BYTES = 4 * TEXT_CHARS
 _INT32_MAX = (1 << 31) - 1
+#: the largest (0-based) index the learners hold: their indices are int32, and one more
+#: than the index must fit too
+_MAX_INDEX = _INT32_MAX - 1
 _LF = 10
 #: above this many bytes, slow numbers are converted one by one instead of in a matrix
 _SLOW_MATRIX_BYTES = 1 << 22
@@ -161,7 +164,8 @@ class SvmlightParser:
     ----------
     max_features:
         Number of features: a line with a (0-based) index at or above it is rejected.
-        ``None`` allows any index that fits int32.
+        ``None`` allows any index the learners hold (0-based, up to 2^31 - 2); so does
+        2^31, the largest value.
     max_line_bytes:
         Longest line accepted in bytes, newline excluded (a ``\\r`` before it counts).
         A longer line is rejected when it ends, and only its first bytes are kept
@@ -186,7 +190,7 @@ class SvmlightParser:
         self.max_features = max_features
         self.max_line_bytes = max_line_bytes
         self.zero_based = zero_based
-        self._max_index = _INT32_MAX if max_features is None else max_features - 1
+        self._max_index = _MAX_INDEX if max_features is None else min(max_features - 1, _MAX_INDEX)
         self._shift = 0 if zero_based else 1
         self._lines = 0  # complete lines read so far
         self._carry = bytearray()  # the start of a line whose newline has not come yet

@@ -273,3 +273,51 @@ def test_the_daemon_logs_a_first_run_as_the_command_line_says_it(
         serve._warmed_source(serve.ServeConfig(LearnerSpec("pdm", {"eps": 0.1})))
     messages = [r.getMessage() for r in caplog.records if r.name == serve.log.name]
     assert messages == [COMPILING, "compiled 3 kernels in 2.5 s"]
+
+
+def test_predict_and_eval_give_nan_for_an_index_beyond_the_learners(
+    train_file: Path, tmp_path: Path
+) -> None:
+    """2^31 (1-based) fits int32 but not the learners' indices: a bad line like any other,
+    not the end of the run."""
+    model = tmp_path / "m.ckpt"
+    learn_json(str(train_file), "--model", str(model))
+    text = "+1 1:1\n-1 2147483648:1\n-1 2:1\n"
+    scores = runner.invoke(app, ["predict", "--model", str(model)], input=text)
+    assert scores.exit_code == 0, scores.output
+    values = scores.stdout.split()
+    assert len(values) == 3 and values[1] == "nan" and values[0] != "nan" != values[2]
+    report = runner.invoke(app, ["eval", "--model", str(model), "--json"], input=text)
+    assert report.exit_code == 0, report.output
+    assert json.loads(report.stdout)["examples"] == 2
+
+
+def test_no_converge_learns_examples_held_for_the_auto_delta_window(tmp_path: Path) -> None:
+    """Fewer than 1000 examples with delta='auto': the window never fills, and the end of
+    the stream must fix Delta from those that came rather than learn nothing."""
+    lines = "\n".join(svmlight_lines(300, seed=3)) + "\n"
+    model = tmp_path / "m.ckpt"
+    figures = learn_json("--no-converge", "--model", str(model), input_text=lines)
+    assert figures["examples"] == 300 and figures["updates"] > 0
+    assert figures["pending_examples"] == 0
+
+
+def test_json_output_is_json_even_with_undefined_figures(tmp_path: Path) -> None:
+    """With one class, AUC is undefined: null, not NaN (which JSON readers refuse)."""
+    model = tmp_path / "m.ckpt"
+    lines = "\n".join(svmlight_lines(300, seed=4)) + "\n"
+    learn_json("--model", str(model), "--delta", "1", input_text=lines)
+    negatives = "-1 1:1 2:0.5\n-1 3:1\n"
+    report = runner.invoke(app, ["eval", "--model", str(model), "--json"], input=negatives)
+    assert report.exit_code == 0, report.output
+    assert "NaN" not in report.stdout
+    assert json.loads(report.stdout)["auc"] is None
+
+
+def test_exported_weights_go_to_the_path_given(train_file: Path, tmp_path: Path) -> None:
+    model, weights = tmp_path / "m.ckpt", tmp_path / "weights"
+    learn_json(str(train_file), "--model", str(model))
+    shown = runner.invoke(app, ["inspect", str(model), "--export-weights", str(weights)])
+    assert shown.exit_code == 0, shown.output
+    assert weights.exists() and not (tmp_path / "weights.npy").exists()
+    assert np.load(weights).shape == load_model(str(model))[0].coef_.shape

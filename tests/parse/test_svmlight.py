@@ -241,6 +241,8 @@ REJECTED_LINES = [
     (b"1 11:1", "index above max_features", {"max_features": 10}),
     (b"1 10:1", "index above max_features", {"max_features": 10, "zero_based": True}),
     (b"1 2147483649:1", "index above max_features", {}),
+    (b"1 2147483648:1", "index above max_features", {}),
+    (b"1 2147483648:1", "index above max_features", {"max_features": 2**31}),
     (b"1 99999999999999999999999:1", "index above max_features", {}),
     (b"1 3:1 2:1", "unsorted or duplicate index", {}),
     (b"1 2:1 2:1", "unsorted or duplicate index", {}),
@@ -271,7 +273,7 @@ def test_each_rejection_names_its_line_and_the_stream_goes_on(
     [
         (b"1 10:1", {"max_features": 10}),
         (b"1 9:1", {"max_features": 10, "zero_based": True}),
-        (b"1 2147483648:1", {}),
+        (b"1 2147483647:1", {}),  # 0-based 2^31 - 2, the learners' largest index
         (b"1 0:1", {"zero_based": True}),
         (b"1 1:1 2:1 3:1 4:1 5:1 6:1 7:10", {"max_line_bytes": 30}),
     ],
