@@ -83,15 +83,30 @@ def _root(
         ctx.default_map = _defaults_from_toml(config)
 
 
+#: the commands a configuration file can set options of (a table each)
+CONFIGURED_COMMANDS = ("learn", "serve", "predict", "eval", "inspect")
+
+
 def _defaults_from_toml(path: Path) -> dict[str, Any]:
+    """Each command's option defaults from a TOML file: its top-level keys for every
+    command, a command's table for that command. A file that cannot be read or whose
+    command entries are not tables is a usage error naming the file."""
     import tomllib
 
-    with path.open("rb") as handle:
-        values = tomllib.load(handle)
-    shared = {k.replace("-", "_"): v for k, v in values.items() if not isinstance(v, dict)}
+    try:
+        with path.open("rb") as handle:
+            values = tomllib.load(handle)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise typer.BadParameter(f"cannot read {path}: {exc}", param_hint="--config") from None
+    shared = {k.replace("-", "_"): v for k, v in values.items() if k not in CONFIGURED_COMMANDS}
     commands = {}
-    for command in ("learn", "predict", "eval", "inspect"):
+    for command in CONFIGURED_COMMANDS:
         table = values.get(command, {})
+        if not isinstance(table, dict):
+            raise typer.BadParameter(
+                f"{path}: {command} must be a table ([{command}]), got {table!r}",
+                param_hint="--config",
+            )
         commands[command] = {**shared, **{k.replace("-", "_"): v for k, v in table.items()}}
     return commands
 

@@ -321,3 +321,34 @@ def test_exported_weights_go_to_the_path_given(train_file: Path, tmp_path: Path)
     assert shown.exit_code == 0, shown.output
     assert weights.exists() and not (tmp_path / "weights.npy").exists()
     assert np.load(weights).shape == load_model(str(model))[0].coef_.shape
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("x = [\n", "cannot read"),
+        ("learn = 5\n", "learn must be a table"),
+        (b"\xff\xfe = 1\n", "cannot read"),
+    ],
+)
+def test_a_bad_config_file_is_a_usage_error(
+    tmp_path: Path, text: str | bytes, message: str
+) -> None:
+    config = tmp_path / "streamlearn.toml"
+    if isinstance(text, bytes):
+        config.write_bytes(text)
+    else:
+        config.write_text(text)
+    result = runner.invoke(app, ["--config", str(config), "learn", "--quiet"], input="1 1:1\n")
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    directory = runner.invoke(app, ["--config", str(tmp_path), "learn"], input="1 1:1\n")
+    assert directory.exit_code == 2 and "cannot read" in directory.output
+
+
+def test_serve_reads_its_table_of_the_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "streamlearn.toml"
+    config.write_text('[serve]\nidle_replay = "bogus"\n')
+    result = runner.invoke(app, ["--config", str(config), "serve"], input="")
+    assert result.exit_code == 1
+    assert "--idle-replay must be on or off, got 'bogus'" in result.output
