@@ -53,6 +53,30 @@ def write_checkpoint(
     return path
 
 
+def check_writable(path: str | Path) -> None:
+    """Refuse, before any work is done, a checkpoint path that :func:`write_checkpoint`
+    could not write: no file name, an existing directory, a missing or read-only parent
+    directory. (A write can still fail later, for instance on a full disk.)
+
+    >>> check_writable(Path("/"))
+    Traceback (most recent call last):
+    ...
+    streamlearn.errors.CheckpointError: cannot write checkpoint /: it is a directory
+    """
+    if isinstance(path, str) and path.endswith(("/", os.sep)):
+        raise CheckpointError(f"cannot write checkpoint {path}: it names a directory")
+    path = Path(path)
+    if path.is_dir():
+        raise CheckpointError(f"cannot write checkpoint {path}: it is a directory")
+    if not path.name or path.name in (".", ".."):
+        raise CheckpointError(f"cannot write checkpoint {str(path)!r}: it names no file")
+    parent = path.parent
+    if not parent.is_dir():
+        raise CheckpointError(f"cannot write checkpoint {path}: no directory {parent}")
+    if not os.access(parent, os.W_OK):
+        raise CheckpointError(f"cannot write checkpoint {path}: {parent} is not writable")
+
+
 def read_checkpoint(path: Path) -> Checkpoint:
     """The checkpoint in the file ``path``; :class:`CheckpointError` names the file if bad."""
     try:
@@ -134,6 +158,10 @@ class CheckpointStore:
             names = os.listdir(self.directory)
         except FileNotFoundError:
             return []
+        except OSError as exc:  # a file where the directory should be, no permission...
+            raise CheckpointError(
+                f"cannot use checkpoint directory {self.directory}: {exc.strerror or exc}"
+            ) from exc
         found = []
         for name in names:
             match = self._name.fullmatch(name)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
-from streamlearn.checkpoint.store import read_checkpoint, write_checkpoint
+from streamlearn.checkpoint.store import check_writable, read_checkpoint, write_checkpoint
 from streamlearn.config import LearnConfig, ModelSpec, features_holding
 from streamlearn.daemon import DAEMON_KIND
 from streamlearn.errors import InputError, StateError
@@ -63,6 +63,8 @@ def run_learn(
 ) -> LearnReport:
     """Run the job; ``on_bytes`` hears how many input bytes each chunk held (progress)."""
     started = time.perf_counter()
+    if config.model is not None:  # found out now, not after learning the whole input
+        check_writable(config.model)
     learner, stream_examples = _start(config)
     config = replace(config, max_features=features_holding(learner, config.max_features))
     inputs = InputStream(config.inputs, chunk_size=config.chunk_size, stdin=stdin)

@@ -1,8 +1,9 @@
 """Byte chunks from files or standard input, read as they arrive.
 
 The input is never held in memory whole: chunks are yielded as they are read. Reading
-standard input twice (for several epochs) caches it once in a spooled temporary file
-(memory up to ``cache_in_memory`` bytes, then disk).
+standard input or a pipe (a FIFO, ``<(...)``'s ``/dev/fd/N``) twice, for several epochs,
+caches it once in a spooled temporary file (memory up to ``cache_in_memory`` bytes, then
+disk); regular files are read anew.
 
 >>> import io
 >>> stream = InputStream(["-"], chunk_size=4, stdin=io.BytesIO(b"1 1:1\\n"))
@@ -37,10 +38,15 @@ class InputStream:
         self.chunk_size = chunk_size
         self._cache_in_memory = cache_in_memory
         self._stdin = stdin
-        self._cache: tempfile.SpooledTemporaryFile[bytes] | None = None
+        #: what each input that cannot be read twice held, by its position in ``paths``
+        self._caches: dict[int, tempfile.SpooledTemporaryFile[bytes]] = {}
         for path in self.paths:
-            if path != "-" and not Path(path).is_file():
+            if path == "-":
+                continue
+            if not Path(path).exists():  # named pipes and /dev/fd/N are inputs too
                 raise FileNotFoundError(f"input file not found: {path}")
+            if Path(path).is_dir():
+                raise IsADirectoryError(f"input {path} is a directory, not a file")
 
     @property
     def name(self) -> str:
@@ -53,7 +59,7 @@ class InputStream:
         total = 0
         for path in self.paths:
             if path == "-":
-                if self._stdin is not None or self._cache is not None:
+                if self._stdin is not None or self._caches:
                     return None
                 try:
                     stat = os.fstat(sys.stdin.fileno())
@@ -63,45 +69,55 @@ class InputStream:
                     return None
                 total += stat.st_size
             else:
-                total += Path(path).stat().st_size
+                stat = Path(path).stat()
+                if not _is_regular(stat.st_mode):
+                    return None
+                total += stat.st_size
         return total
 
     def chunks(self, *, keep_for_rereading: bool = False) -> Iterator[bytes]:
-        """Yield the inputs' bytes in order. With ``keep_for_rereading`` the standard
-        input read is cached so that :meth:`reread` can yield it again."""
-        for path in self.paths:
+        """Yield the inputs' bytes in order. With ``keep_for_rereading`` what standard
+        input and pipes give is cached so that :meth:`reread` can yield it again."""
+        for i, path in enumerate(self.paths):
             if path == "-":
-                yield from self._stdin_chunks(keep_for_rereading)
+                handle = self._stdin if self._stdin is not None else sys.stdin.buffer
+                yield from self._kept(i, handle, keep_for_rereading)
             else:
                 with open(path, "rb") as handle:
-                    yield from _read(handle, self.chunk_size)
+                    once = not _is_regular(os.fstat(handle.fileno()).st_mode)
+                    yield from self._kept(i, handle, keep_for_rereading and once)
 
     def reread(self) -> Iterator[bytes]:
-        """Yield the same bytes again (files are read anew, standard input from its cache)."""
-        for path in self.paths:
-            if path == "-":
-                if self._cache is None:
-                    raise RuntimeError("standard input was not kept for rereading")
-                self._cache.seek(0)
-                yield from _read(self._cache, self.chunk_size)
+        """Yield the same bytes again: regular files are read anew, standard input and
+        pipes from their caches."""
+        for i, path in enumerate(self.paths):
+            cache = self._caches.get(i)
+            if cache is not None:
+                cache.seek(0)
+                yield from _read(cache, self.chunk_size)
+            elif path == "-":
+                raise RuntimeError("standard input was not kept for rereading")
             else:
                 with open(path, "rb") as handle:
+                    if not _is_regular(os.fstat(handle.fileno()).st_mode):
+                        raise RuntimeError(f"{path} was not kept for rereading")
                     yield from _read(handle, self.chunk_size)
 
-    def _stdin_chunks(self, keep: bool) -> Iterator[bytes]:
-        handle = self._stdin if self._stdin is not None else sys.stdin.buffer
+    def _kept(self, i: int, handle: IO[bytes], keep: bool) -> Iterator[bytes]:
+        """The chunks of ``handle``, cached as input ``i`` when ``keep``."""
         if keep:  # closed by close(), once the cache has been reread
-            self._cache = tempfile.SpooledTemporaryFile(max_size=self._cache_in_memory)  # noqa: SIM115
+            cache = tempfile.SpooledTemporaryFile(max_size=self._cache_in_memory)  # noqa: SIM115
+            self._caches[i] = cache
         for chunk in _read(handle, self.chunk_size):
-            if keep and self._cache is not None:
-                self._cache.write(chunk)
+            if keep:
+                cache.write(chunk)
             yield chunk
 
     def close(self) -> None:
-        """Drop the standard-input cache."""
-        if self._cache is not None:
-            self._cache.close()
-            self._cache = None
+        """Drop the caches of standard input and pipes."""
+        for cache in self._caches.values():
+            cache.close()
+        self._caches.clear()
 
 
 def _read(handle: IO[bytes], chunk_size: int) -> Iterator[bytes]:

@@ -20,7 +20,7 @@ from streamlearn.checkpoint import (
     write_checkpoint,
 )
 from streamlearn.checkpoint import store as store_module
-from streamlearn.checkpoint.store import WRITER
+from streamlearn.checkpoint.store import WRITER, check_writable
 from streamlearn.errors import CheckpointError, InvalidParameterError
 
 
@@ -434,3 +434,21 @@ def test_store_files_decode_with_the_codec(tmp_path: Path) -> None:
 
 def test_the_store_logger_name() -> None:
     assert store_module.logger.name == "streamlearn.checkpoint"
+
+
+def test_a_file_where_the_directory_should_be_is_a_checkpoint_error(tmp_path: Path) -> None:
+    occupied = tmp_path / "checkpoints"
+    occupied.write_text("not a directory")
+    for directory in (occupied, occupied / "below"):
+        with pytest.raises(CheckpointError, match="cannot use checkpoint directory"):
+            CheckpointStore(directory).latest()
+
+
+@pytest.mark.parametrize("name", ["", ".", "/", "missing/m.ckpt", "m/"])
+def test_check_writable_refuses_paths_no_checkpoint_can_be_written_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CheckpointError, match="cannot write checkpoint"):
+        check_writable(name)
+    check_writable("m.ckpt")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -352,3 +354,37 @@ def test_serve_reads_its_table_of_the_config_file(tmp_path: Path) -> None:
     result = runner.invoke(app, ["--config", str(config), "serve"], input="")
     assert result.exit_code == 1
     assert "--idle-replay must be on or off, got 'bogus'" in result.output
+
+
+def test_a_named_pipe_is_an_input_and_is_cached_for_later_epochs(
+    train_file: Path, tmp_path: Path
+) -> None:
+    """A FIFO (as ``<(...)`` gives) cannot be read twice: read once, cached; with a buffer
+    smaller than the input, later epochs read the cache, as they read the file again."""
+    fifo = tmp_path / "input.fifo"
+    os.mkfifo(fifo)
+    args = ["--epochs", "3", "--delta", "1", "--buffer-size", "50"]
+    writer = threading.Thread(target=fifo.write_bytes, args=(train_file.read_bytes(),))
+    writer.start()
+    piped = learn_json(str(fifo), *args)
+    writer.join()
+    from_file = learn_json(str(train_file), *args)
+    assert piped == {**from_file, "seconds": piped["seconds"]}
+    assert from_file["examples"] == 3 * 400 and from_file["buffer_evicted"] > 0
+
+
+@pytest.mark.parametrize("model", ["", ".", "{tmp}", "{tmp}/missing/m.ckpt", "{tmp}/m/"])
+def test_a_model_path_that_cannot_be_written_is_refused_before_learning(
+    train_file: Path, tmp_path: Path, model: str
+) -> None:
+    result = runner.invoke(
+        app, ["learn", "--quiet", str(train_file), "--model", model.format(tmp=tmp_path)]
+    )
+    assert result.exit_code == 1
+    assert "cannot write checkpoint" in result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_a_directory_as_input_is_named_as_such(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["learn", "--quiet", str(tmp_path)])
+    assert result.exit_code == 1 and "is a directory" in result.stderr
