@@ -214,8 +214,11 @@ class Daemon:
             path, checkpoint = latest
             payload = checkpoint.payload
             self.learner = self._model_of_kind(model_from_state(payload["learner"]), str(path))
-            self.stream_examples = int(payload["job"]["stream_examples"])
-            self.positions = {int(p): int(o) for p, o in payload["positions"].items()}
+            try:
+                self.stream_examples = int(payload["job"]["stream_examples"])
+                self.positions = {int(p): int(o) for p, o in payload["positions"].items()}
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise StateError(f"{path}: malformed daemon checkpoint ({exc})") from exc
             log.info("restored %s: %d examples", path, self.stream_examples)
         self._examples_at_checkpoint = self.stream_examples
         self._presented_seen, self._mistakes_seen = self._progressive()

@@ -227,4 +227,7 @@ def load_model(path: str) -> tuple[Model, dict[str, Any]]:
     payload = checkpoint.payload
     if payload.get("kind") not in (MODEL_KIND, DAEMON_KIND) or "learner" not in payload:
         raise StateError(f"{path} is a checkpoint but not a streamlearn model")
-    return model_from_state(payload["learner"]), dict(payload.get("job", {}))
+    job = payload.get("job", {})
+    if not isinstance(job, dict) or not isinstance(job.get("stream_examples", 0), int):
+        raise StateError(f"{path}: the job's counts are malformed ({job!r})")
+    return model_from_state(payload["learner"]), dict(job)

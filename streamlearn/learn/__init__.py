@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from streamlearn.errors import StateError
@@ -23,6 +24,8 @@ LEARNERS: dict[str, type[LinearLearner]] = {
 
 def learner_from_state(state: dict[str, Any]) -> LinearLearner:
     """Rebuild whichever learner made ``state`` (see ``LinearLearner.state_dict``)."""
+    if not isinstance(state, Mapping):
+        raise StateError(f"a learner state is a map, got {type(state).__name__}")
     algorithm = state.get("algorithm")
     if algorithm not in LEARNERS:
         raise StateError(f"unknown algorithm in state: {algorithm!r}")
@@ -31,6 +34,8 @@ def learner_from_state(state: dict[str, Any]) -> LinearLearner:
 
 def model_from_state(state: dict[str, Any]) -> LinearLearner | ModelBank:
     """Rebuild a learner or a one-vs-rest bank, whichever made ``state``."""
+    if not isinstance(state, Mapping):
+        raise StateError(f"a model state is a map, got {type(state).__name__}")
     if state.get("format") == BANK_FORMAT:
         return ModelBank.from_state(state)
     return learner_from_state(state)

@@ -759,8 +759,10 @@ class ModelBank:
             bank = cls(LEARNERS[str(algorithm)](**params),
                        tau_pos_kappa=None if math.isnan(kappa) else kappa)  # fmt: skip
             bank._load_state(state)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise StateError(f"incomplete model bank state: {exc}") from exc
+        except StateError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise StateError(f"incomplete or malformed model bank state: {exc}") from exc
         return bank
 
     def _load_state(self, state: dict[str, Any]) -> None:

@@ -537,14 +537,18 @@ class LinearLearner:
                 params["active_sets"] = ActiveSetSchedule.from_dict(params["active_sets"])
             learner = cls(**params)
             learner._load_state(state)
-        except (KeyError, TypeError) as exc:
-            raise StateError(f"incomplete learner state: {exc}") from exc
+        except StateError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise StateError(f"incomplete or malformed learner state: {exc}") from exc
         return learner
 
     def _load_state(self, state: dict[str, Any]) -> None:
         delta_value = float(state["delta_value"])
         self._delta_value = None if math.isnan(delta_value) else delta_value
         weights = np.asarray(state["weights"], dtype=np.float64)
+        if weights.ndim != 1:
+            raise StateError(f"weights must be one row, got shape {weights.shape}")
         self._w = np.zeros(max(16, weights.shape[0]), dtype=np.float64)
         self._w[: weights.shape[0]] = weights
         self._n_features = int(weights.shape[0])

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from typer.testing import CliRunner
 
 from streamlearn import __version__
 from streamlearn._kernels import COMPILING, CompileLog, _jit
+from streamlearn.checkpoint import read_checkpoint, write_checkpoint
 from streamlearn.cli import app
 from streamlearn.config import DEFAULT_MAX_FEATURES, LearnerSpec
 from streamlearn.jobs import serve
@@ -388,3 +390,29 @@ def test_a_model_path_that_cannot_be_written_is_refused_before_learning(
 def test_a_directory_as_input_is_named_as_such(tmp_path: Path) -> None:
     result = runner.invoke(app, ["learn", "--quiet", str(tmp_path)])
     assert result.exit_code == 1 and "is a directory" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda p: {**p, "learner": 5},
+        lambda p: {**p, "job": 5},
+        lambda p: {**p, "job": {"stream_examples": "many"}},
+        lambda p: {**p, "learner": {**p["learner"], "passes": "two"}},
+        lambda p: {**p, "learner": {**p["learner"], "delta_value": "x"}},
+        lambda p: {**p, "learner": {**p["learner"], "weights": np.zeros((2, 3))}},
+    ],
+)
+def test_a_checkpoint_whose_payload_is_malformed_is_refused_clearly(
+    train_file: Path, tmp_path: Path, damage: Callable[[dict[str, Any]], dict[str, Any]]
+) -> None:
+    """A valid envelope and CRC around a state that does not hold together (written by
+    hand, or by something else): each command says so, without a traceback."""
+    model = tmp_path / "m.ckpt"
+    learn_json(str(train_file), "--model", str(model))
+    write_checkpoint(model, damage(read_checkpoint(model).payload))
+    for command in (["inspect", str(model)], ["predict", "--model", str(model), str(train_file)],
+                    ["learn", "--quiet", "--resume", str(model), str(train_file)]):  # fmt: skip
+        result = runner.invoke(app, command)
+        assert result.exit_code == 1, (command, result.output)
+        assert result.stderr.startswith("error:") and "Traceback" not in result.output
