@@ -75,7 +75,17 @@ class LearnerSpec:
             problems.append(f"--algo {self.algorithm} (the checkpoint holds {learner.algorithm})")
         current = learner.get_params()
         for name, value in self.params.items():
-            if name in current and current[name] != value and name != "max_passes":
+            if name == "active_sets":  # None is the default schedule
+                ours, theirs = (
+                    value or ActiveSetSchedule(),
+                    learner.active_sets or ActiveSetSchedule(),
+                )
+                if ours != theirs:
+                    problems.append(
+                        f"--{'' if ours.shrink else 'no-'}shrink (the checkpoint's active sets "
+                        f"{'' if theirs.shrink else 'do not '}shrink)"
+                    )
+            elif name in current and current[name] != value and name != "max_passes":
                 flag = "--" + name.replace("_", "-")
                 problems.append(f"{flag} {value!r} (the checkpoint has {current[name]!r})")
         return problems

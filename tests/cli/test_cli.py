@@ -132,6 +132,17 @@ def test_resume_refuses_other_parameters(train_file: Path, tmp_path: Path) -> No
     assert "--eps 0.1" in result.stderr and "0.05" in result.stderr
 
 
+def test_resume_takes_the_active_sets_the_checkpoint_has(train_file: Path, tmp_path: Path) -> None:
+    """--no-shrink is the default schedule: the same as a checkpoint made without it."""
+    model = tmp_path / "m.ckpt"
+    learn_json(str(train_file), "--model", str(model))
+    learn_json(str(train_file), "--resume", str(model), "--no-shrink")
+    refused = runner.invoke(app, ["learn", "--quiet", str(train_file), "--resume", str(model),
+                                  "--shrink"])  # fmt: skip
+    assert refused.exit_code == 1
+    assert "--shrink (the checkpoint's active sets do not shrink)" in refused.stderr
+
+
 def test_resume_keeps_accepting_the_features_its_model_has(tmp_path: Path) -> None:
     """--max-features below the resumed model's size is raised to it; beyond, lines are
     still refused."""
