@@ -131,7 +131,7 @@ Eps = Annotated[float | None, _option("PDM/PDM-succ accuracy in (0, 1]; Kozinec'
 Delta = Annotated[
     str | None, _option("2-norm soft margin Delta: a number, or 'auto' (R/10).", "delta")
 ]
-Rho = Annotated[float | None, _option("Augmentation: x becomes [x, rho].", "rho")]
+Rho = Annotated[float | None, _option("Augmentation: x becomes (x, rho).", "rho")]
 Tau = Annotated[float | None, _option("PAM margin tau >= 0.", "tau")]
 TauNeg = Annotated[float | None, _option("PAUM margin of negatives.", "tau_neg")]
 TauPos = Annotated[float | None, _option("PAUM margin of positives.", "tau_pos")]
@@ -223,7 +223,13 @@ def learn(
     ] = None,
     max_features: MaxFeatures = DEFAULT_MAX_FEATURES,
     strict: Annotated[bool, _option("Stop at the first bad line (exit code 2).", "strict")] = False,
-    keep: Annotated[int, _option("Previous model files to keep (m.ckpt.1, ...).", "keep")] = 1,
+    keep: Annotated[
+        int,
+        _option(
+            "Model files to keep, the new one included: K - 1 previous ones as m.ckpt.1, ...",
+            "keep",
+        ),
+    ] = 1,
     one_vs_rest: OneVsRest = False,
     max_labels: MaxLabels = DEFAULT_MAX_LABELS,
     tau_pos_kappa: TauPosKappa = None,
