@@ -45,7 +45,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from streamlearn.errors import StateError, check_state_header
+from streamlearn.errors import InvalidParameterError, StateError, check_state_header
 from streamlearn.learn import (
     PAM,
     PAUM,
@@ -57,12 +57,16 @@ from streamlearn.learn import (
     PDMSucc,
     Perceptron,
     TMargitron,
+    model_from_state,
 )
 from streamlearn.learn.bank import BANK_FORMAT, ModelBank
 from streamlearn.replay import ActiveSetSchedule
 
 STATE_FORMAT = "streamlearn.sklearn"
 STATE_VERSION = 1
+#: parameters a learned state is built with: ``partial_fit`` cannot follow a change of
+#: them made with ``set_params`` (Delta, the augmentation rho, the buffer's capacities)
+FIXED_BY_STATE = ("delta", "rho", "buffer_size", "buffer_nnz")
 
 
 class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
@@ -135,8 +139,31 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         if first_call:
             self.learner_ = self._new_learner(known)
             self.classes_ = known
+        else:
+            self._follow_params()
         self.learner_.learn(X, _targets(y, self.classes_))
         return self
+
+    def _follow_params(self) -> None:
+        """Carry ``set_params`` since the last call into the learner, which keeps what it
+        learned (as ``SGDClassifier`` follows new parameters between ``partial_fit``
+        calls); a parameter the learned state was built with cannot change."""
+        learner = self.learner_
+        base = learner.base if isinstance(learner, ModelBank) else learner
+        params = self.get_params(deep=False)
+        held = base.get_params()
+        changed = sorted(name for name, value in params.items() if held.get(name) != value)
+        if not changed:
+            return
+        fixed = [name for name in changed if name in FIXED_BY_STATE]
+        if fixed:
+            raise InvalidParameterError(
+                f"partial_fit cannot follow set_params of {', '.join(fixed)}: the learned "
+                "state was built with the earlier value (fit starts afresh)"
+            )
+        state = learner.state_dict()
+        state["params"] = self._learner_class(**params).plain_params()
+        self.learner_ = model_from_state(state)
 
     def _new_learner(self, classes: npt.NDArray[Any]) -> LinearLearner | ModelBank:
         """The binary learner for two classes, else a bank with every class declared."""

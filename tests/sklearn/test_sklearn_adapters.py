@@ -23,7 +23,15 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from streamlearn import LEARNERS, PAUM, PDM, ActiveSetSchedule, LinearLearner, StateError
+from streamlearn import (
+    LEARNERS,
+    PAUM,
+    PDM,
+    ActiveSetSchedule,
+    InvalidParameterError,
+    LinearLearner,
+    StateError,
+)
 from streamlearn.checkpoint import decode, encode
 from streamlearn.sklearn import (
     ESTIMATORS,
@@ -150,6 +158,21 @@ def test_partial_fit_in_chunks_equals_one_partial_fit() -> None:
         chunked.partial_fit(X[chunk], y[chunk], classes=[True, False])
     np.testing.assert_array_equal(whole.coef_, chunked.coef_)
     np.testing.assert_array_equal(whole.intercept_, chunked.intercept_)
+
+
+def test_partial_fit_follows_set_params_as_the_engine_would() -> None:
+    """set_params between partial_fit calls takes effect (as SGDClassifier's does): the
+    same as a learner continued from its state with the new parameters."""
+    X, y = _phishing()
+    estimator = PDMClassifier(eps=0.5, delta=0.1).partial_fit(X[:300], y[:300], [False, True])
+    estimator.set_params(eps=0.05).partial_fit(X[300:600], y[300:600])
+    learner = PDM(eps=0.5, delta=0.1).learn(X[:300], np.where(y[:300], 1, -1))
+    state = {**learner.state_dict(), "params": PDM(eps=0.05, delta=0.1).plain_params()}
+    continued = PDM.from_state(state).learn(X[300:600], np.where(y[300:600], 1, -1))
+    assert estimator.learner_.eps == 0.05
+    np.testing.assert_array_equal(estimator.coef_[0], continued.coef_)
+    with pytest.raises(InvalidParameterError, match="cannot follow set_params of delta"):
+        estimator.set_params(delta=1.0).partial_fit(X[600:700], y[600:700])
 
 
 def test_fit_starts_again_after_partial_fit() -> None:
