@@ -490,6 +490,9 @@ def _errors_to_exit_codes() -> Iterator[None]:
     except (StreamlearnError, FileNotFoundError, IsADirectoryError) as exc:
         _say(f"error: {exc}")
         raise typer.Exit(EXIT_ERROR) from exc
+    except MemoryError as exc:  # e.g. dense weights for a huge index under a raised bound
+        _say(f"error: out of memory ({exc or 'no detail'}); lower --max-features or the buffer")
+        raise typer.Exit(EXIT_ERROR) from exc
 
 
 @contextmanager

@@ -17,6 +17,7 @@ from svm_samples import svmlight_lines
 from typer.testing import CliRunner
 
 from streamlearn import __version__
+from streamlearn import cli as cli_module
 from streamlearn._kernels import COMPILING, CompileLog, _jit
 from streamlearn.checkpoint import read_checkpoint, write_checkpoint
 from streamlearn.cli import app
@@ -427,3 +428,15 @@ def test_a_checkpoint_whose_payload_is_malformed_is_refused_clearly(
         result = runner.invoke(app, command)
         assert result.exit_code == 1, (command, result.output)
         assert result.stderr.startswith("error:") and "Traceback" not in result.output
+
+
+def test_running_out_of_memory_is_a_message_not_a_traceback(
+    train_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def exhausted(*args: Any, **kwargs: Any) -> None:
+        raise MemoryError("Unable to allocate 16.0 GiB")
+
+    monkeypatch.setattr(cli_module, "run_learn", exhausted)
+    result = runner.invoke(app, ["learn", "--quiet", str(train_file)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: out of memory (Unable to allocate 16.0 GiB)")
