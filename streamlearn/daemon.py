@@ -47,7 +47,7 @@ import numpy.typing as npt
 
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import DEFAULT_MAX_LABELS, LearnerSpec, Model, ModelSpec, check_max_labels
-from streamlearn.errors import StateError
+from streamlearn.errors import InvalidParameterError, StateError
 from streamlearn.learn import LabelledRows, ModelBank, model_from_state
 from streamlearn.learn.labelsets import apply_label_budget
 from streamlearn.parse import ParsedRows, Rejected, binary_batch
@@ -125,6 +125,16 @@ class DaemonSettings:
 
     def __post_init__(self) -> None:
         check_max_labels(self.max_labels)
+        if isinstance(self.checkpoint_every, bool) or not (
+            isinstance(self.checkpoint_every, int) and self.checkpoint_every >= 1
+        ):
+            raise InvalidParameterError(
+                f"--checkpoint-every must be an integer >= 1, got {self.checkpoint_every!r}"
+            )
+        if not self.checkpoint_interval > 0.0:  # NaN too
+            raise InvalidParameterError(
+                f"--checkpoint-interval must be > 0 seconds, got {self.checkpoint_interval!r}"
+            )
 
 
 @dataclass(frozen=True)

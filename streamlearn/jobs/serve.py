@@ -25,7 +25,7 @@ from streamlearn.config import (
     features_holding,
 )
 from streamlearn.daemon import Daemon, DaemonSettings, FirstLines, bank_prediction
-from streamlearn.errors import InvalidParameterError
+from streamlearn.errors import InputError, InvalidParameterError
 from streamlearn.http import HttpEndpoint
 from streamlearn.jobs.allocator import keep_freed_memory
 from streamlearn.learn import LabelledRows, ModelBank
@@ -94,6 +94,20 @@ def run_serve(config: ServeConfig) -> None:
     """Run the daemon until SIGTERM/SIGINT (or the end of standard input)."""
     if keep_freed_memory():
         log.debug("allocator: freed memory is kept for reuse")
+    host, port = _address(config.metrics_addr)
+    # until the daemon's own handlers are in place (the warm-up can take seconds), a
+    # signal is remembered and acted on then, not left to kill the process
+    early = _EarlySignals()
+    previous = early.install()
+    log.info("starting: %s from %s", config.learner.algorithm, config.source)
+    try:
+        _serve(config, host, port, early)
+    finally:
+        _restore_signals(previous)
+
+
+def _serve(config: ServeConfig, host: str, port: int, early: _EarlySignals) -> None:
+    """:func:`run_serve` once the early signal handlers are in place."""
     source = _warmed_source(config)
     sink, dead_letters = _sinks(config)
     store = (
@@ -119,18 +133,21 @@ def run_serve(config: ServeConfig) -> None:
     )  # fmt: skip
     holder["daemon"] = daemon
     metrics.set_info(*info(daemon.learner), version=__version__)
-    host, port = _address(config.metrics_addr)
     # handlers first: once the endpoint answers, a SIGTERM stops the daemon cleanly
-    previous = _install_signals(daemon)
+    _install_signals(daemon)
+    early.replay(daemon)
     endpoint: HttpEndpoint | None = None
     try:
-        endpoint = HttpEndpoint(
-            host,
-            port,
-            metrics=metrics,
-            ready=daemon.ready,
-            request_checkpoint=daemon.request_checkpoint,
-        ).start()
+        try:
+            endpoint = HttpEndpoint(
+                host,
+                port,
+                metrics=metrics,
+                ready=daemon.ready,
+                request_checkpoint=daemon.request_checkpoint,
+            ).start()
+        except OSError as exc:  # in use, no such host...
+            raise InputError(f"cannot serve metrics on {host}:{port}: {exc}") from exc
         log.info("metrics on http://%s:%d/metrics", host, endpoint.port)
         daemon.restore()
         max_features = features_holding(daemon.learner, config.max_features)
@@ -142,7 +159,6 @@ def run_serve(config: ServeConfig) -> None:
         daemon.take_snapshot()
         daemon.run()
     finally:
-        _restore_signals(previous)
         if endpoint is not None:
             endpoint.stop()
         source.close()
@@ -243,6 +259,34 @@ def _sinks(config: ServeConfig) -> tuple[Sink | None, Sink | None]:
     return predictions, dead
 
 
+class _EarlySignals:
+    """SIGTERM, SIGINT and SIGHUP received before the daemon exists, kept to be acted on
+    once it does (a ``systemctl reload`` during a first run's compilation would
+    otherwise kill the service)."""
+
+    def __init__(self) -> None:
+        self.stop = False
+        self.checkpoint = False
+
+    def install(self) -> dict[int, Any]:
+        def stop(signum: int, frame: FrameType | None) -> None:
+            log.info("signal %d while starting: will checkpoint and exit once started", signum)
+            self.stop = True
+
+        def checkpoint(signum: int, frame: FrameType | None) -> None:
+            self.checkpoint = True
+
+        handlers = {signal.SIGTERM: stop, signal.SIGINT: stop, signal.SIGHUP: checkpoint}
+        return {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
+
+    def replay(self, daemon: Daemon) -> None:
+        """Hand what was received to the daemon."""
+        if self.checkpoint:
+            daemon.request_checkpoint()
+        if self.stop:
+            daemon.request_stop()
+
+
 def _install_signals(daemon: Daemon) -> dict[int, Any]:
     def stop(signum: int, frame: FrameType | None) -> None:
         log.info("signal %d: finishing the batch, then checkpoint and exit", signum)
@@ -262,6 +306,8 @@ def _restore_signals(previous: dict[int, Any]) -> None:
 
 def _address(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
-    if not host or not port.isdigit():
-        raise InvalidParameterError(f"--metrics-addr must be HOST:PORT, got {text!r}")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise InvalidParameterError(
+            f"--metrics-addr must be HOST:PORT with a port in [0, 65535], got {text!r}"
+        )
     return host, int(port)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import resource
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -113,3 +115,52 @@ def test_serve_resumed_keeps_accepting_the_features_its_model_has(tmp_path: Path
     assert again.stderr.count("rejected line") == 1
     model, job = load_model(str(max(tmp_path.iterdir())))
     assert job["stream_examples"] == 42 and model.n_features_in_ == 40
+
+
+def test_serve_signalled_while_starting_checkpoints_and_exits_cleanly(tmp_path: Path) -> None:
+    """SIGHUP and SIGTERM during the start (a first run compiles for seconds there; a
+    ``systemctl reload`` sends SIGHUP) are held until the daemon runs, not fatal."""
+    directory = tmp_path / "checkpoints"
+    daemon = subprocess.Popen(
+        [*STREAMLEARN, "serve", "--algo", "pdm", "--metrics-addr", "127.0.0.1:0",
+         "--checkpoint-dir", str(directory)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert daemon.stderr is not None and daemon.stdin is not None
+    first = daemon.stderr.readline()
+    assert "starting: pdm from stdin" in first, first
+    daemon.send_signal(signal.SIGHUP)
+    daemon.send_signal(signal.SIGTERM)
+    daemon.stdin.write("+1 1:1\n")  # stdin stays open: only the signal can stop it
+    daemon.stdin.flush()
+    try:
+        returncode = daemon.wait(timeout=300)
+    finally:
+        daemon.kill()
+    assert returncode == 0, daemon.stderr.read()
+    assert list(directory.glob("checkpoint-*.ckpt"))
+
+
+def test_serve_refuses_bad_metrics_addresses_and_checkpoint_pacing() -> None:
+    for options, message in (
+        (("--metrics-addr", "127.0.0.1:99999"), "port in [0, 65535]"),
+        (("--checkpoint-every", "0"), "--checkpoint-every must be an integer >= 1"),
+        (("--checkpoint-interval", "-1s"), "--checkpoint-interval must be > 0 seconds"),
+    ):
+        served = serve_on_stdin(["+1 1:1"], *options)
+        assert served.returncode == 1, served.stderr
+        assert message in served.stderr and "Traceback" not in served.stderr
+
+
+def test_serve_says_when_its_metrics_port_is_taken() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        served = subprocess.run(
+            [*STREAMLEARN, "serve", "--algo", "pdm", "--metrics-addr", f"127.0.0.1:{port}"],
+            input="+1 1:1\n", capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert served.returncode == 1
+    assert f"error: cannot serve metrics on 127.0.0.1:{port}" in served.stderr
+    assert "Traceback" not in served.stderr
