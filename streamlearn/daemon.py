@@ -47,7 +47,7 @@ import numpy.typing as npt
 
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import DEFAULT_MAX_LABELS, LearnerSpec, Model, ModelSpec, check_max_labels
-from streamlearn.errors import InvalidParameterError, StateError
+from streamlearn.errors import CheckpointError, InvalidParameterError, StateError
 from streamlearn.learn import LabelledRows, ModelBank, model_from_state
 from streamlearn.learn.labelsets import apply_label_budget
 from streamlearn.parse import ParsedRows, Rejected, binary_batch
@@ -276,7 +276,7 @@ class Daemon:
             self.observer.set_ready(self.ready())
             self.observer.set_lag(self.source.lag())
             if self._checkpoint_due():
-                self.checkpoint()
+                self._checkpoint_or_carry_on()
             if self.clock() - self._summary_clock >= self._summary_every:
                 self.take_snapshot()
         if in_flight is not None:  # stopped: the polled batch is learned before the end
@@ -420,6 +420,19 @@ class Daemon:
         elapsed = self.clock() - self._checkpoint_clock
         changed = self.stream_examples != self._examples_at_checkpoint
         return changed and elapsed >= self.settings.checkpoint_interval
+
+    def _checkpoint_or_carry_on(self) -> None:
+        """A checkpoint during the run: one that fails (a full disk, say) is logged and
+        tried again when the next one is due, while the daemon goes on learning; the last
+        good checkpoint stays and the source commits nothing meanwhile. Only the final
+        checkpoint's failure ends the run."""
+        try:
+            self.checkpoint()
+        except CheckpointError as exc:
+            log.error("%s; learning goes on, the next checkpoint is due as if this one "
+                      "had been written", exc)  # fmt: skip
+            self._checkpoint_clock = self.clock()
+            self._examples_at_checkpoint = self.stream_examples
 
     def checkpoint(self) -> None:
         """Write the learner, buffer and positions; then commit the positions."""

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -164,3 +165,35 @@ def test_serve_says_when_its_metrics_port_is_taken() -> None:
     assert served.returncode == 1
     assert f"error: cannot serve metrics on 127.0.0.1:{port}" in served.stderr
     assert "Traceback" not in served.stderr
+
+
+def test_serve_goes_on_learning_when_the_predictions_reader_goes_away(tmp_path: Path) -> None:
+    """``serve | head -1``: the predictions' pipe closes early. The daemon drops the
+    predictions from then on (and says so), learns the rest and checkpoints it."""
+    labelled = ["+1 1:1 2:0.5", "-1 2:1 3:0.3"] * 1000
+    requests = ["1:1 2:0.5"] * 6000
+    directory = tmp_path / "checkpoints"
+    daemon = subprocess.Popen(
+        [*STREAMLEARN, "serve", "--algo", "pdm", "--eps", "0.1", "--metrics-addr",
+         "127.0.0.1:0", "--checkpoint-dir", str(directory), "--idle-replay", "off"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert daemon.stdin is not None and daemon.stdout is not None and daemon.stderr is not None
+    stdin = daemon.stdin
+
+    def feed() -> None:
+        stdin.write("\n".join(requests + labelled) + "\n")
+        stdin.close()
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    first = daemon.stdout.readline()
+    daemon.stdout.close()  # the reader goes away after one prediction
+    feeder.join(timeout=300)
+    log = daemon.stderr.read()
+    assert daemon.wait(timeout=300) == 0, log
+    assert first.strip(), "no prediction came"
+    assert "predictions are dropped from now on; learning goes on" in log
+    (checkpoint,) = directory.glob("checkpoint-*.ckpt")
+    _, job = load_model(str(checkpoint))
+    assert job["stream_examples"] == 2000

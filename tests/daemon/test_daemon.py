@@ -3,16 +3,19 @@ rejections, checkpoint-then-commit."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from memory_source import ListSink, MemorySource
 
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import LearnerSpec
 from streamlearn.daemon import Daemon, DaemonSettings, FirstLines
+from streamlearn.errors import CheckpointError
 from streamlearn.parse.messages import MessageDecoder
 from streamlearn.parse.svmlight import ParsedRows
 from streamlearn.replay import ReplaySchedule
@@ -288,3 +291,47 @@ def test_slow_summaries_are_taken_less_often() -> None:
     # at most 5% of the time: one 0.2 s summary per 4 s at least, not one per second
     assert len(gaps) > 5
     assert gaps.min() >= 4.0
+
+
+class FillingStore(CheckpointStore):
+    """A store whose disk is full for the writes numbered in ``failing`` (1-based)."""
+
+    def __init__(self, directory: Path, failing: set[int]) -> None:
+        super().__init__(directory, keep=2)
+        self.failing = failing
+        self.writes = 0
+
+    def write(self, payload: Mapping[str, Any], created: float | None = None) -> Path:
+        self.writes += 1
+        if self.writes in self.failing:
+            raise CheckpointError(f"cannot write a checkpoint in {self.directory}: disk full")
+        return super().write(payload, created)
+
+
+def test_a_failed_checkpoint_is_logged_and_the_run_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A full disk during the run costs checkpoints, not the daemon: it goes on learning
+    and the next checkpoint holds everything; the source commits only what is saved."""
+    values = messages(60, 4, seed=7)
+    settings = DaemonSettings(
+        replay=ReplaySchedule(every=50, passes=1), checkpoint_every=40,
+        checkpoint_interval=1e9, idle_replay=False, decode_ahead=False,
+    )  # fmt: skip
+    store = FillingStore(tmp_path / "full", failing={2, 3})
+    source = MemorySource({0: values}, per_poll=5)
+    spec = LearnerSpec.from_options("pdm", {"eps": 0.05})
+    run = Daemon(spec, source, decode=decode, settings=settings, store=store)
+    with caplog.at_level(logging.ERROR, logger="streamlearn.daemon"):
+        run.run()
+    assert store.writes > 3 and run.stream_examples == 240
+    assert sum("learning goes on" in r.getMessage() for r in caplog.records) == 2
+    _, checkpoint = store.latest()
+    assert checkpoint.payload["job"]["stream_examples"] == 240
+    assert source.committed == {0: len(values)}
+
+    final = FillingStore(tmp_path / "full-at-the-end", failing={1})
+    last = Daemon(spec, MemorySource({0: values[:3]}), decode=decode, settings=settings,
+                  store=final)  # fmt: skip
+    with pytest.raises(CheckpointError):
+        last.run()  # the last checkpoint's failure is the run's: what it learned is lost
