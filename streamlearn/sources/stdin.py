@@ -30,6 +30,9 @@ from streamlearn.errors import InvalidParameterError, StateError
 from streamlearn.sources.base import Message, MessageBatch, Positions
 
 _LF = 10
+#: the longest start of a line kept while its newline has not come: more than the
+#: parser's longest line (1 MiB), so that a longer line, cut to this, is still rejected
+LONGEST_KEPT = 2 << 20
 
 
 class StdinSource:
@@ -98,15 +101,36 @@ class StdinSource:
                 self._cut(self._tail, np.array([len(self._tail) - 1]))
                 self._tail = b""
             return True
-        data = self._tail + chunk if self._tail else chunk
+        data = self._joined(chunk)
+        if data is None:
+            return True
         newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == _LF)
         if newlines.shape[0] == 0:
-            self._tail = data
+            self._tail = data[:LONGEST_KEPT]
             return True
         end = int(newlines[-1]) + 1
         self._tail = data[end:]
         self._cut(data[:end], newlines)
         return True
+
+    def _joined(self, chunk: bytes) -> bytes | None:
+        """``chunk`` after the start of the line it continues, or None when it does not
+        end that line (it is then kept, up to :data:`LONGEST_KEPT` bytes). Each byte is
+        looked at once however long the line, and a line longer than that is cut to it,
+        which the parser still rejects as too long: a stream without newlines costs
+        neither quadratic time nor unbounded memory."""
+        if not self._tail:
+            return chunk
+        newline = chunk.find(b"\n")
+        if newline < 0:
+            room = LONGEST_KEPT - len(self._tail)
+            if room > 0:
+                self._tail += chunk[:room]
+            return None
+        kept = max(0, min(newline, LONGEST_KEPT - len(self._tail)))
+        line = self._tail + chunk[:kept] + b"\n"
+        self._tail = b""
+        return line + chunk[newline + 1 :]
 
     def _cut(self, data: bytes, line_ends: npt.NDArray[np.intp]) -> None:
         """Queue messages of the whole lines of ``data`` (``line_ends`` are their last bytes)."""

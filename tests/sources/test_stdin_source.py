@@ -13,7 +13,7 @@ import pytest
 
 from streamlearn.errors import InvalidParameterError, StateError
 from streamlearn.sources.base import Message
-from streamlearn.sources.stdin import StdinSource
+from streamlearn.sources.stdin import LONGEST_KEPT, StdinSource
 
 
 @pytest.fixture
@@ -149,3 +149,24 @@ def test_empty_input_is_exhausted() -> None:
     source = StdinSource(io.BytesIO(b""))
     assert len(source.poll(1.0, 10)) == 0
     assert source.exhausted() and source.position() == {0: 0}
+
+
+def test_a_line_without_end_is_kept_bounded_and_still_counted_as_one_line() -> None:
+    """Megabytes without a newline: at most LONGEST_KEPT bytes of them are held, and the
+    line comes out cut to that (longer than the parser's longest line: rejected there
+    as too long), the lines around it in place."""
+    long = b"1 " + b"7" * (5 << 20)
+    stream = io.BytesIO(b"+1 1:1\n" + long + b"\n-1 2:1\n" + long)
+    source = StdinSource(stream, read_size=1 << 16)
+    tails = []
+    out: list[Message] = []
+    while not source.exhausted():
+        out += source.poll(0.0, 1000)
+        tails.append(len(source._tail))
+    assert max(tails) <= LONGEST_KEPT
+    got = lines_of(out)
+    assert got[0] == b"+1 1:1" and got[2] == b"-1 2:1"
+    assert len(got) == 4
+    assert len(got[1]) == len(got[3]) == LONGEST_KEPT
+    assert got[1] == long[:LONGEST_KEPT]
+    assert source.position() == {0: 4}
