@@ -124,6 +124,24 @@ class CheckpointStore:
         """The checkpoint files, newest (highest sequence) first; temporary files excluded."""
         return [path for _, path in self._numbered()]
 
+    def check_writable(self) -> None:
+        """Make the directory if needed and refuse one that cannot take a checkpoint, so
+        that a daemon finds out when it starts, not at its first checkpoint.
+
+        >>> CheckpointStore(Path("/proc/none")).check_writable()
+        Traceback (most recent call last):
+        ...
+        streamlearn.errors.CheckpointError: cannot use checkpoint directory /proc/none: ...
+        """
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CheckpointError(
+                f"cannot use checkpoint directory {self.directory}: {exc.strerror or exc}"
+            ) from exc
+        if not os.access(self.directory, os.W_OK):
+            raise CheckpointError(f"cannot use checkpoint directory {self.directory}: not writable")
+
     def write(self, payload: Mapping[str, Any], created: float | None = None) -> Path:
         """Write ``payload`` as the next checkpoint, prune to ``keep``, return its path."""
         data = _stamped(payload, created)

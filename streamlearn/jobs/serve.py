@@ -108,13 +108,15 @@ def run_serve(config: ServeConfig) -> None:
 
 def _serve(config: ServeConfig, host: str, port: int, early: _EarlySignals) -> None:
     """:func:`run_serve` once the early signal handlers are in place."""
-    source = _warmed_source(config)
-    sink, dead_letters = _sinks(config)
     store = (
         CheckpointStore(Path(config.checkpoint_dir), keep=config.keep)
         if config.checkpoint_dir
         else None
     )
+    if store is not None:
+        store.check_writable()
+    source = _warmed_source(config)
+    sink, dead_letters = _sinks(config)
 
     decoder = _decoder(config, config.max_features)
 
