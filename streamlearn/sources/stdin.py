@@ -17,6 +17,7 @@ input is given again (standard input cannot go back, so it reads and drops them)
 from __future__ import annotations
 
 import io
+import logging
 import os
 import select
 import time
@@ -29,6 +30,7 @@ import numpy.typing as npt
 from streamlearn.errors import InvalidParameterError, StateError
 from streamlearn.sources.base import Message, MessageBatch, Positions
 
+log = logging.getLogger("streamlearn.source")
 _LF = 10
 #: the longest start of a line kept while its newline has not come: more than the
 #: parser's longest line (1 MiB), so that a longer line, cut to this, is still rejected
@@ -100,6 +102,12 @@ class StdinSource:
             if self._tail:  # the last line, without its newline
                 self._cut(self._tail, np.array([len(self._tail) - 1]))
                 self._tail = b""
+            if self._skip:
+                log.warning(
+                    "standard input ended %d lines before the position to resume from "
+                    "(line %d): none of it was learned; is it the input the checkpoint "
+                    "was made from?", self._skip, self._consumed,
+                )  # fmt: skip
             return True
         data = self._joined(chunk)
         if data is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import threading
 import time
@@ -120,11 +121,19 @@ def test_seek_skips_lines_and_keeps_stream_offsets() -> None:
     assert source.position() == {0: 10}
 
 
-def test_seek_beyond_the_end_leaves_nothing() -> None:
+def test_seek_beyond_the_end_leaves_nothing_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A restart given a shorter input than the checkpoint's learns none of it: a
+    warning says so rather than let the run end as if all were well."""
     source = StdinSource(io.BytesIO(b"1 1:1\n1 2:1\n"))
     source.seek({0: 5})
-    assert drain(source) == []
+    with caplog.at_level(logging.WARNING, logger="streamlearn.source"):
+        assert drain(source) == []
     assert source.exhausted() and source.position() == {0: 5}
+    assert "standard input ended 3 lines before the position to resume from (line 5)" in (
+        caplog.text
+    )
 
 
 def test_seek_after_reading_only_to_the_current_position() -> None:
