@@ -21,6 +21,9 @@ IndexArray = npt.NDArray[np.int32]
 OffsetArray = npt.NDArray[np.int64]
 ValueArray = npt.NDArray[np.float64]
 LabelArray = npt.NDArray[np.int8]
+#: the largest (0-based) feature index the learners hold: their indices are int32, and
+#: one more than the largest index (the weights' length) must fit too
+MAX_FEATURE_INDEX = int(np.iinfo(np.int32).max) - 1
 
 
 def offsets(lengths: npt.NDArray[np.int64]) -> OffsetArray:

@@ -14,11 +14,10 @@ import numpy as np
 from streamlearn._kernels._jit import kernel
 from streamlearn._kernels.engine import BETA, SCALE
 from streamlearn._kernels.rows import insert_sorted, merge_repeats
+from streamlearn.types import MAX_FEATURE_INDEX
 
 #: what :func:`canonical_decisions` returns instead of a count of nonzeros
 NOT_FINITE, BAD_INDEX, TOO_LARGE = -1, -2, -3
-#: the largest feature index the engine holds (its indices are int32)
-MAX_INDEX = np.iinfo(np.int32).max - 1
 
 
 @kernel()
@@ -40,7 +39,7 @@ def canonical_decisions(
     each of the first ``n_labels`` rows of ``weights`` and ``scalars`` to ``out_f``
     (indices beyond the weights weigh 0). Returns the nonzeros, or with nothing
     decided :data:`NOT_FINITE` when a value is NaN or infinite, :data:`BAD_INDEX` when
-    an index is negative or above ``MAX_INDEX``, :data:`TOO_LARGE` when the squares of the
+    an index is negative or above ``MAX_FEATURE_INDEX``, :data:`TOO_LARGE` when the squares of the
     values (repeated indices added up) add up to more than float64 holds."""
     m = 0
     for j in range(indices.shape[0]):
@@ -48,7 +47,7 @@ def canonical_decisions(
         if not math.isfinite(v):
             return NOT_FINITE
         k = indices[j]
-        if k < 0 or k > MAX_INDEX:
+        if k < 0 or k > MAX_FEATURE_INDEX:
             return BAD_INDEX
         if v == 0.0:
             continue

@@ -63,7 +63,6 @@ from streamlearn._kernels.bank import (
 )
 from streamlearn._kernels.bank_one import (
     BAD_INDEX,
-    MAX_INDEX,
     NOT_FINITE,
     TOO_LARGE,
     canonical_decisions,
@@ -81,6 +80,7 @@ from streamlearn.learn.labelsets import HasLabelSets, LabelledRows, as_labelled_
 from streamlearn.learn.paum import PAUM
 from streamlearn.replay import ActiveSetSchedule, ReplaySchedule
 from streamlearn.replay.shared import SharedReplayBuffer
+from streamlearn.types import MAX_FEATURE_INDEX
 
 BANK_FORMAT = "streamlearn.bank"
 BANK_VERSION = 1
@@ -618,8 +618,8 @@ class ModelBank:
         if nnz == NOT_FINITE:
             return None
         if nnz == BAD_INDEX:
-            bad = indices[(indices < 0) | (indices > MAX_INDEX)][0]
-            raise InvalidInputError(f"feature index {bad} is outside [0, {MAX_INDEX}]")
+            bad = indices[(indices < 0) | (indices > MAX_FEATURE_INDEX)][0]
+            raise InvalidInputError(f"feature index {bad} is outside [0, {MAX_FEATURE_INDEX}]")
         if nnz == TOO_LARGE:
             raise InvalidInputError(
                 "the example's values are too large: the sum of their squares overflows float64"

@@ -21,9 +21,7 @@ import numpy.typing as npt
 from streamlearn._kernels import canonicalize_rows, check_rows, row_sqnorms
 from streamlearn._kernels.rows import ROW_NEGATIVE_INDEX, ROW_NOT_CANONICAL, ROW_NOT_FINITE
 from streamlearn.errors import InvalidInputError
-from streamlearn.types import Batch
-
-_MAX_INDEX = np.iinfo(np.int32).max - 1
+from streamlearn.types import MAX_FEATURE_INDEX, Batch
 
 
 def as_rows(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -50,9 +48,9 @@ def as_rows(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     indptr = indptr - indptr[0]
     if indices.shape[0]:
         # checked before the cast to int32, which would wrap an index beyond its range
-        if int(indices.max()) > _MAX_INDEX:
+        if int(indices.max()) > MAX_FEATURE_INDEX:
             raise InvalidInputError(
-                f"X holds feature index {int(indices.max())}, above {_MAX_INDEX}"
+                f"X holds feature index {int(indices.max())}, above {MAX_FEATURE_INDEX}"
             )
         if int(indices.min()) < 0:
             row = _row_of(indptr, int(np.argmax(indices < 0)))

@@ -63,7 +63,7 @@ from streamlearn._kernels.kafka_records import VALUE_START as VALUE_START
 from streamlearn._kernels.kafka_records import join_values
 from streamlearn.errors import InvalidParameterError
 from streamlearn.parse.svmlight import REASONS, TEXT_CHARS, ParsedRows, Rejected, SvmlightParser
-from streamlearn.types import offsets
+from streamlearn.types import MAX_FEATURE_INDEX, offsets
 
 #: the reason of a message that is not msgpack or does not follow the schema
 BAD_MESSAGE = "bad message"
@@ -85,9 +85,6 @@ SPAN_ROWS = 6
 FORMAT_SVMLIGHT, FORMAT_MSGPACK, FORMAT_UNKNOWN = 0, 1, -1
 _FORMAT_CODES = {"svmlight": FORMAT_SVMLIGHT, "msgpack": FORMAT_MSGPACK}
 _FORMAT_CACHE_SIZE = 256
-_INT32_MAX = (1 << 31) - 1
-#: the largest (0-based) index the learners hold (see ``streamlearn.parse.svmlight``)
-_MAX_INDEX = _INT32_MAX - 1
 _LF = 10
 _BAD_LABEL, _NOT_FINITE, _NEGATIVE, _ABOVE_MAX, _UNSORTED, _TOO_LARGE = (
     REASONS[0],
@@ -151,7 +148,9 @@ class MessageDecoder:
         self.max_features = max_features
         self.max_line_bytes = max_line_bytes
         self.zero_based = zero_based
-        self._max_index = _MAX_INDEX if max_features is None else min(max_features - 1, _MAX_INDEX)
+        self._max_index = (
+            MAX_FEATURE_INDEX if max_features is None else min(max_features - 1, MAX_FEATURE_INDEX)
+        )
         self._format_cache: dict[bytes, int] = {}
 
     def format_of(self, headers: Mapping[str, bytes]) -> str | None:

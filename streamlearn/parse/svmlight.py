@@ -38,7 +38,14 @@ from streamlearn._kernels.svmlight import (
     parse_lines,
 )
 from streamlearn.errors import InvalidParameterError
-from streamlearn.types import Batch, OffsetArray, ValueArray, joined_offsets, selected_rows
+from streamlearn.types import (
+    MAX_FEATURE_INDEX,
+    Batch,
+    OffsetArray,
+    ValueArray,
+    joined_offsets,
+    selected_rows,
+)
 
 #: why a line was rejected; a kernel's line code ``k`` is ``REASONS[k - 1]``
 REASONS = (
@@ -57,9 +64,6 @@ TEXT_CHARS = 80
 #: bytes kept to make that text (4 per character at most, so this cut cannot shorten it)
 _HEAD_BYTES = 4 * TEXT_CHARS
 _INT32_MAX = (1 << 31) - 1
-#: the largest (0-based) index the learners hold: their indices are int32, and one more
-#: than the index must fit too
-_MAX_INDEX = _INT32_MAX - 1
 _LF = 10
 #: above this many bytes, slow numbers are converted one by one instead of in a matrix
 _SLOW_MATRIX_BYTES = 1 << 22
@@ -190,7 +194,9 @@ class SvmlightParser:
         self.max_features = max_features
         self.max_line_bytes = max_line_bytes
         self.zero_based = zero_based
-        self._max_index = _MAX_INDEX if max_features is None else min(max_features - 1, _MAX_INDEX)
+        self._max_index = (
+            MAX_FEATURE_INDEX if max_features is None else min(max_features - 1, MAX_FEATURE_INDEX)
+        )
         self._shift = 0 if zero_based else 1
         self._lines = 0  # complete lines read so far
         self._carry = bytearray()  # the start of a line whose newline has not come yet

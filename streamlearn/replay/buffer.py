@@ -6,7 +6,7 @@ capacity, so a small stream costs little. The buffer copies what it stores. Each
 example keeps its own slack coordinate (the number of updates made with it, alpha_k).
 
 >>> import numpy as np
->>> from streamlearn.types import Batch
+>>> from streamlearn.types import MAX_FEATURE_INDEX, Batch
 >>> buf = ReplayBuffer(max_examples=2, max_nnz=100)
 >>> len(buf), buf.nnz
 (0, 0)
@@ -20,11 +20,9 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn.errors import InvalidParameterError, StateError
-from streamlearn.types import Batch
+from streamlearn.types import MAX_FEATURE_INDEX, Batch
 
 _FIRST, _COUNT, _WRITE_POS, _EVICTED, _UNBUFFERED = range(5)
-#: the largest feature index a buffer holds (its indices are int32)
-MAX_INDEX = np.iinfo(np.int32).max - 1
 _MIN_ARENA = 1024
 
 
@@ -201,9 +199,11 @@ def _check_examples(state: dict[str, Any], indptr: npt.NDArray[np.int64], count:
     if indices.shape[0] and (
         not np.issubdtype(indices.dtype, np.integer)
         or int(indices.min()) < 0
-        or int(indices.max()) > MAX_INDEX
+        or int(indices.max()) > MAX_FEATURE_INDEX
     ):
-        raise StateError(f"replay buffer state: feature indices must lie in [0, {MAX_INDEX}]")
+        raise StateError(
+            f"replay buffer state: feature indices must lie in [0, {MAX_FEATURE_INDEX}]"
+        )
     if not np.all(np.isin(np.asarray(state["labels"]), (-1, 1))) or len(state["labels"]) != count:
         raise StateError("replay buffer state: one label of +1 or -1 per example")
     for name in ("values", "alpha", "sqnorm"):
