@@ -13,7 +13,7 @@ import numpy as np
 
 from streamlearn._kernels._jit import kernel
 from streamlearn._kernels.engine import BETA, SCALE
-from streamlearn._kernels.rows import insert_sorted, merge_repeats
+from streamlearn._kernels.rows import insert_sorted, merge_repeats, sum_of_squares
 from streamlearn.types import MAX_FEATURE_INDEX
 
 #: what :func:`canonical_decisions` returns instead of a count of nonzeros
@@ -54,10 +54,7 @@ def canonical_decisions(
         insert_sorted(out_idx, out_val, m, k, v)
         m += 1
     nnz = merge_repeats(out_idx, out_val, m)
-    x_sqnorm = 0.0
-    for j in range(nnz):
-        x_sqnorm += out_val[j] * out_val[j]
-    if not math.isfinite(x_sqnorm):
+    if not math.isfinite(sum_of_squares(out_val, 0, nnz)):
         return TOO_LARGE
     columns = weights.shape[1]
     for lab in range(n_labels):

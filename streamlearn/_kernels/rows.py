@@ -90,6 +90,15 @@ def merge_repeats(idx: np.ndarray, val: np.ndarray, m: int) -> int:
     return out
 
 
+@kernel(inline=True)
+def sum_of_squares(values: np.ndarray, start: int, stop: int) -> float:
+    """||x||^2 of the entries ``values[start:stop]``, added in their order."""
+    acc = 0.0
+    for j in range(start, stop):
+        acc += values[j] * values[j]
+    return acc
+
+
 @kernel()
 def all_ones(values: np.ndarray) -> bool:
     """Whether every value is 1.0 (binary features), stopping at the first that is not."""
@@ -105,10 +114,7 @@ def row_sqnorms(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
     n = indptr.shape[0] - 1
     out = np.empty(n)
     for i in range(n):
-        acc = 0.0
-        for j in range(indptr[i], indptr[i + 1]):
-            acc += values[j] * values[j]
-        out[i] = acc
+        out[i] = sum_of_squares(values, indptr[i], indptr[i + 1])
     return out
 
 

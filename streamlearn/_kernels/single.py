@@ -41,7 +41,7 @@ from streamlearn._kernels.engine import (
 )
 from streamlearn._kernels.ring import UNBUFFERED as RING_UNBUFFERED
 from streamlearn._kernels.ring import WRITE_POS, ring_append
-from streamlearn._kernels.rows import insert_sorted, merge_repeats
+from streamlearn._kernels.rows import insert_sorted, merge_repeats, sum_of_squares
 
 #: ``F`` header: engine scalars at 0..3, then these
 F_RULE, F_RHO, F_DELTA_SQ, F_LOOSE = 4, 6, 7, 8
@@ -140,10 +140,7 @@ def _canonical(n: int, n_weights: int, F: np.ndarray, Z: np.ndarray) -> int:
         insert_sorted(idx, val, m, int(k), v)
         m += 1
     out = merge_repeats(idx, val, m)
-    x_sqnorm = 0.0
-    for j in range(out):
-        x_sqnorm += val[j] * val[j]
-    if not math.isfinite(x_sqnorm):
+    if not math.isfinite(sum_of_squares(val, 0, out)):
         Z[Z_WHERE] = -1
         return -TOO_LARGE
     Z[Z_LAST] = out
@@ -170,10 +167,7 @@ def _workspace(F: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, in
     cap = Z[Z_CAPACITY]
     idx = Z[Z_HEAD + 2 * cap : Z_HEAD + 2 * cap + m]
     val = F[F_HEAD + 2 * cap : F_HEAD + 2 * cap + m]
-    x_sqnorm = 0.0
-    for j in range(m):
-        x_sqnorm += val[j] * val[j]
-    return idx, val, m, x_sqnorm
+    return idx, val, m, sum_of_squares(val, 0, m)
 
 
 @kernel(inline=True)
