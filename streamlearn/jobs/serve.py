@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -98,7 +98,7 @@ def run_serve(config: ServeConfig) -> None:
     # until the daemon's own handlers are in place (the warm-up can take seconds), a
     # signal is remembered and acted on then, not left to kill the process
     early = _EarlySignals()
-    previous = early.install()
+    previous = _install_signals(early, "still starting; checkpoint and exit once started")
     log.info("starting: %s from %s", config.learner.algorithm, config.source)
     try:
         _serve(config, host, port, early)
@@ -136,7 +136,7 @@ def _serve(config: ServeConfig, host: str, port: int, early: _EarlySignals) -> N
     holder["daemon"] = daemon
     metrics.set_info(*info(daemon.learner), version=__version__)
     # handlers first: once the endpoint answers, a SIGTERM stops the daemon cleanly
-    _install_signals(daemon)
+    _install_signals(daemon, "finishing the batch, then checkpoint and exit")
     early.replay(daemon)
     endpoint: HttpEndpoint | None = None
     try:
@@ -261,6 +261,13 @@ def _sinks(config: ServeConfig) -> tuple[Sink | None, Sink | None]:
     return predictions, dead
 
 
+class _Signalled(Protocol):
+    """What the signal handlers call: the daemon, or what stands in for it at the start."""
+
+    def request_stop(self) -> None: ...
+    def request_checkpoint(self) -> None: ...
+
+
 class _EarlySignals:
     """SIGTERM, SIGINT and SIGHUP received before the daemon exists, kept to be acted on
     once it does (a ``systemctl reload`` during a first run's compilation would
@@ -270,16 +277,11 @@ class _EarlySignals:
         self.stop = False
         self.checkpoint = False
 
-    def install(self) -> dict[int, Any]:
-        def stop(signum: int, frame: FrameType | None) -> None:
-            log.info("signal %d while starting: will checkpoint and exit once started", signum)
-            self.stop = True
+    def request_stop(self) -> None:
+        self.stop = True
 
-        def checkpoint(signum: int, frame: FrameType | None) -> None:
-            self.checkpoint = True
-
-        handlers = {signal.SIGTERM: stop, signal.SIGINT: stop, signal.SIGHUP: checkpoint}
-        return {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
+    def request_checkpoint(self) -> None:
+        self.checkpoint = True
 
     def replay(self, daemon: Daemon) -> None:
         """Hand what was received to the daemon."""
@@ -289,13 +291,16 @@ class _EarlySignals:
             daemon.request_stop()
 
 
-def _install_signals(daemon: Daemon) -> dict[int, Any]:
+def _install_signals(target: _Signalled, stopping: str) -> dict[int, Any]:
+    """SIGTERM and SIGINT ask ``target`` to stop (logged with ``stopping``), SIGHUP to
+    checkpoint; returns the handlers they replace."""
+
     def stop(signum: int, frame: FrameType | None) -> None:
-        log.info("signal %d: finishing the batch, then checkpoint and exit", signum)
-        daemon.request_stop()
+        log.info("signal %d: %s", signum, stopping)
+        target.request_stop()
 
     def checkpoint(signum: int, frame: FrameType | None) -> None:
-        daemon.request_checkpoint()
+        target.request_checkpoint()
 
     handlers = {signal.SIGTERM: stop, signal.SIGINT: stop, signal.SIGHUP: checkpoint}
     return {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
