@@ -60,13 +60,11 @@ from streamlearn.learn import (
     model_from_state,
 )
 from streamlearn.learn.bank import BANK_FORMAT, ModelBank
+from streamlearn.learn.base import STATE_BUILT_WITH
 from streamlearn.replay import ActiveSetSchedule
 
 STATE_FORMAT = "streamlearn.sklearn"
 STATE_VERSION = 1
-#: parameters a learned state is built with: ``partial_fit`` cannot follow a change of
-#: them made with ``set_params`` (Delta, the augmentation rho, the buffer's capacities)
-FIXED_BY_STATE = ("delta", "rho", "buffer_size", "buffer_nnz")
 
 
 class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
@@ -155,7 +153,7 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         changed = sorted(name for name, value in params.items() if held.get(name) != value)
         if not changed:
             return
-        fixed = [name for name in changed if name in FIXED_BY_STATE]
+        fixed = [name for name in changed if name in STATE_BUILT_WITH]
         if fixed:
             raise InvalidParameterError(
                 f"partial_fit cannot follow set_params of {', '.join(fixed)}: the learned "

@@ -41,6 +41,10 @@ STATE_FORMAT = "streamlearn.learner"
 STATE_VERSION = 1
 #: examples that fix Delta when ``delta='auto'`` (capped by the buffer size)
 AUTO_DELTA_WINDOW = 1000
+#: parameters a learner's state is built with (Delta, the augmentation rho, the buffer's
+#: capacities): a learned state cannot go on under other values of them, where it can
+#: under new values of the rule's own (eps, tau, ...)
+STATE_BUILT_WITH = ("delta", "rho", "buffer_size", "buffer_nnz")
 _BETA, _SQNORM, _UPDATES, _SCALE = range(4)
 
 

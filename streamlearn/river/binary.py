@@ -91,7 +91,7 @@ from streamlearn.learn import (
     Perceptron,
     TMargitron,
 )
-from streamlearn.learn.base import AUTO_DELTA_WINDOW
+from streamlearn.learn.base import AUTO_DELTA_WINDOW, STATE_BUILT_WITH
 from streamlearn.types import Batch
 
 STATE_FORMAT = "streamlearn.river"
@@ -100,8 +100,8 @@ STATE_VERSION = 1
 HASH_CACHE_SIZE = 1 << 20
 #: parameters a learned state is built with, which ``clone(new_params,
 #: include_attributes=True)`` cannot change: how names become indices, which label is
-#: positive, Delta, the augmentation rho and the buffer's capacities
-FIXED_BY_STATE = ("n_features", "pos_label", "delta", "rho", "buffer_size", "buffer_nnz")
+#: positive, and the learner's own (:data:`~streamlearn.learn.base.STATE_BUILT_WITH`)
+FIXED_BY_STATE = ("n_features", "pos_label", *STATE_BUILT_WITH)
 _ADAPTER_OPTIONS = ("n_features", "pos_label", "replay_every", "replay_passes")
 _FIRST_WORKSPACE = 64
 
