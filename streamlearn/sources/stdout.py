@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -65,8 +66,9 @@ class StdoutSink:
         log.warning("standard output is closed (%s): predictions are dropped from now "
                     "on; learning goes on", exc)  # fmt: skip
         if self.stream is sys.stdout:  # what is left in its buffer must not fail at exit
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-            except (OSError, ValueError):
-                pass
+                try:
+                    os.dup2(devnull, sys.stdout.fileno())
+                finally:
+                    os.close(devnull)
