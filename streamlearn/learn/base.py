@@ -593,9 +593,10 @@ def check_state_rows(buffer_indices: Any, n_features: int, pending: Any) -> None
     stored = np.asarray(buffer_indices)
     if stored.shape[0] and int(stored.max()) >= n_features:
         raise StateError("the replay buffer holds feature indices beyond the weights")
-    if pending.indptr.shape[0] > 1 and check_rows(pending.indptr, pending.indices, pending.values)[
-        0
-    ] not in (ROW_OK, ROW_NOT_CANONICAL):
+    if pending.indptr.shape[0] == 1:
+        return
+    code, _ = check_rows(pending.indptr, pending.indices, pending.values)
+    if code not in (ROW_OK, ROW_NOT_CANONICAL):
         raise StateError("the pending examples hold a negative index or a non-finite value")
 
 
