@@ -20,7 +20,13 @@ import typer
 
 from streamlearn import __version__
 from streamlearn._kernels import announce_compilation
-from streamlearn.config import DEFAULT_MAX_FEATURES, DEFAULT_MAX_LABELS, LearnConfig, LearnerSpec
+from streamlearn.config import (
+    DEFAULT_MAX_FEATURES,
+    DEFAULT_MAX_LABELS,
+    DEFAULT_MAX_WEIGHTS,
+    LearnConfig,
+    LearnerSpec,
+)
 from streamlearn.errors import BadLineError, InvalidParameterError, StreamlearnError
 from streamlearn.jobs.learn import LearnReport, load_model, run_learn
 from streamlearn.jobs.model import describe, evaluate, export_weights, predict_lines
@@ -162,6 +168,14 @@ MaxFeatures = Annotated[
 MaxLabels = Annotated[
     int, _option("One-vs-rest: reject lines that would bring more labels.", "max_labels")
 ]
+MaxWeights = Annotated[
+    int,
+    _option(
+        "One-vs-rest: reject lines that would make labels x features larger (8 bytes a "
+        "weight); never below a resumed bank's size.",
+        "max_weights",
+    ),
+]
 OneVsRest = Annotated[
     bool,
     _option(
@@ -232,6 +246,7 @@ def learn(
     ] = 1,
     one_vs_rest: OneVsRest = False,
     max_labels: MaxLabels = DEFAULT_MAX_LABELS,
+    max_weights: MaxWeights = DEFAULT_MAX_WEIGHTS,
     tau_pos_kappa: TauPosKappa = None,
     as_json: AsJson = False,
     quiet: Quiet = False,
@@ -253,6 +268,7 @@ def learn(
             keep=keep,
             one_vs_rest=one_vs_rest,
             max_labels=max_labels,
+            max_weights=max_weights,
             tau_pos_kappa=tau_pos_kappa,
         )
         size = InputStream(config.inputs).size
@@ -338,6 +354,7 @@ def serve(
     max_features: MaxFeatures = DEFAULT_MAX_FEATURES,
     one_vs_rest: OneVsRest = False,
     max_labels: MaxLabels = DEFAULT_MAX_LABELS,
+    max_weights: MaxWeights = DEFAULT_MAX_WEIGHTS,
     tau_pos_kappa: TauPosKappa = None,
     per_label_metrics: Annotated[
         bool,
@@ -364,6 +381,7 @@ def serve(
             checkpoint_interval=_seconds(checkpoint_interval),
             idle_replay=idle_replay == "on",
             max_labels=max_labels,
+            max_weights=max_weights,
         )
         config = ServeConfig(
             learner=LearnerSpec.from_options(algo, options),

@@ -28,6 +28,12 @@ DEFAULT_MAX_FEATURES = 1 << 26
 #: buffer slot (about 1.3 MB with the default buffer), so one line that lists thousands
 #: of labels would otherwise cost gigabytes.
 DEFAULT_MAX_LABELS = 1000
+#: how many weights a one-vs-rest bank of ``learn`` and ``serve`` holds at most unless
+#: told otherwise (``--max-weights``): its weights are a dense matrix of labels times
+#: features, 8 bytes each, so a few lines that each bring a new label and a large index
+#: would otherwise take tens of gigabytes within the other two bounds. 2**26 is the
+#: weights of one binary model at ``--max-features``' default (512 MB).
+DEFAULT_MAX_WEIGHTS = 1 << 26
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,7 @@ class LearnConfig:
     epochs: int | None = None
     max_features: int = DEFAULT_MAX_FEATURES
     max_labels: int = DEFAULT_MAX_LABELS
+    max_weights: int = DEFAULT_MAX_WEIGHTS
     strict: bool = False
     chunk_size: int = 4 << 20
     keep: int = 1
@@ -151,6 +158,7 @@ class LearnConfig:
             raise InvalidParameterError(f"--epochs must be >= 1, got {self.epochs}")
         check_max_features(self.max_features)
         check_max_labels(self.max_labels)
+        check_max_weights(self.max_weights)
         if self.keep < 1:
             raise InvalidParameterError(f"--keep must be >= 1, got {self.keep}")
         if self.tau_pos_kappa is not None and not self.one_vs_rest and self.resume is None:
@@ -173,6 +181,18 @@ def check_max_labels(value: int) -> None:
     """Refuse a ``--max-labels`` below 1."""
     if value < 1:
         raise InvalidParameterError(f"--max-labels must be >= 1, got {value}")
+
+
+def check_max_weights(value: int) -> None:
+    """Refuse a ``--max-weights`` below 1.
+
+    >>> check_max_weights(0)
+    Traceback (most recent call last):
+    ...
+    streamlearn.errors.InvalidParameterError: --max-weights must be >= 1, got 0
+    """
+    if value < 1:
+        raise InvalidParameterError(f"--max-weights must be >= 1, got {value}")
 
 
 def features_holding(model: Model, max_features: int) -> int:

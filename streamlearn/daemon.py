@@ -46,10 +46,18 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn.checkpoint.store import CheckpointStore
-from streamlearn.config import DEFAULT_MAX_LABELS, LearnerSpec, Model, ModelSpec, check_max_labels
+from streamlearn.config import (
+    DEFAULT_MAX_LABELS,
+    DEFAULT_MAX_WEIGHTS,
+    LearnerSpec,
+    Model,
+    ModelSpec,
+    check_max_labels,
+    check_max_weights,
+)
 from streamlearn.errors import CheckpointError, InvalidParameterError, StateError
 from streamlearn.learn import LabelledRows, ModelBank, model_from_state
-from streamlearn.learn.labelsets import apply_label_budget
+from streamlearn.learn.labelsets import apply_bank_budget
 from streamlearn.parse import ParsedRows, Rejected, binary_batch
 from streamlearn.replay import ReplaySchedule
 from streamlearn.sources.base import MessageBatch, Positions, Sink, Source
@@ -122,9 +130,13 @@ class DaemonSettings:
     #: a one-vs-rest bank learns no more labels than this: a line that would bring more
     #: is rejected (``too many labels``)
     max_labels: int = DEFAULT_MAX_LABELS
+    #: and holds no more weights (labels times features) than this: a line that would
+    #: grow it past them is rejected (``too many weights``)
+    max_weights: int = DEFAULT_MAX_WEIGHTS
 
     def __post_init__(self) -> None:
         check_max_labels(self.max_labels)
+        check_max_weights(self.max_weights)
         if isinstance(self.checkpoint_every, bool) or not (
             isinstance(self.checkpoint_every, int) and self.checkpoint_every >= 1
         ):
@@ -316,9 +328,10 @@ class Daemon:
         if isinstance(learn, LabelledRows) and decoded.learn_lines is not None:
             # bounded here, not when decoded ahead: the bank as this batch finds it
             assert isinstance(self.learner, ModelBank)
-            learn, rejected = apply_label_budget(
+            learn, rejected = apply_bank_budget(
                 learn, decoded.learn_lines, rejected,
                 self.learner.labels_to_learn(), self.settings.max_labels,
+                n_features=self.learner.n_features_in_, max_weights=self.settings.max_weights,
             )  # fmt: skip
         if learn is not None:
             self._learn(learn)

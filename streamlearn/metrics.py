@@ -36,7 +36,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from streamlearn.learn.labelsets import TOO_MANY_LABELS
+from streamlearn.learn.labelsets import TOO_MANY_LABELS, TOO_MANY_WEIGHTS
 from streamlearn.parse.svmlight import REASONS
 
 OUTCOMES = ("learned", "predicted", "rejected")
@@ -71,7 +71,9 @@ def reason_label(reason: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", reason.lower()).strip("_")
 
 
-REASON_LABELS = tuple(reason_label(r) for r in (*REASONS, BAD_MESSAGE, TOO_MANY_LABELS))
+REASON_LABELS = tuple(
+    reason_label(r) for r in (*REASONS, BAD_MESSAGE, TOO_MANY_LABELS, TOO_MANY_WEIGHTS)
+)
 
 
 def _number(value: Any) -> float:
@@ -345,7 +347,7 @@ class DaemonMetrics:
 
     def count_rejected(self, reason: str, n: int = 1) -> None:
         """Count ``n`` rejected lines; ``reason`` is a parser reason, "bad message" or a
-        bank's "too many labels"."""
+        bank's "too many labels" or "too many weights"."""
         label = reason_label(reason)
         if label not in REASON_LABELS:
             raise ValueError(f"unknown rejection reason {reason!r}")

@@ -20,7 +20,7 @@ from streamlearn.daemon import DAEMON_KIND
 from streamlearn.errors import InputError, StateError
 from streamlearn.jobs.rejects import RejectLog
 from streamlearn.learn import LabelledRows, LinearLearner, ModelBank, model_from_state
-from streamlearn.learn.labelsets import apply_label_budget
+from streamlearn.learn.labelsets import apply_bank_budget
 from streamlearn.parse import ParsedRows, Rejected, SvmlightParser, binary_batch
 from streamlearn.sources import InputStream
 from streamlearn.types import Batch
@@ -175,7 +175,7 @@ def _batches(
 
     def convert(rows: ParsedRows) -> Examples:
         if isinstance(learner, ModelBank):
-            return _labelled(rows, rejects, learner, config.max_labels)
+            return _labelled(rows, rejects, learner, config)
         return _binary(rows, rejects)
 
     for chunk in chunks:
@@ -189,12 +189,16 @@ def _binary(rows: ParsedRows, rejects: RejectLog) -> Examples:
     return batch
 
 
-def _labelled(rows: ParsedRows, rejects: RejectLog, bank: ModelBank, max_labels: int) -> Examples:
+def _labelled(
+    rows: ParsedRows, rejects: RejectLog, bank: ModelBank, config: LearnConfig
+) -> Examples:
     """Rows with their label sets: any numbers, several or none (a negative for every
-    label); without the rows that would take ``bank`` past ``max_labels`` labels."""
-    labelled, rejected = apply_label_budget(
+    label); without the rows that would take ``bank`` past ``--max-labels`` labels or
+    ``--max-weights`` weights."""
+    labelled, rejected = apply_bank_budget(
         LabelledRows.from_arrays(rows), rows.line_numbers, rows.rejected,
-        bank.labels_to_learn(), max_labels,
+        bank.labels_to_learn(), config.max_labels, n_features=bank.n_features_in_,
+        max_weights=config.max_weights,
     )  # fmt: skip
     rejects.add(rejected)
     return labelled

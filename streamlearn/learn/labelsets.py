@@ -28,8 +28,9 @@ from streamlearn.parse import Rejected
 from streamlearn.parse.svmlight import TEXT_CHARS
 from streamlearn.types import Batch, OffsetArray, ValueArray, joined_offsets, selected_rows
 
-#: why a bank refused a line (see :func:`within_label_budget`)
+#: why a bank refused a line (see :func:`within_bank_budget`)
 TOO_MANY_LABELS = "too many labels"
+TOO_MANY_WEIGHTS = "too many weights"
 
 
 class HasLabelSets(Protocol):
@@ -146,56 +147,92 @@ def as_labelled_rows(X: Any, Y: Any) -> LabelledRows:
     return LabelledRows.from_arrays(LabelledRows(indptr, indices, values, label_ptr, labels))
 
 
-def within_label_budget(
-    rows: LabelledRows, known: ValueArray, max_labels: int
-) -> npt.NDArray[np.bool_]:
-    """Which rows a bank that holds the labels ``known`` can learn, in order, without
-    holding more than ``max_labels`` labels. A row whose new labels would take it past
-    the bound is left out, and its labels are not counted; later rows may still fit. A
-    row that brings no new label is always kept (a bank resumed with a lower bound
-    learns its own labels on).
+def within_bank_budget(
+    rows: LabelledRows,
+    known: ValueArray,
+    max_labels: int,
+    *,
+    n_features: int = 0,
+    max_weights: int | None = None,
+) -> dict[int, str]:
+    """The rows a bank that holds the labels ``known`` and ``n_features`` features must
+    leave out, in order, to hold at most ``max_labels`` labels and, with ``max_weights``,
+    at most that many weights (labels times features: its dense weight matrix): each
+    left-out row with the reason (``too many labels`` or ``too many weights``).
+
+    A left-out row's labels and features are not counted; later rows may still fit. A
+    row that brings no new label and no feature beyond those held is always kept: a bank
+    resumed with lower bounds learns its own labels and features on.
 
     >>> rows = as_labelled_rows(np.eye(4), [[1], [2, 3], [4, 1], [3]])
-    >>> within_label_budget(rows, np.array([1.0]), 3).tolist()
-    [True, True, False, True]
-    >>> within_label_budget(rows, np.array([1.0, 2.0, 3.0]), 2).tolist()
-    [True, True, False, True]
+    >>> within_bank_budget(rows, np.array([1.0]), 3)
+    {2: 'too many labels'}
+    >>> within_bank_budget(rows, np.array([1.0, 2.0, 3.0]), 2)
+    {2: 'too many labels'}
+    >>> within_bank_budget(rows, np.array([1.0]), 10, n_features=2, max_weights=8)
+    {1: 'too many weights', 2: 'too many weights'}
     """
     new = np.setdiff1d(rows.labels, known)
-    if new.shape[0] == 0 or known.shape[0] + new.shape[0] <= max_labels:
-        return np.ones(rows.n_examples, dtype=np.bool_)
+    labels_after = known.shape[0] + new.shape[0]
+    features_after = max(n_features, int(rows.indices.max(initial=-1)) + 1)
+    if (new.shape[0] == 0 or labels_after <= max_labels) and _weights_fit(
+        labels_after, features_after, max_weights
+    ):
+        return {}
     held = set(known.tolist())
-    keep = np.zeros(rows.n_examples, dtype=np.bool_)
+    features = n_features
+    refused = {}
     for row in range(rows.n_examples):
         brought = set(rows.label_set(row).tolist()) - held
-        if not brought or len(held) + len(brought) <= max_labels:
+        lo, hi = rows.indptr[row], rows.indptr[row + 1]
+        needs = max(features, int(rows.indices[lo:hi].max(initial=-1)) + 1)
+        if not brought and needs == features:
+            continue
+        if brought and len(held) + len(brought) > max_labels:
+            refused[row] = TOO_MANY_LABELS
+        elif not _weights_fit(len(held) + len(brought), needs, max_weights):
+            refused[row] = TOO_MANY_WEIGHTS
+        else:
             held |= brought
-            keep[row] = True
-    return keep
+            features = needs
+    return refused
 
 
-def apply_label_budget(
+def _weights_fit(labels: int, features: int, max_weights: int | None) -> bool:
+    """Whether a bank of ``labels`` labels over ``features`` features stays within
+    ``max_weights`` (None: no bound); a bank without labels still holds one row."""
+    return max_weights is None or max(labels, 1) * features <= max_weights
+
+
+def apply_bank_budget(
     rows: LabelledRows,
     lines: npt.NDArray[np.int64],
     rejected: list[Rejected],
     known: ValueArray,
     max_labels: int,
+    *,
+    n_features: int = 0,
+    max_weights: int | None = None,
 ) -> tuple[LabelledRows, list[Rejected]]:
-    """``rows`` without those :func:`within_label_budget` leaves out, and ``rejected``
+    """``rows`` without those :func:`within_bank_budget` leaves out, and ``rejected``
     with those rows added as rejected lines, in line order (``lines`` gives each row's
     line number; the text is the row's labels).
 
     >>> rows = as_labelled_rows(np.eye(2), [[1], [2, 3]])
-    >>> kept, refused = apply_label_budget(rows, np.array([7, 8]), [], np.array([]), 2)
+    >>> kept, refused = apply_bank_budget(rows, np.array([7, 8]), [], np.array([]), 2)
     >>> kept.n_examples, refused
     (1, [Rejected(line=8, reason='too many labels', text='2,3')])
     """
-    keep = within_label_budget(rows, known, max_labels)
-    if keep.all():
+    refusals = within_bank_budget(
+        rows, known, max_labels, n_features=n_features, max_weights=max_weights
+    )
+    if not refusals:
         return rows, rejected
+    keep = np.ones(rows.n_examples, dtype=np.bool_)
+    keep[list(refusals)] = False
     refused = [
-        Rejected(int(lines[row]), TOO_MANY_LABELS, _labels_text(rows.label_set(row)))
-        for row in np.flatnonzero(~keep).tolist()
+        Rejected(int(lines[row]), reason, _labels_text(rows.label_set(row)))
+        for row, reason in refusals.items()
     ]
     return rows.select(keep), sorted([*rejected, *refused], key=lambda item: item.line)
 

@@ -160,6 +160,29 @@ def test_max_labels_rejects_the_lines_that_would_bring_more(tmp_path: Path) -> N
     assert json.loads(whole.stdout)["examples"] == 300
 
 
+def test_max_weights_rejects_the_lines_that_would_grow_the_bank_past_it(tmp_path: Path) -> None:
+    # labels x features after each line: 1 x 1, 2 x 2, 2 x 4, then 3 x 5 and 2 x 9 would
+    # pass 10, and the last line brings nothing new
+    lines = ["1 1:1", "2 2:1", "1 3:1 4:0.5", "3 5:1", "2 9:1", "1 2:1"]
+    model = tmp_path / "m.ckpt"
+    result = runner.invoke(
+        app,
+        ["learn", "--one-vs-rest", "--max-weights", "10", "--json", "--quiet", "--model",
+         str(model)],
+        input="\n".join(lines) + "\n",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    assert (figures["examples"], figures["rejected_lines"]) == (4, 2)
+    assert "line 4: too many weights: '3'" in result.stderr
+    assert "line 5: too many weights: '2'" in result.stderr
+    bank, _ = load_model(str(model))
+    assert isinstance(bank, ModelBank) and bank.labels_.tolist() == [1.0, 2.0]
+    assert bank.n_features_in_ == 4
+    refused = runner.invoke(app, ["learn", "--one-vs-rest", "--max-weights", "0"], input="1 1:1\n")
+    assert refused.exit_code == 1 and "--max-weights must be >= 1" in refused.output
+
+
 def test_epochs_with_a_bank(bank_files: tuple[Path, Path]) -> None:
     train, _ = bank_files
     figures = json.loads(

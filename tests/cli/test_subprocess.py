@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from streamlearn.config import DEFAULT_MAX_FEATURES, DEFAULT_MAX_LABELS
+from streamlearn.config import DEFAULT_MAX_FEATURES, DEFAULT_MAX_LABELS, DEFAULT_MAX_WEIGHTS
 from streamlearn.jobs.learn import load_model
 from streamlearn.learn import ModelBank
 
@@ -97,6 +97,22 @@ def test_serve_one_vs_rest_refuses_a_line_with_more_labels_than_its_bound(
     bank, job = load_model(str(max(tmp_path.iterdir())))  # the checkpoint written at the end
     assert isinstance(bank, ModelBank) and sorted(bank.labels_to_learn().tolist()) == [1.0, 2.0]
     assert job["stream_examples"] == 100
+
+
+def test_serve_one_vs_rest_bounds_labels_times_features(tmp_path: Path) -> None:
+    """Lines that each bring a new label and a large index would otherwise grow a dense
+    labels x features matrix by half a gigabyte a line (8 of them: over 7 GB)."""
+    far = 60_000_000  # within --max-features, but 3 labels x 60e6 is over --max-weights
+    lines = ["1 1:1", "2 2:1", "3 3:1"] + [f"{k} {far}:1" for k in range(4, 12)]
+    lines += [f"1 {far}:1"] + ["1 1:1 2:0.5", "2 2:1 3:0.3"] * 50
+    served = serve_on_stdin(lines, "--one-vs-rest", "--checkpoint-dir", str(tmp_path))
+    assert served.returncode == 0, served.stderr
+    assert "rejected line 4 (too many weights)" in served.stderr
+    bank, job = load_model(str(max(tmp_path.iterdir())))
+    assert isinstance(bank, ModelBank) and bank.labels_to_learn().tolist() == [1.0, 2.0, 3.0]
+    assert bank.n_features_in_ == 3 and job["stream_examples"] == 103
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 4 << 20  # KiB
+    assert 3 * far > DEFAULT_MAX_WEIGHTS and far < DEFAULT_MAX_FEATURES
 
 
 def test_serve_resumed_keeps_accepting_the_features_its_model_has(tmp_path: Path) -> None:

@@ -292,6 +292,24 @@ def test_warm_up_runs_the_bank_path() -> None:
     warm_up(BANK)
 
 
+def process_counting_rejections(
+    polled: list[Message], settings: DaemonSettings
+) -> tuple[Daemon, ListSink, list[str]]:
+    """A bank daemon with ``settings`` that has processed ``polled`` as one poll; its
+    dead letters, and the reason of every line it counted as rejected."""
+    dead = ListSink()
+    reasons: list[str] = []
+
+    class Reasons(DaemonMetrics):
+        def count_rejected(self, reason: str, n: int = 1) -> None:
+            reasons.append(reason)
+
+    observer = Reasons(CollectorRegistry(), state=lambda: None)
+    run = daemon(MemorySource({0: []}), settings=settings, dead_letters=dead, observer=observer)
+    run.process(MessageBatch.from_messages(polled))
+    return run, dead, reasons
+
+
 def test_lines_that_would_take_the_bank_past_max_labels_are_rejected() -> None:
     lines = label_set_lines(120, seed=5)  # labels 1 to 4, and 5 from line 60 on
     polled = [
@@ -301,17 +319,7 @@ def test_lines_that_would_take_the_bank_past_max_labels_are_rejected() -> None:
         Message(b"6 3:1\n", b"c", {}, 0, 2),
         Message(("\n".join(lines[50:]) + "\n").encode(), b"d", {}, 0, 3),
     ]
-    dead = ListSink()
-    reasons: list[str] = []
-
-    class Reasons(DaemonMetrics):
-        def count_rejected(self, reason: str, n: int = 1) -> None:
-            reasons.append(reason)
-
-    observer = Reasons(CollectorRegistry(), state=lambda: None)
-    settings = replace(SETTINGS, max_labels=5)
-    run = daemon(MemorySource({0: []}), settings=settings, dead_letters=dead, observer=observer)
-    run.process(MessageBatch.from_messages(polled))
+    run, dead, reasons = process_counting_rejections(polled, replace(SETTINGS, max_labels=5))
     bank = bank_of(run)
     # 1 to 4 from the first 50 lines, then 6: 5 labels, so 7-8-9 and 5 do not fit
     assert sorted(bank.labels_.tolist()) == [1.0, 2.0, 3.0, 4.0, 6.0]
@@ -321,6 +329,22 @@ def test_lines_that_would_take_the_bank_past_max_labels_are_rejected() -> None:
     assert [key for key, _ in dead.sent] == [b"b", b"d"]
     with pytest.raises(ValueError, match="--max-labels must be >= 1"):
         DaemonSettings(max_labels=0)
+
+
+def test_lines_that_would_take_the_bank_past_max_weights_are_rejected() -> None:
+    polled = [
+        Message(b"1 1:1\n2 2:1 3:1\n", b"a", {}, 0, 0),  # 2 labels x 3 features
+        Message(b"3 1:1\n1 4:1\n", b"b", {}, 0, 1),  # 3 x 3 fits, then 3 x 4 does not
+        Message(b"2 3:1\n2 5:1\n", b"c", {}, 0, 2),  # known labels: 3 x 3, then 3 x 5
+    ]
+    run, dead, reasons = process_counting_rejections(polled, replace(SETTINGS, max_weights=9))
+    bank = bank_of(run)
+    assert sorted(bank.labels_.tolist()) == [1.0, 2.0, 3.0] and bank.n_features_in_ == 3
+    assert run.stream_examples == 4
+    assert reasons == ["too many weights"] * 2
+    assert [key for key, _ in dead.sent] == [b"b", b"c"]
+    with pytest.raises(ValueError, match="--max-weights must be >= 1"):
+        DaemonSettings(max_weights=0)
 
 
 def test_serve_one_vs_rest_on_stdin(tmp_path: Path) -> None:

@@ -79,7 +79,8 @@ def test_counters_by_label(registry: CollectorRegistry) -> None:
 
 def test_every_reason_label_is_there_from_the_start(registry: CollectorRegistry) -> None:
     DaemonMetrics(registry, state=lambda: None)
-    assert len(REASON_LABELS) == len(REASONS) + 2  # "bad message", "too many labels"
+    # "bad message", "too many labels", "too many weights"
+    assert len(REASON_LABELS) == len(REASONS) + 3
     for label in REASON_LABELS:
         assert label == label.lower() and " " not in label and "-" not in label
         assert value(registry, "streamlearn_rejected_lines_total", reason=label) == 0
