@@ -16,8 +16,13 @@ one learner per class (label value i for ``classes_[i]``, every class declared b
 the first example, so that each learner is the binary learner of "class i against the
 rest" on the same examples); ``decision_function`` has shape (n, n_classes), ``predict``
 is its argmax (ties: the first class), ``coef_`` (n_classes, n_features) and
-``intercept_`` (n_classes,). Input is a dense array or any scipy sparse matrix; the
-number of features is fixed by the first fit.
+``intercept_`` (n_classes,). Multi-label targets, as scikit-learn writes them (an
+indicator matrix: one column per label, 1 where a row has it; dense, sparse, or a list
+of lists), make the estimator a bank too, with one learner per column whether or not a
+row holds it: ``multilabel_`` is True, ``classes_`` is ``arange(n_labels)``,
+``decision_function`` has shape (n, n_labels) and ``predict`` returns the indicator
+matrix of the positive decision values, in the targets' dtype. Input is a dense array or
+any scipy sparse matrix; the number of features is fixed by the first fit.
 
 This module needs scikit-learn; ``import streamlearn`` does not.
 
@@ -31,6 +36,9 @@ This module needs scikit-learn; ``import streamlearn`` does not.
 >>> three = PDMClassifier(eps=0.1, delta=0.0).fit(X, ["a", "b", "c", "b"])
 >>> three.predict(X).tolist(), three.decision_function(X).shape, three.coef_.shape
 (['a', 'b', 'c', 'b'], (4, 3), (3, 2))
+>>> tags = PDMClassifier(eps=0.1, delta=0.0).fit(X, [[1, 0, 0], [0, 1, 0], [1, 0, 1], [0, 1, 0]])
+>>> tags.multilabel_, tags.predict(X).tolist()
+(True, [[1, 0, 0], [0, 1, 0], [1, 0, 1], [0, 1, 0]])
 """
 
 from __future__ import annotations
@@ -76,11 +84,15 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     learner_: LinearLearner | ModelBank
     classes_: npt.NDArray[Any]
     n_features_in_: int
+    multilabel_: bool
+    #: multi-label: the dtype of the targets, which ``predict`` returns
+    _target_dtype: np.dtype[Any]
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         tags.classifier_tags.multi_class = True
+        tags.classifier_tags.multi_label = True
         return tags
 
     # -- learning ------------------------------------------------------------------------
@@ -89,10 +101,13 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         """Learn every example once, then replay the buffer until a full pass makes no
         update (at most ``max_passes`` passes; a ``ConvergenceWarning`` says when the
         bound stopped it). Starts from scratch on every call."""
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        classes = _classes(y, type(self).__name__)
-        learner = self._new_learner(classes)
-        learner.learn(X, _targets(y, classes)).replay()
+        multilabel = _is_multilabel(y)
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=np.float64, multi_output=multilabel
+        )
+        classes = np.arange(y.shape[1]) if multilabel else _classes(y, type(self).__name__)
+        learner = self._new_learner(classes, multilabel)
+        learner.learn(X, y if multilabel else _targets(y, classes)).replay()
         if not learner.converged:
             warnings.warn(
                 f"{type(self).__name__} stopped after max_passes={self.max_passes} "
@@ -102,8 +117,13 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
                 stacklevel=2,
             )
         self.learner_ = learner
-        self.classes_ = classes
+        self._set_classes(classes, multilabel, y)
         return self
+
+    def _set_classes(self, classes: npt.NDArray[Any], multilabel: bool, y: Any) -> None:
+        self.classes_ = classes
+        self.multilabel_ = multilabel
+        self._target_dtype = y.dtype
 
     def partial_fit(self, X: Any, y: Any, classes: Any = None) -> Self:
         """Learn the examples once, in order, keeping them in the replay buffer (no replay).
@@ -116,31 +136,56 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         learn at once. With more than two classes, ``classes`` fixes the bank's learners.
         """
         first_call = not hasattr(self, "classes_")
-        if first_call:
-            if classes is None:
-                raise ValueError("classes must be passed on the first call to partial_fit.")
-            known = _classes(np.asarray(classes), type(self).__name__)
-        else:
-            known = self.classes_
-            if classes is not None and not np.array_equal(np.unique(classes), known):
+        multilabel = _is_multilabel(y)
+        if not first_call and multilabel != self.multilabel_:
+            kind = "multi-label" if self.multilabel_ else "binary or multi-class"
+            raise ValueError(f"earlier calls to partial_fit learned {kind} targets")
+        known = self._known_classes(first_call, classes, np.shape(y) if multilabel else None)
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=np.float64, reset=first_call,
+            multi_output=multilabel,
+        )  # fmt: skip
+        if not multilabel:
+            check_classification_targets(y)
+            unknown = np.setdiff1d(y, known)
+            if unknown.size:
                 raise ValueError(
-                    f"classes {np.unique(classes).tolist()} differ from classes_ "
-                    f"{known.tolist()} of the earlier calls to partial_fit"
+                    f"y holds labels {unknown.tolist()[:5]} that are not in classes "
+                    f"{known.tolist()}"
                 )
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, reset=first_call)
-        check_classification_targets(y)
-        unknown = np.setdiff1d(y, known)
-        if unknown.size:
-            raise ValueError(
-                f"y holds labels {unknown.tolist()[:5]} that are not in classes {known.tolist()}"
-            )
         if first_call:
-            self.learner_ = self._new_learner(known)
-            self.classes_ = known
+            self.learner_ = self._new_learner(known, multilabel)
+            self._set_classes(known, multilabel, y)
         else:
             self._follow_params()
-        self.learner_.learn(X, _targets(y, self.classes_))
+        self.learner_.learn(X, y if multilabel else _targets(y, self.classes_))
         return self
+
+    def _known_classes(
+        self, first_call: bool, classes: Any, indicator_shape: tuple[int, ...] | None
+    ) -> npt.NDArray[Any]:
+        """The classes ``partial_fit`` learns: ``classes`` on the first call (for
+        multi-label targets, the columns ``arange(n_labels)``, which ``classes`` may
+        repeat), ``classes_`` later, which ``classes`` must then equal."""
+        if first_call and indicator_shape is not None:
+            known = np.arange(indicator_shape[1])
+        elif first_call:
+            if classes is None:
+                raise ValueError("classes must be passed on the first call to partial_fit.")
+            return _classes(np.asarray(classes), type(self).__name__)
+        else:
+            known = self.classes_
+        if indicator_shape is not None and indicator_shape[1] != known.shape[0]:
+            raise ValueError(
+                f"y has {indicator_shape[1]} label columns, but the earlier calls to "
+                f"partial_fit learned {known.shape[0]}"
+            )
+        if classes is not None and not np.array_equal(np.unique(classes), known):
+            raise ValueError(
+                f"classes {np.unique(classes).tolist()} differ from classes_ "
+                f"{known.tolist()} of the earlier calls to partial_fit"
+            )
+        return known
 
     def _follow_params(self) -> None:
         """Carry ``set_params`` since the last call into the learner, which keeps what it
@@ -163,10 +208,13 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         state["params"] = self._learner_class(**params).plain_params()
         self.learner_ = model_from_state(state)
 
-    def _new_learner(self, classes: npt.NDArray[Any]) -> LinearLearner | ModelBank:
-        """The binary learner for two classes, else a bank with every class declared."""
+    def _new_learner(
+        self, classes: npt.NDArray[Any], multilabel: bool
+    ) -> LinearLearner | ModelBank:
+        """The binary learner for two classes, else (or for multi-label targets) a bank
+        with every class declared."""
         learner = self._learner_class(**self.get_params(deep=False))
-        if classes.shape[0] == 2:
+        if classes.shape[0] == 2 and not multilabel:
             return learner
         return ModelBank(learner).declare_labels(np.arange(classes.shape[0]))
 
@@ -217,8 +265,12 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
 
     def predict(self, X: Any) -> npt.NDArray[Any]:
         """``classes_[1]`` where the decision value is positive, ``classes_[0]`` elsewhere;
-        with more than two classes, the class of the largest decision value."""
+        with more than two classes, the class of the largest decision value; for
+        multi-label targets, the indicator matrix of the positive decision values."""
         decision = self.decision_function(X)
+        if self.multilabel_:
+            indicator: npt.NDArray[Any] = (decision > 0.0).astype(self._target_dtype)
+            return indicator
         if decision.ndim == 2:
             best: npt.NDArray[Any] = self.classes_[np.argmax(decision, axis=1)]
             return best
@@ -238,6 +290,8 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             "estimator": type(self).__name__,
             "classes": self.classes_.tolist(),
             "classes_dtype": self.classes_.dtype.str,
+            "multilabel": self.multilabel_,
+            "target_dtype": self._target_dtype.str,
             "n_features_in": self.n_features_in_,
             "feature_names_in": None if names is None else [str(name) for name in names],
             "learner": self.learner_.state_dict(),
@@ -263,12 +317,26 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             estimator.classes_ = np.asarray(
                 state["classes"], dtype=np.dtype(state["classes_dtype"])
             )
+            estimator.multilabel_ = bool(state.get("multilabel", False))
+            estimator._target_dtype = np.dtype(state.get("target_dtype", state["classes_dtype"]))
             estimator.n_features_in_ = int(state["n_features_in"])
             if state["feature_names_in"] is not None:
                 estimator.feature_names_in_ = np.asarray(state["feature_names_in"], dtype=object)
         except (KeyError, TypeError) as exc:
             raise StateError(f"incomplete scikit-learn state: {exc}") from exc
         return estimator
+
+
+def _is_multilabel(y: Any) -> bool:
+    """Whether y holds multi-label targets: an indicator matrix (scikit-learn's
+    ``multilabel-indicator``); targets it cannot read are left to the usual checks."""
+    try:
+        if not hasattr(y, "tocsr") and np.ndim(y) != 2:  # 1-D: classes, never labels
+            return False
+        with np.errstate(invalid="ignore"):  # NaN or inf in y: validate_data says so
+            return bool(type_of_target(y, input_name="y") == "multilabel-indicator")
+    except (ValueError, TypeError):
+        return False
 
 
 def _classes(y: npt.NDArray[Any], name: str) -> npt.NDArray[Any]:

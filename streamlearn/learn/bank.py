@@ -76,7 +76,12 @@ from streamlearn.errors import (
 )
 from streamlearn.learn.base import AUTO_DELTA_WINDOW, LinearLearner, _finite, check_state_rows
 from streamlearn.learn.inputs import as_rows
-from streamlearn.learn.labelsets import HasLabelSets, LabelledRows, as_labelled_rows
+from streamlearn.learn.labelsets import (
+    HasLabelSets,
+    LabelledRows,
+    as_labelled_rows,
+    indicator_columns,
+)
 from streamlearn.learn.paum import PAUM
 from streamlearn.replay import ActiveSetSchedule, ReplaySchedule
 from streamlearn.replay.shared import SharedReplayBuffer
@@ -232,9 +237,15 @@ class ModelBank:
 
     def learn(self, X: Any, Y: Any) -> Self:
         """Present each example once, in order: X as learners take it, Y a 1-D array of
-        class labels, a sequence of label sets or a ``(label_ptr, labels)`` pair of 1-D
-        numpy arrays."""
-        self.learn_rows(as_labelled_rows(X, Y))
+        class labels, a sequence of label sets, a ``(label_ptr, labels)`` pair of 1-D
+        numpy arrays, or an indicator matrix of 0 and 1 (2-D numpy or scipy sparse):
+        then every column is a label, 0 to n_columns - 1, declared first, whether any
+        row holds it or not."""
+        rows = as_labelled_rows(X, Y)
+        columns = indicator_columns(Y)
+        if columns is not None:
+            self.declare_labels(np.arange(columns))
+        self.learn_rows(rows)
         return self
 
     def learn_rows(self, rows: HasLabelSets) -> None:

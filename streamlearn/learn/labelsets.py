@@ -139,8 +139,14 @@ class LabelledRows:
 def as_labelled_rows(X: Any, Y: Any) -> LabelledRows:
     """Features X (as :func:`~streamlearn.learn.inputs.as_rows` takes them) with labels Y:
     a 1-D array of class labels (one per row, multi-class), a sequence of label sets
-    (iterables of numbers, multi-label) or a ``(label_ptr, labels)`` pair of 1-D numpy
-    arrays (any other tuple is a sequence of label sets)."""
+    (iterables of numbers, multi-label), a ``(label_ptr, labels)`` pair of 1-D numpy
+    arrays (any other tuple is a sequence of label sets), or an indicator matrix as
+    scikit-learn writes multi-label targets: a 2-D numpy array or a scipy sparse matrix of
+    0 and 1, the labels of a row the numbers of its columns that hold 1.
+
+    >>> as_labelled_rows(np.eye(3), np.array([[0, 1, 1], [0, 0, 0], [1, 0, 0]])).labels
+    array([1., 2., 0.])
+    """
     indptr, indices, values = as_rows(X)
     n = indptr.shape[0] - 1
     label_ptr, labels = _label_sets(Y, n)
@@ -170,7 +176,7 @@ def within_bank_budget(
     >>> within_bank_budget(rows, np.array([1.0, 2.0, 3.0]), 2)
     {2: 'too many labels'}
     >>> within_bank_budget(rows, np.array([1.0]), 10, n_features=2, max_weights=8)
-    {1: 'too many weights', 2: 'too many weights'}
+    {2: 'too many weights', 3: 'too many weights'}
     """
     new = np.setdiff1d(rows.labels, known)
     labels_after = known.shape[0] + new.shape[0]
@@ -243,7 +249,48 @@ def _labels_text(labels: ValueArray) -> str:
     return text[:TEXT_CHARS]
 
 
+def indicator_columns(Y: Any) -> int | None:
+    """The number of columns of Y if it is an indicator matrix (a 2-D numpy array or a
+    scipy sparse matrix), else None: each column is a label, whether any row holds it.
+
+    >>> indicator_columns(np.zeros((4, 3))), indicator_columns([[1, 2], [0, 1]])
+    (3, None)
+    """
+    if isinstance(Y, np.ndarray) and Y.ndim == 2 and Y.dtype != object:
+        return int(Y.shape[1])
+    if hasattr(Y, "tocsr") and len(getattr(Y, "shape", ())) == 2:  # scipy sparse
+        return int(Y.shape[1])
+    return None
+
+
+def _indicator_label_sets(Y: Any, n: int) -> tuple[OffsetArray, ValueArray]:
+    """Label sets from an indicator matrix: each row's columns that hold 1."""
+    if Y.shape[0] != n:
+        raise InvalidInputError(f"{n} examples but {Y.shape[0]} rows of labels")
+    if isinstance(Y, np.ndarray):
+        entries = Y
+        label_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.count_nonzero(Y, axis=1), out=label_ptr[1:])
+        labels = np.nonzero(Y)[1].astype(np.float64)
+    else:
+        csr = Y.tocsr(copy=True)
+        csr.sum_duplicates()
+        csr.eliminate_zeros()
+        entries = csr.data
+        label_ptr, labels = csr.indptr.astype(np.int64), csr.indices.astype(np.float64)
+    if not np.issubdtype(entries.dtype, np.number) and entries.dtype != np.bool_:
+        raise InvalidInputError(f"an indicator matrix must hold numbers, got dtype {Y.dtype}")
+    if not np.all((entries == 0) | (entries == 1)):
+        raise InvalidInputError(
+            "a 2-D label array is an indicator matrix and must hold only 0 and 1 (pass "
+            "label sets as a list of lists, or a (label_ptr, labels) pair)"
+        )
+    return label_ptr, labels
+
+
 def _label_sets(Y: Any, n: int) -> tuple[OffsetArray, ValueArray]:
+    if indicator_columns(Y) is not None:
+        return _indicator_label_sets(Y, n)
     if _is_offsets_pair(Y):
         return np.asarray(Y[0], dtype=np.int64), np.asarray(Y[1], dtype=np.float64)
     if isinstance(Y, np.ndarray) and Y.ndim == 1 and Y.dtype != object:

@@ -293,6 +293,36 @@ def test_a_tuple_of_label_sets_is_read_as_a_list_of_them_is() -> None:
     assert ModelBank(PDM(delta=0.0)).learn(np.eye(2), pair).labels_.tolist() == [0, 1, 5]
 
 
+def test_an_indicator_matrix_is_read_as_scikit_learn_writes_label_sets() -> None:
+    """Dense or sparse, 0 and 1: a row's labels are its columns that hold 1, and every
+    column is a label, declared before the examples, whether a row holds it or not."""
+    import scipy.sparse as sp
+
+    X, sets = multilabel_stream(120, n_labels=3, seed=4)
+    columns = [[label // 10 - 1 for label in labels] for labels in sets]  # 10, 20, 30: 0, 1, 2
+    n_labels = 4  # the last column: never set
+    Y = np.zeros((120, n_labels), dtype=np.int64)
+    for row, held in enumerate(columns):
+        Y[row, held] = 1
+    twin = ModelBank(PAUM(tau_pos=2.0, delta=0.5)).declare_labels(np.arange(n_labels))
+    twin.learn(X, columns)
+    for form in (Y, Y.astype(bool), sp.csr_matrix(Y), sp.coo_matrix(Y.astype(float))):
+        bank = ModelBank(PAUM(tau_pos=2.0, delta=0.5)).learn(X, form)
+        assert bank.labels_.tolist() == list(range(n_labels))
+        np.testing.assert_array_equal(bank.decision_function(X), twin.decision_function(X))
+
+
+def test_a_2d_label_array_other_than_an_indicator_matrix_is_refused() -> None:
+    with pytest.raises(InvalidInputError, match="indicator matrix and must hold only 0 and 1"):
+        ModelBank(PDM()).learn(np.eye(2), np.array([[3, 7], [1, 2]]))
+    with pytest.raises(InvalidInputError, match="2 examples but 3 rows of labels"):
+        ModelBank(PDM()).learn(np.eye(2), np.zeros((3, 2)))
+    bank = ModelBank(PDM())
+    with pytest.raises(InvalidInputError, match="indicator matrix"):
+        bank.learn(np.eye(2), np.array([[0.0, np.nan], [1.0, 0.0]]))
+    assert bank.n_labels == 0  # refused before any label was declared
+
+
 def test_decreasing_label_offsets_are_refused() -> None:
     with pytest.raises(InvalidInputError, match="non-decreasing offsets"):
         ModelBank(PDM()).learn(np.eye(2), (np.array([0, 2, 1]), np.array([5.0])))

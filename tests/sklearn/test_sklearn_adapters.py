@@ -222,11 +222,12 @@ def test_any_two_labels_sorted_with_the_second_positive() -> None:
     np.testing.assert_array_equal(flipped.coef_, -signs.coef_)
 
 
-def test_multilabel_targets_are_refused() -> None:
+def test_multi_output_and_continuous_targets_are_refused() -> None:
     X, _ = _phishing()
-    Y = np.stack([np.arange(X.shape[0]) % 2, np.arange(X.shape[0]) % 3 == 0], axis=1)
+    # two outputs of three classes each: not an indicator matrix of labels
+    Y = np.stack([np.arange(X.shape[0]) % 3, np.arange(X.shape[0]) % 2], axis=1)
     with pytest.raises(ValueError, match="1d array"):
-        PDMClassifier().fit(X, Y.astype(int))
+        PDMClassifier().fit(X, Y)
     with pytest.raises(ValueError, match="Unknown label type"):
         PDMClassifier().fit(X, np.linspace(0.0, 1.0, X.shape[0]))
 
