@@ -331,7 +331,8 @@ class Daemon:
             learn, rejected = apply_bank_budget(
                 learn, decoded.learn_lines, rejected,
                 self.learner.labels_to_learn(), self.settings.max_labels,
-                n_features=self.learner.n_features_in_, max_weights=self.settings.max_weights,
+                n_features=self.learner.features_to_learn(),
+                max_weights=self.settings.max_weights,
             )  # fmt: skip
         if learn is not None:
             self._learn(learn)

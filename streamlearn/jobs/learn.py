@@ -197,7 +197,7 @@ def _labelled(
     ``--max-weights`` weights."""
     labelled, rejected = apply_bank_budget(
         LabelledRows.from_arrays(rows), rows.line_numbers, rows.rejected,
-        bank.labels_to_learn(), config.max_labels, n_features=bank.n_features_in_,
+        bank.labels_to_learn(), config.max_labels, n_features=bank.features_to_learn(),
         max_weights=config.max_weights,
     )  # fmt: skip
     rejects.add(rejected)

@@ -167,6 +167,18 @@ class ModelBank:
         held = [rows.labels for rows in self._pending]
         return np.unique(np.concatenate([self.labels_, *held]))
 
+    def features_to_learn(self) -> int:
+        """One more than the largest feature index the bank has weights for or will have
+        them for: those of the examples ``delta='auto'`` still holds too.
+
+        >>> from streamlearn.learn import PDM
+        >>> bank = ModelBank(PDM(eps=0.1)).learn(np.eye(3), [[4], [2], [9]])
+        >>> bank.n_features_in_, bank.features_to_learn()
+        (0, 3)
+        """
+        held = [int(rows.indices.max(initial=-1)) + 1 for rows in self._pending]
+        return max([self._n_features, *held])
+
     @property
     def delta_(self) -> float | None:
         """The bank's Delta; None while ``delta='auto'`` still waits for its examples."""
