@@ -105,7 +105,11 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=np.float64, multi_output=multilabel
         )
-        classes = np.arange(y.shape[1]) if multilabel else _classes(y, type(self).__name__)
+        if multilabel:
+            _check_indicator(y)
+            classes = np.arange(y.shape[1])
+        else:
+            classes = _classes(y, type(self).__name__)
         learner = self._new_learner(classes, multilabel)
         learner.learn(X, y if multilabel else _targets(y, classes)).replay()
         if not learner.converged:
@@ -145,7 +149,9 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             self, X, y, accept_sparse="csr", dtype=np.float64, reset=first_call,
             multi_output=multilabel,
         )  # fmt: skip
-        if not multilabel:
+        if multilabel:
+            _check_indicator(y)
+        else:
             check_classification_targets(y)
             unknown = np.setdiff1d(y, known)
             if unknown.size:
@@ -153,12 +159,15 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
                     f"y holds labels {unknown.tolist()[:5]} that are not in classes "
                     f"{known.tolist()}"
                 )
-        if first_call:
-            self.learner_ = self._new_learner(known, multilabel)
+        targets = y if multilabel else _targets(y, known)
+        if first_call:  # fitted only once the first examples are learned
+            learner = self._new_learner(known, multilabel)
+            learner.learn(X, targets)
+            self.learner_ = learner
             self._set_classes(known, multilabel, y)
         else:
             self._follow_params()
-        self.learner_.learn(X, y if multilabel else _targets(y, self.classes_))
+            self.learner_.learn(X, targets)
         return self
 
     def _known_classes(
@@ -169,6 +178,11 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         repeat), ``classes_`` later, which ``classes`` must then equal."""
         if first_call and indicator_shape is not None:
             known = np.arange(indicator_shape[1])
+            if classes is not None and not np.array_equal(np.unique(classes), known):
+                raise ValueError(
+                    f"classes {np.unique(classes).tolist()} are not the label columns "
+                    f"{known.tolist()} of the multi-label targets (or leave classes out)"
+                )
         elif first_call:
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit.")
@@ -337,6 +351,17 @@ def _is_multilabel(y: Any) -> bool:
             return bool(type_of_target(y, input_name="y") == "multilabel-indicator")
     except (ValueError, TypeError):
         return False
+
+
+def _check_indicator(y: Any) -> None:
+    """Refuse multi-label targets other than 0 and 1 (an indicator matrix)."""
+    values = y.data if hasattr(y, "tocsr") else y
+    if not np.all((values == 0) | (values == 1)):
+        found = np.unique(values).tolist()[:5]
+        raise ValueError(
+            f"multi-label targets must be an indicator matrix of 0 and 1, one column per "
+            f"label; y holds {found}"
+        )
 
 
 def _classes(y: npt.NDArray[Any], name: str) -> npt.NDArray[Any]:

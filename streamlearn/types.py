@@ -13,6 +13,7 @@ indices are 0-based column numbers, as in scipy's CSR matrices.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +25,16 @@ LabelArray = npt.NDArray[np.int8]
 #: the largest (0-based) feature index the learners hold: their indices are int32, and
 #: one more than the largest index (the weights' length) must fit too
 MAX_FEATURE_INDEX = int(np.iinfo(np.int32).max) - 1
+
+
+def features_spanned(indices: npt.NDArray[np.integer[Any]]) -> int:
+    """One more than the largest (0-based) feature index among ``indices``: how many
+    weights they need; 0 for none.
+
+    >>> features_spanned(np.array([4, 9, 2])), features_spanned(np.array([], np.int32))
+    (10, 0)
+    """
+    return int(indices.max(initial=-1)) + 1
 
 
 def offsets(lengths: npt.NDArray[np.int64]) -> OffsetArray:

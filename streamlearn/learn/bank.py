@@ -85,7 +85,7 @@ from streamlearn.learn.labelsets import (
 from streamlearn.learn.paum import PAUM
 from streamlearn.replay import ActiveSetSchedule, ReplaySchedule
 from streamlearn.replay.shared import SharedReplayBuffer
-from streamlearn.types import MAX_FEATURE_INDEX
+from streamlearn.types import MAX_FEATURE_INDEX, features_spanned
 
 BANK_FORMAT = "streamlearn.bank"
 BANK_VERSION = 1
@@ -176,8 +176,7 @@ class ModelBank:
         >>> bank.n_features_in_, bank.features_to_learn()
         (0, 3)
         """
-        held = [int(rows.indices.max(initial=-1)) + 1 for rows in self._pending]
-        return max([self._n_features, *held])
+        return max([self._n_features, *(features_spanned(p.indices) for p in self._pending)])
 
     @property
     def delta_(self) -> float | None:

@@ -35,7 +35,7 @@ from streamlearn.errors import (
 )
 from streamlearn.learn.inputs import as_batch, as_rows
 from streamlearn.replay import ActiveSetSchedule, ReplayBuffer, ReplaySchedule, pass_permutation
-from streamlearn.types import Batch
+from streamlearn.types import Batch, features_spanned
 
 STATE_FORMAT = "streamlearn.learner"
 STATE_VERSION = 1
@@ -173,6 +173,17 @@ class LinearLearner:
     def n_features_in_(self) -> int:
         """One more than the largest feature index seen."""
         return self._n_features
+
+    def features_to_learn(self) -> int:
+        """One more than the largest feature index the learner has weights for or will
+        have them for: those of the examples ``delta='auto'`` still holds too.
+
+        >>> from streamlearn import PDM
+        >>> model = PDM(eps=0.1).learn(np.eye(3), [1, -1, 1])
+        >>> model.n_features_in_, model.features_to_learn()
+        (0, 3)
+        """
+        return max([self._n_features, *(features_spanned(b.indices) for b in self._pending)])
 
     @property
     def updates(self) -> float:

@@ -26,7 +26,14 @@ from streamlearn.errors import InvalidInputError
 from streamlearn.learn.inputs import as_rows
 from streamlearn.parse import Rejected
 from streamlearn.parse.svmlight import TEXT_CHARS
-from streamlearn.types import Batch, OffsetArray, ValueArray, joined_offsets, selected_rows
+from streamlearn.types import (
+    Batch,
+    OffsetArray,
+    ValueArray,
+    features_spanned,
+    joined_offsets,
+    selected_rows,
+)
 
 #: why a bank refused a line (see :func:`within_bank_budget`)
 TOO_MANY_LABELS = "too many labels"
@@ -180,7 +187,7 @@ def within_bank_budget(
     """
     new = np.setdiff1d(rows.labels, known)
     labels_after = known.shape[0] + new.shape[0]
-    features_after = max(n_features, int(rows.indices.max(initial=-1)) + 1)
+    features_after = max(n_features, features_spanned(rows.indices))
     if (new.shape[0] == 0 or labels_after <= max_labels) and _weights_fit(
         labels_after, features_after, max_weights
     ):
@@ -191,7 +198,7 @@ def within_bank_budget(
     for row in range(rows.n_examples):
         brought = set(rows.label_set(row).tolist()) - held
         lo, hi = rows.indptr[row], rows.indptr[row + 1]
-        needs = max(features, int(rows.indices[lo:hi].max(initial=-1)) + 1)
+        needs = max(features, features_spanned(rows.indices[lo:hi]))
         if not brought and needs == features:
             continue
         if brought and len(held) + len(brought) > max_labels:
@@ -237,15 +244,26 @@ def apply_bank_budget(
     keep = np.ones(rows.n_examples, dtype=np.bool_)
     keep[list(refusals)] = False
     refused = [
-        Rejected(int(lines[row]), reason, _labels_text(rows.label_set(row)))
+        Rejected(int(lines[row]), reason, _refused_text(rows, row, reason))
         for row, reason in refusals.items()
     ]
     return rows.select(keep), sorted([*rejected, *refused], key=lambda item: item.line)
 
 
-def _labels_text(labels: ValueArray) -> str:
-    """A label set as the svmlight line wrote it, cut as a rejected line's text is."""
-    text = ",".join(str(int(v)) if v.is_integer() else repr(v) for v in labels.tolist())
+def _refused_text(rows: LabelledRows, row: int, reason: str) -> str:
+    """What a refused row's message shows: its label set as the svmlight line wrote it
+    and, when the weights refused it, how many features it needs; cut as a rejected
+    line's text is.
+
+    >>> rows = as_labelled_rows(np.eye(3), [[1, 2.5], [], [7]])
+    >>> _refused_text(rows, 0, TOO_MANY_LABELS), _refused_text(rows, 2, TOO_MANY_WEIGHTS)
+    ('1,2.5', '7; needs 3 features')
+    """
+    labels = rows.label_set(row).tolist()
+    text = ",".join(str(int(v)) if v.is_integer() else repr(v) for v in labels)
+    if reason == TOO_MANY_WEIGHTS:
+        lo, hi = rows.indptr[row], rows.indptr[row + 1]
+        text += f"; needs {features_spanned(rows.indices[lo:hi])} features"
     return text[:TEXT_CHARS]
 
 
@@ -256,7 +274,7 @@ def indicator_columns(Y: Any) -> int | None:
     >>> indicator_columns(np.zeros((4, 3))), indicator_columns([[1, 2], [0, 1]])
     (3, None)
     """
-    if isinstance(Y, np.ndarray) and Y.ndim == 2 and Y.dtype != object:
+    if isinstance(Y, np.ndarray) and Y.ndim == 2:  # np.matrix too
         return int(Y.shape[1])
     if hasattr(Y, "tocsr") and len(getattr(Y, "shape", ())) == 2:  # scipy sparse
         return int(Y.shape[1])
@@ -268,10 +286,15 @@ def _indicator_label_sets(Y: Any, n: int) -> tuple[OffsetArray, ValueArray]:
     if Y.shape[0] != n:
         raise InvalidInputError(f"{n} examples but {Y.shape[0]} rows of labels")
     if isinstance(Y, np.ndarray):
-        entries = Y
+        entries = np.asarray(Y)  # a plain array: np.matrix's methods take other arguments
+        if entries.dtype == object:
+            try:
+                entries = entries.astype(np.float64)
+            except (TypeError, ValueError):
+                raise InvalidInputError("an indicator matrix must hold numbers") from None
         label_ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.count_nonzero(Y, axis=1), out=label_ptr[1:])
-        labels = np.nonzero(Y)[1].astype(np.float64)
+        np.cumsum(np.count_nonzero(entries, axis=1), out=label_ptr[1:])
+        labels = np.nonzero(entries)[1].astype(np.float64)
     else:
         csr = Y.tocsr(copy=True)
         csr.sum_duplicates()
@@ -291,6 +314,11 @@ def _indicator_label_sets(Y: Any, n: int) -> tuple[OffsetArray, ValueArray]:
 def _label_sets(Y: Any, n: int) -> tuple[OffsetArray, ValueArray]:
     if indicator_columns(Y) is not None:
         return _indicator_label_sets(Y, n)
+    if isinstance(Y, np.ndarray) and Y.ndim > 2:
+        raise InvalidInputError(
+            f"labels must be 1-D (classes), label sets or a 2-D indicator matrix, got a "
+            f"{Y.ndim}-D array"
+        )
     if _is_offsets_pair(Y):
         return np.asarray(Y[0], dtype=np.int64), np.asarray(Y[1], dtype=np.float64)
     if isinstance(Y, np.ndarray) and Y.ndim == 1 and Y.dtype != object:

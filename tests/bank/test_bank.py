@@ -321,6 +321,25 @@ def test_a_2d_label_array_other_than_an_indicator_matrix_is_refused() -> None:
     with pytest.raises(InvalidInputError, match="indicator matrix"):
         bank.learn(np.eye(2), np.array([[0.0, np.nan], [1.0, 0.0]]))
     assert bank.n_labels == 0  # refused before any label was declared
+    with pytest.raises(InvalidInputError, match="got a 3-D array"):
+        bank.learn(np.eye(2), np.ones((2, 1, 1)))
+    with pytest.raises(InvalidInputError, match="must hold numbers"):
+        bank.learn(np.eye(2), np.array([["a", None], [1, 0]], dtype=object))
+
+
+def test_object_and_matrix_indicators_are_read_as_arrays_are() -> None:
+    """A 2-D object array (of numbers) or an np.matrix (a sparse matrix's todense()) is an
+    indicator matrix like the plain array: neither is read row by row as label sets."""
+    import scipy.sparse as sp
+
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.5, -1.0]])
+    Y = np.array([[1, 0, 1], [0, 1, 0], [0, 0, 0], [1, 1, 1]])
+    plain = ModelBank(PDM(delta=0.0, eps=0.1)).learn(X, Y)
+    for form in (Y.astype(object), sp.csr_matrix(Y).todense()):
+        bank = ModelBank(PDM(delta=0.0, eps=0.1)).learn(X, form)
+        assert bank.labels_.tolist() == [0.0, 1.0, 2.0]
+        np.testing.assert_array_equal(bank.positives_, plain.positives_)
+        np.testing.assert_array_equal(bank.decision_function(X), plain.decision_function(X))
 
 
 def test_decreasing_label_offsets_are_refused() -> None:

@@ -125,6 +125,6 @@ def test_rows_over_the_weights_bound_become_rejections_with_their_reason() -> No
     # [2] at index 3 needs 2 x 4
     assert kept.label_ptr.tolist() == [0, 1, 2] and kept.indices.tolist() == [0, 2]
     assert [(r.line, r.reason, r.text) for r in rejected] == [
-        (2, "too many weights", "2"),
-        (4, "too many weights", "2"),
+        (2, "too many weights", "2; needs 2 features"),
+        (4, "too many weights", "2; needs 4 features"),
     ]

@@ -174,8 +174,8 @@ def test_max_weights_rejects_the_lines_that_would_grow_the_bank_past_it(tmp_path
     assert result.exit_code == 0, result.output
     figures = json.loads(result.stdout)
     assert (figures["examples"], figures["rejected_lines"]) == (4, 2)
-    assert "line 4: too many weights: '3'" in result.stderr
-    assert "line 5: too many weights: '2'" in result.stderr
+    assert "line 4: too many weights: '3; needs 5 features'" in result.stderr
+    assert "line 5: too many weights: '2; needs 9 features'" in result.stderr
     bank, _ = load_model(str(model))
     assert isinstance(bank, ModelBank) and bank.labels_.tolist() == [1.0, 2.0]
     assert bank.n_features_in_ == 4

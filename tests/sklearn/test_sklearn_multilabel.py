@@ -93,8 +93,23 @@ def test_partial_fit_in_chunks_equals_the_bank_and_checks_the_targets() -> None:
         estimator.partial_fit(X[:3], np.array([0, 1, 0]))
     with pytest.raises(ValueError, match="learned binary or multi-class targets"):
         PDMClassifier().partial_fit(X[:3], [0, 1, 1], classes=[0, 1]).partial_fit(X[:3], Y[:3])
-    with pytest.raises(ValueError, match="differ from classes_"):
+    with pytest.raises(ValueError, match="are not the label columns"):
         PDMClassifier().partial_fit(X[:3], Y[:3], classes=[0, 1])
+
+
+@pytest.mark.parametrize("targets", ["-1/1", "0/2"])
+def test_refused_targets_leave_the_estimator_unfitted(targets: str) -> None:
+    """Targets of two values other than 0 and 1 are refused with what is wrong, before
+    anything is learned: a corrected call starts afresh."""
+    X, Y = _tagged()
+    wrong = 2 * Y - 1 if targets == "-1/1" else 2 * Y
+    for method in ("fit", "partial_fit"):
+        estimator = PDMClassifier()
+        with pytest.raises(ValueError, match="indicator matrix of 0 and 1, one column per label"):
+            getattr(estimator, method)(X, wrong)
+        assert not hasattr(estimator, "classes_") and not hasattr(estimator, "learner_")
+        getattr(estimator, method)(X, Y[:, :2])
+        assert estimator.coef_.shape == (2, 8)
 
 
 @pytest.mark.parametrize("trip", ["pickle", "checkpoint"])
