@@ -325,7 +325,8 @@ def serve(
     message_format: Annotated[
         str,
         _option(
-            "Message format when no content-type header says: svmlight or msgpack.",
+            "Kafka message format when no content-type header says: svmlight or msgpack "
+            "(standard input is svmlight).",
             "format",
             "--format",
         ),

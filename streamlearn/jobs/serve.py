@@ -83,6 +83,11 @@ class ServeConfig:
             raise InvalidParameterError(
                 f"--format must be svmlight or msgpack, got {self.message_format!r}"
             )
+        if self.message_format == "msgpack" and self.source == "stdin":
+            # standard input is cut into messages at newlines; msgpack is binary
+            raise InvalidParameterError(
+                "--format msgpack needs --source kafka: standard input is read as svmlight lines"
+            )
 
     @property
     def model(self) -> ModelSpec:

@@ -164,6 +164,7 @@ def test_serve_refuses_bad_metrics_addresses_and_checkpoint_pacing() -> None:
         (("--checkpoint-every", "0"), "--checkpoint-every must be an integer >= 1"),
         (("--checkpoint-interval", "-1s"), "--checkpoint-interval must be > 0 seconds"),
         (("--checkpoint-dir", "/proc/none"), "cannot use checkpoint directory /proc/none"),
+        (("--format", "msgpack"), "--format msgpack needs --source kafka"),
     ):
         served = serve_on_stdin(["+1 1:1"], *options)
         assert served.returncode == 1, served.stderr
