@@ -65,6 +65,10 @@ from streamlearn.types import Batch
 
 log = logging.getLogger("streamlearn.daemon")
 DAEMON_KIND = "streamlearn.daemon"
+#: the sinks' names in the logs and the metrics, and what each of their messages is
+SINKS = {"predictions": "prediction", "dead_letters": "dead letter"}
+#: undelivered messages logged one by one at each report (the rest are only counted)
+SHOWN_UNDELIVERED = 5
 
 
 #: per message of a decoded batch, the number of its first line (asked only when needed)
@@ -79,6 +83,7 @@ class Observer(Protocol):
     def count_progressive(self, correct: int, mistakes: int) -> None: ...
     def observe_learn_batch(self, seconds: float) -> None: ...
     def observe_checkpoint(self, seconds: float, size_bytes: int, when: float) -> None: ...
+    def count_undelivered(self, sink: str, n: int) -> None: ...
     def set_lag(self, lag: Mapping[int, int]) -> None: ...
     def set_ready(self, ready: bool) -> None: ...
 
@@ -99,6 +104,9 @@ class _Silent:
         pass
 
     def observe_checkpoint(self, seconds: float, size_bytes: int, when: float) -> None:
+        pass
+
+    def count_undelivered(self, sink: str, n: int) -> None:
         pass
 
     def set_lag(self, lag: Mapping[int, int]) -> None:
@@ -285,6 +293,7 @@ class Daemon:
                 break
             elif self.settings.idle_replay and not self.learner.converged:
                 self.learner.replay(max_passes=1)
+            self._report_undelivered()
             self.observer.set_ready(self.ready())
             self.observer.set_lag(self.source.lag())
             if self._checkpoint_due():
@@ -396,15 +405,22 @@ class Daemon:
         self.observer.count_examples("predicted", rows.n_rows)
         if self.sink is None:
             return
-        owners = _owners(first_lines, rows.line_numbers)
+        owners = _owners(first_lines, rows.line_numbers).tolist()
+        send = self.sink.send
         if isinstance(self.learner, ModelBank):
             labels = [_label_value(v) for v in self.learner.labels_.tolist()]
-            for owner, row in zip(owners.tolist(), scores, strict=True):
-                self.sink.send(messages.key(owner), bank_prediction(labels, row))
+            for owner, row in zip(owners, scores, strict=True):
+                send(
+                    messages.key(owner),
+                    bank_prediction(labels, row),
+                    origin=_origin(messages, owner),
+                )
             return
-        for owner, score in zip(owners.tolist(), scores.tolist(), strict=True):
+        for owner, score in zip(owners, scores.tolist(), strict=True):
             label = 1 if score > 0 else -1
-            self.sink.send(messages.key(owner), f"{score!r} {label}".encode())
+            send(
+                messages.key(owner), f"{score!r} {label}".encode(), origin=_origin(messages, owner)
+            )
 
     def _reject(
         self, messages: MessageBatch, first_lines: npt.NDArray[np.int64], rejected: list[Rejected]
@@ -424,7 +440,23 @@ class Daemon:
                 message.offset, message.partition, line, first.reason,
             )  # fmt: skip
             if self.dead_letters is not None:
-                self.dead_letters.send(message.key, message.value)
+                origin = (message.partition, message.offset)
+                self.dead_letters.send(message.key, message.value, origin=origin)
+
+    def _report_undelivered(self) -> None:
+        """Log and count the predictions and dead letters the sinks could not deliver:
+        each is lost, but the stream goes on (a sink's failure must not stop learning)."""
+        for name, sink in (("predictions", self.sink), ("dead_letters", self.dead_letters)):
+            failed = sink.undelivered() if sink is not None else []
+            if not failed:
+                continue
+            self.observer.count_undelivered(name, len(failed))
+            for item in failed[:SHOWN_UNDELIVERED]:
+                log.error("%s of partition %d offset %d not delivered (the stream goes on): %s",
+                          SINKS[name], item.partition, item.offset, item.reason)  # fmt: skip
+            if len(failed) > SHOWN_UNDELIVERED:
+                log.error("%d more %ss not delivered", len(failed) - SHOWN_UNDELIVERED,
+                          SINKS[name])  # fmt: skip
 
     def _checkpoint_due(self) -> bool:
         if self._checkpoint_requested:
@@ -453,6 +485,7 @@ class Daemon:
         self._checkpoint_requested = False
         if self.sink is not None:
             self.sink.flush()
+        self._report_undelivered()
         if self.store is not None:
             started = self.clock()
             path = self.store.write(self.payload())
@@ -504,6 +537,11 @@ def _label_value(value: float) -> int | float:
 
 def _json_number(value: float) -> float | None:
     return value if math.isfinite(value) else None
+
+
+def _origin(messages: MessageBatch, i: int) -> tuple[int, int]:
+    """The partition and offset of message ``i``."""
+    return int(messages.partitions[i]), int(messages.offsets[i])
 
 
 def _owners(first_lines: np.ndarray, lines: np.ndarray) -> np.ndarray:

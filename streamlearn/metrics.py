@@ -40,6 +40,8 @@ from streamlearn.learn.labelsets import TOO_MANY_LABELS, TOO_MANY_WEIGHTS
 from streamlearn.parse.svmlight import REASONS
 
 OUTCOMES = ("learned", "predicted", "rejected")
+#: the sinks whose undelivered messages are counted
+SINKS = ("predictions", "dead_letters")
 #: reason of an undecodable message (Kafka), beside the parser's reasons for a line
 BAD_MESSAGE = "bad message"
 #: the seconds buckets of one learn call on a batch (a few examples to a large poll)
@@ -330,7 +332,15 @@ class DaemonMetrics:
             "Size of the last checkpoint written.",
             registry=registry,
         )
+        self._undelivered = Counter(
+            "streamlearn_undelivered_messages",
+            "Predictions and dead letters that could not be delivered, by sink.",
+            ["sink"],
+            registry=registry,
+        )
         # every label value shows up from the start, so rate() has a zero to start from
+        for sink in SINKS:
+            self._undelivered.labels(sink=sink)
         for outcome in OUTCOMES:
             self._examples.labels(outcome=outcome)
         for reason in REASON_LABELS:
@@ -372,6 +382,12 @@ class DaemonMetrics:
         self._checkpoint_bytes.set(size_bytes)
         with self._lock:
             self._last_checkpoint = when
+
+    def count_undelivered(self, sink: str, n: int) -> None:
+        """Count ``n`` messages a sink ("predictions" or "dead_letters") could not deliver."""
+        if sink not in SINKS:
+            raise ValueError(f"sink must be one of {SINKS}, got {sink!r}")
+        self._undelivered.labels(sink=sink).inc(n)
 
     def set_lag(self, lag: Mapping[int, int]) -> None:
         """Replace the consumer lag of every assigned partition (messages)."""

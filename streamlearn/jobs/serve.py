@@ -250,20 +250,21 @@ def _sinks(config: ServeConfig) -> tuple[Sink | None, Sink | None]:
         return StdoutSink(), None
     if config.bootstrap_servers is None:
         return None, None
-    from streamlearn.sources.kafka import KafkaSink, security_from_env
+    from streamlearn.sources.kafka import consumer_options, largest_fetch, security_from_env
+    from streamlearn.sources.kafka_sink import KafkaSink
 
+    bootstrap = config.bootstrap_servers
     security = security_from_env(os.environ)
-    predictions = (
-        KafkaSink(config.bootstrap_servers, config.predictions_topic, security=security)
-        if config.predictions_topic
-        else None
-    )
-    dead = (
-        KafkaSink(config.bootstrap_servers, config.dead_letter_topic, security=security)
-        if config.dead_letter_topic
-        else None
-    )
-    return predictions, dead
+    # a dead letter is a message the consumer fetched, forwarded whole: the producer
+    # takes messages as large as the consumer fetches
+    largest = largest_fetch(consumer_options(config.consumer_options))
+
+    def sink(topic: str | None) -> Sink | None:
+        if not topic:
+            return None
+        return KafkaSink(bootstrap, topic, security=security, max_request_size=largest)
+
+    return sink(config.predictions_topic), sink(config.dead_letter_topic)
 
 
 class _Signalled(Protocol):

@@ -232,11 +232,30 @@ class Source(Protocol):
         ...
 
 
-class Sink(Protocol):
-    """Where predictions go: a topic, or standard output."""
+@dataclass(frozen=True)
+class Undelivered:
+    """A message a sink could not deliver: where the input message it answers or
+    forwards came from, and why."""
 
-    def send(self, key: bytes | None, value: bytes) -> None:
-        """Queue one prediction message."""
+    partition: int
+    offset: int
+    reason: str
+
+
+class Sink(Protocol):
+    """Where predictions (or dead letters) go: a topic, or standard output.
+
+    Delivery failures never raise: a message that cannot be queued or delivered is
+    reported by :meth:`undelivered`, with the ``origin`` it was sent with.
+    """
+
+    def send(self, key: bytes | None, value: bytes, *, origin: tuple[int, int]) -> None:
+        """Queue one message; ``origin`` is the (partition, offset) of the input message
+        it answers or forwards."""
+        ...
+
+    def undelivered(self) -> list[Undelivered]:
+        """The messages that failed since the last call (taken: each is reported once)."""
         ...
 
     def flush(self) -> None:

@@ -1,7 +1,9 @@
-"""Kafka as a :class:`Source` (a consumer group member) and a :class:`Sink` (a producer).
+"""Kafka as a :class:`Source`: a consumer group member (the sink, a producer, is in
+:mod:`streamlearn.sources.kafka_sink`).
 
-The only module that imports kafka-python. Offsets are never committed automatically:
-the daemon commits the positions of a checkpoint once it is on disk. The source keeps
+With the other ``kafka_*`` modules, the only one that imports kafka-python. Offsets are
+never committed automatically: the daemon commits the positions of a checkpoint once it
+is on disk. The source keeps
 its own position per partition (where :meth:`KafkaSource.seek` put it, then after each
 message returned), and on every assignment by the group it seeks each assigned
 partition there, so a rebalance or a restart from a checkpoint resumes exactly where the
@@ -33,7 +35,6 @@ import numpy as np
 from kafka import (
     ConsumerRebalanceListener,
     KafkaConsumer,
-    KafkaProducer,
     OffsetAndMetadata,
     TopicPartition,
 )
@@ -144,6 +145,20 @@ def consumer_options(pairs: Sequence[str]) -> dict[str, Any]:
     return options
 
 
+def largest_fetch(options: Mapping[str, Any]) -> int:
+    """The most bytes one fetch of a consumer with these options asks for: a producer
+    that forwards what it reads (dead letters) must accept messages this large.
+
+    >>> largest_fetch({}), largest_fetch({"fetch_max_bytes": 1 << 20})
+    (52428800, 1048576)
+    """
+    default = KafkaConsumer.DEFAULT_CONFIG
+    return max(
+        int(options.get("fetch_max_bytes", default["fetch_max_bytes"])),
+        int(options.get("max_partition_fetch_bytes", default["max_partition_fetch_bytes"])),
+    )
+
+
 def _option_value(name: str, text: str, kind: type) -> Any:
     try:
         if kind is bool:
@@ -162,7 +177,8 @@ def _option_value(name: str, text: str, kind: type) -> Any:
     return text
 
 
-def _checked_security(security: Mapping[str, str] | None) -> dict[str, str]:
+def checked_security(security: Mapping[str, str] | None) -> dict[str, str]:
+    """``security`` as client options, refused when it holds an unknown option."""
     options = dict(security or {})
     unknown = sorted(set(options) - set(SECURITY_OPTIONS))
     if unknown:
@@ -245,7 +261,7 @@ class KafkaSource:
             "heartbeat_interval_ms": heartbeat_interval_ms,
             "request_timeout_ms": request_timeout_ms,
             "bootstrap_timeout_ms": bootstrap_timeout_ms,
-            **_checked_security(security),
+            **checked_security(security),
             **consumer_options,
         }
         self._consumer: KafkaConsumer | None = None
@@ -480,51 +496,3 @@ class KafkaSource:
             self._assigned = set()
             self._pending.clear()
             self._pending_count = self._pending_bytes = 0
-
-
-class KafkaSink:
-    """Messages sent to one topic (predictions), keyed as given."""
-
-    def __init__(
-        self,
-        bootstrap_servers: str | list[str],
-        topic: str,
-        *,
-        security: Mapping[str, str] | None = None,
-        client_id: str = "streamlearn",
-        flush_timeout: float = 30.0,
-        **producer_options: Any,
-    ) -> None:
-        keep_long_stalls_only()
-        self.topic = topic
-        self.flush_timeout = flush_timeout
-        self._producer = KafkaProducer(
-            bootstrap_servers=bootstrap_servers,
-            client_id=client_id,
-            **_checked_security(security),
-            **producer_options,
-        )
-        self._errors: list[BaseException] = []
-
-    def send(self, key: bytes | None, value: bytes) -> None:
-        """Queue one message (delivery errors surface in :meth:`flush`)."""
-        future = self._producer.send(self.topic, value=value, key=key)
-        future.add_errback(self._errors.append)
-
-    def flush(self) -> None:
-        """Wait until every queued message is delivered; raise if one could not be."""
-        try:
-            self._producer.flush(timeout=self.flush_timeout)
-        except KafkaError as error:
-            raise InputError(f"Kafka sink to {self.topic} failed: {error!r}") from error
-        if self._errors:
-            first, count = self._errors[0], len(self._errors)
-            self._errors.clear()
-            raise InputError(f"{count} messages to {self.topic} were not delivered: {first!r}")
-
-    def close(self) -> None:
-        """Flush and close the connection."""
-        try:
-            self.flush()
-        finally:
-            self._producer.close(timeout=self.flush_timeout)

@@ -8,6 +8,8 @@ import os
 import sys
 from typing import IO
 
+from streamlearn.sources.base import Undelivered
+
 log = logging.getLogger("streamlearn.sink")
 
 
@@ -21,7 +23,7 @@ class StdoutSink:
     >>> import io
     >>> out = io.StringIO()
     >>> sink = StdoutSink(out)
-    >>> sink.send(b"k", b"0.5 1")
+    >>> sink.send(b"k", b"0.5 1", origin=(0, 0))
     >>> out.getvalue().split()
     ['k', '0.5', '1']
     """
@@ -32,7 +34,7 @@ class StdoutSink:
         self.dropped = 0
         self._gone = self.stream is None
 
-    def send(self, key: bytes | None, value: bytes) -> None:
+    def send(self, key: bytes | None, value: bytes, *, origin: tuple[int, int] = (0, 0)) -> None:
         """Write one line (keys and values are shown as UTF-8 text)."""
         if self._gone:
             self.dropped += 1
@@ -45,6 +47,10 @@ class StdoutSink:
         except (OSError, ValueError) as exc:  # a broken pipe; ValueError: a closed file
             self._reader_gone(exc)
             self.dropped += 1
+
+    def undelivered(self) -> list[Undelivered]:
+        """None: dropped predictions are counted in :attr:`dropped` and said once."""
+        return []
 
     def flush(self) -> None:
         """Flush the stream."""

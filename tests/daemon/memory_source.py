@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streamlearn.sources.base import Message, MessageBatch, Positions
+from streamlearn.sources.base import Message, MessageBatch, Positions, Undelivered
 
 
 class MemorySource:
@@ -48,13 +48,18 @@ class MemorySource:
 
 
 class ListSink:
-    """Keeps what is sent."""
+    """Keeps what is sent (and where each answer's input came from)."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[bytes | None, bytes]] = []
+        self.origins: list[tuple[int, int]] = []
 
-    def send(self, key: bytes | None, value: bytes) -> None:
+    def send(self, key: bytes | None, value: bytes, *, origin: tuple[int, int]) -> None:
         self.sent.append((key, value))
+        self.origins.append(origin)
+
+    def undelivered(self) -> list[Undelivered]:
+        return []
 
     def flush(self) -> None:
         pass

@@ -113,6 +113,23 @@ class Serve:
         except OSError:  # urllib's URLError and HTTPError included
             return False
 
+    def metric(self, name: str, **labels: str) -> float | None:
+        """The value of one sample of the daemon's ``/metrics`` (None: not there, or the
+        endpoint does not answer)."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                text = response.read().decode()
+        except OSError:
+            return None
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == name and sample.labels == labels:
+                    return float(sample.value)
+        return None
+
     def wait_started(self) -> None:
         """Until the daemon's HTTP endpoint answers: from then on it handles SIGTERM (a
         daemon still importing would die of it, with -15)."""

@@ -19,7 +19,7 @@ from streamlearn.errors import CheckpointError
 from streamlearn.parse.messages import MessageDecoder
 from streamlearn.parse.svmlight import ParsedRows
 from streamlearn.replay import ReplaySchedule
-from streamlearn.sources.base import MessageBatch
+from streamlearn.sources.base import MessageBatch, Undelivered
 
 SETTINGS = DaemonSettings(
     replay=ReplaySchedule(every=50, passes=1),
@@ -335,3 +335,56 @@ def test_a_failed_checkpoint_is_logged_and_the_run_goes_on(
                   store=final)  # fmt: skip
     with pytest.raises(CheckpointError):
         last.run()  # the last checkpoint's failure is the run's: what it learned is lost
+
+
+class RefusingSink(ListSink):
+    """A sink whose every message fails, as a producer refuses one too large."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed: list[Undelivered] = []
+
+    def send(self, key: bytes | None, value: bytes, *, origin: tuple[int, int]) -> None:
+        super().send(key, value, origin=origin)
+        self.failed.append(Undelivered(*origin, "MessageSizeTooLargeError()"))
+
+    def undelivered(self) -> list[Undelivered]:
+        failed, self.failed = self.failed, []
+        return failed
+
+
+class UndeliveredObserver(CountingObserver):
+    def __init__(self) -> None:
+        super().__init__()
+        self.undelivered: dict[str, int] = {}
+
+    def count_undelivered(self, sink: str, n: int) -> None:
+        self.undelivered[sink] = self.undelivered.get(sink, 0) + n
+
+
+def test_undelivered_predictions_and_dead_letters_are_logged_counted_and_passed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A sink that cannot deliver (a dead letter over the producer's size limit) costs
+    that message, not the stream: it is logged with its input's partition and offset
+    and counted, and the daemon learns, checkpoints and commits the rest."""
+    values = messages(20, 3, seed=8)
+    values.insert(5, b"1:0.5 2:-1.0\n")  # a prediction request, offset 5
+    values.insert(9, b"+1 1:nan\n-1 2:1.0\n")  # a dead letter, offset 9
+    sink, dead = RefusingSink(), RefusingSink()
+    observer = UndeliveredObserver()
+    source = MemorySource({0: values})
+    run = Daemon(
+        LearnerSpec.from_options("pdm", {"eps": 0.05}), source, decode=decode,
+        settings=SETTINGS, store=CheckpointStore(tmp_path / "ckpt"), sink=sink,
+        dead_letters=dead, observer=observer,
+    )  # fmt: skip
+    with caplog.at_level(logging.ERROR, logger="streamlearn.daemon"):
+        run.run()
+    assert run.stream_examples == 20 * 3 + 1
+    assert source.committed == {0: len(values)}
+    assert observer.undelivered == {"predictions": 1, "dead_letters": 1}
+    errors = [r.getMessage() for r in caplog.records]
+    assert any("prediction of partition 0 offset 5 not delivered" in e for e in errors), errors
+    assert any("dead letter of partition 0 offset 9 not delivered" in e for e in errors), errors
+    assert all("MessageSizeTooLargeError" in e for e in errors)

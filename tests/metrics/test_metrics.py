@@ -77,6 +77,18 @@ def test_counters_by_label(registry: CollectorRegistry) -> None:
     assert value(registry, "streamlearn_progressive_accuracy") == pytest.approx(0.9)
 
 
+def test_undelivered_messages_are_counted_by_sink(registry: CollectorRegistry) -> None:
+    metrics = DaemonMetrics(registry, state=lambda: None)
+    name = "streamlearn_undelivered_messages_total"
+    assert value(registry, name, sink="predictions") == 0  # there from the start
+    metrics.count_undelivered("dead_letters", 2)
+    metrics.count_undelivered("dead_letters", 1)
+    assert value(registry, name, sink="dead_letters") == 3
+    assert value(registry, name, sink="predictions") == 0
+    with pytest.raises(ValueError, match="sink"):
+        metrics.count_undelivered("elsewhere", 1)
+
+
 def test_every_reason_label_is_there_from_the_start(registry: CollectorRegistry) -> None:
     DaemonMetrics(registry, state=lambda: None)
     # "bad message", "too many labels", "too many weights"
@@ -183,6 +195,7 @@ def full_exposition(registry: CollectorRegistry) -> bytes:
     metrics.count_progressive(2, 1)
     metrics.observe_learn_batch(0.01)
     metrics.observe_checkpoint(0.1, 100, when=1990.0)
+    metrics.count_undelivered("predictions", 1)
     metrics.set_lag({0: 3})
     metrics.set_ready(True)
     metrics.set_info("paum", {"tau": 1.0, "eta": 0.5}, version="test")

@@ -14,7 +14,8 @@ from services import Tansu, wait_for
 from streamlearn.errors import InputError, InvalidParameterError
 from streamlearn.parse.messages import MessageDecoder
 from streamlearn.sources.base import Message
-from streamlearn.sources.kafka import KafkaSink, KafkaSource, security_from_env
+from streamlearn.sources.kafka import KafkaSource, security_from_env
+from streamlearn.sources.kafka_sink import KafkaSink
 
 pytestmark = pytest.mark.kafka
 
@@ -175,13 +176,30 @@ def test_sink_round_trip(tansu: Tansu, sources: list[KafkaSource], topic_name: s
     tansu.create_topic(topic_name, 1)
     sink = KafkaSink(tansu.bootstrap, topic_name)
     for i in range(20):
-        sink.send(b"key-%d" % i if i % 2 else None, b"prediction %d" % i)
+        sink.send(b"key-%d" % i if i % 2 else None, b"prediction %d" % i, origin=(0, i))
     sink.flush()
+    assert sink.undelivered() == []
     sink.close()
     source = open_source(tansu, sources, topic_name, "group-k")
     messages = consume(source, 20)
     assert [m.value for m in messages] == [b"prediction %d" % i for i in range(20)]
     assert [m.key for m in messages] == [b"key-%d" % i if i % 2 else None for i in range(20)]
+
+
+def test_sink_reports_a_message_it_cannot_send_and_goes_on(tansu: Tansu, topic_name: str) -> None:
+    tansu.create_topic(topic_name, 1)
+    sink = KafkaSink(tansu.bootstrap, topic_name, max_request_size=1000)
+    try:
+        sink.send(b"big", b"x" * 2000, origin=(3, 41))  # refused by the producer itself
+        sink.send(None, b"small", origin=(3, 42))
+        sink.flush()
+        (failed,) = sink.undelivered()
+        assert (failed.partition, failed.offset) == (3, 41)
+        assert "MessageSizeTooLargeError" in failed.reason
+        assert sink.undelivered() == []  # reported once
+    finally:
+        sink.close()
+    assert tansu.end_offsets(topic_name) == {0: 1}
 
 
 def test_broker_pause_is_survived_without_loss_or_duplicates(
