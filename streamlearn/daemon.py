@@ -141,6 +141,9 @@ class DaemonSettings:
     #: and holds no more weights (labels times features) than this: a line that would
     #: grow it past them is rejected (``too many weights``)
     max_weights: int = DEFAULT_MAX_WEIGHTS
+    #: seconds a checkpoint waits for the predictions sent before it to be delivered;
+    #: while some are still on their way (a broker outage) it is not written
+    flush_timeout: float = 10.0
 
     def __post_init__(self) -> None:
         check_max_labels(self.max_labels)
@@ -266,7 +269,13 @@ class Daemon:
             self._turn_until_stopped(None)
         if self.source.exhausted():  # the end of the input: learn what 'auto' still holds
             self.learner.flush()
-        self.checkpoint()
+        try:
+            self.checkpoint()
+        except CheckpointError as exc:
+            raise CheckpointError(
+                f"final checkpoint failed: {exc}. The next start resumes from the last "
+                "checkpoint written (if any) and reads the messages after it again"
+            ) from exc
         self.take_snapshot()
 
     def _turn_until_stopped(self, worker: ThreadPoolExecutor | None) -> None:
@@ -443,6 +452,21 @@ class Daemon:
                 origin = (message.partition, message.offset)
                 self.dead_letters.send(message.key, message.value, origin=origin)
 
+    def _deliver_sent(self) -> None:
+        """Wait (``flush_timeout`` at most) for the predictions sent so far to be
+        delivered or to fail (failures are reported). A checkpoint past their requests
+        while they are still on their way would lose them for good if the daemon then
+        stopped: a restart from the checkpoint before answers them again instead."""
+        timeout = self.settings.flush_timeout
+        on_their_way = self.sink.flush(timeout) if self.sink is not None else 0
+        self._report_undelivered()
+        if on_their_way:
+            plural = "s" if on_their_way > 1 else ""
+            raise CheckpointError(
+                f"checkpoint not written: {on_their_way} prediction{plural} still on "
+                f"their way after {timeout:g} s (is the broker reachable?)"
+            )
+
     def _report_undelivered(self) -> None:
         """Log and count the predictions and dead letters the sinks could not deliver:
         each is lost, but the stream goes on (a sink's failure must not stop learning)."""
@@ -481,11 +505,14 @@ class Daemon:
             self._examples_at_checkpoint = self.stream_examples
 
     def checkpoint(self) -> None:
-        """Write the learner, buffer and positions; then commit the positions."""
+        """Write the learner, buffer and positions; then commit the positions.
+
+        Raises :class:`CheckpointError`, writing and committing nothing, when the disk
+        fails or when predictions sent before are still on their way (see
+        :meth:`_deliver_sent`).
+        """
         self._checkpoint_requested = False
-        if self.sink is not None:
-            self.sink.flush()
-        self._report_undelivered()
+        self._deliver_sent()
         if self.store is not None:
             started = self.clock()
             path = self.store.write(self.payload())

@@ -168,10 +168,19 @@ def _serve(config: ServeConfig, host: str, port: int, early: _EarlySignals) -> N
     finally:
         if endpoint is not None:
             endpoint.stop()
-        source.close()
-        for out in (sink, dead_letters):
-            if out is not None:
-                out.close()
+        _close_all([source, sink, dead_letters])
+
+
+def _close_all(parts: list[Source | Sink | None]) -> None:
+    """Close each part, whatever the others do: a failure to close is logged, so that
+    it neither leaves the rest open nor hides the error that ended the run."""
+    for part in parts:
+        if part is None:
+            continue
+        try:
+            part.close()
+        except Exception as exc:
+            log.error("closing %s failed: %r", type(part).__name__, exc)
 
 
 def _decoder(config: ServeConfig, max_features: int) -> MessageDecoder:

@@ -258,10 +258,12 @@ class Sink(Protocol):
         """The messages that failed since the last call (taken: each is reported once)."""
         ...
 
-    def flush(self) -> None:
-        """Wait until every queued message is delivered."""
+    def flush(self, timeout: float) -> int:
+        """Wait at most ``timeout`` seconds until every message sent is delivered (or
+        has failed); return how many are still on their way (0: none)."""
         ...
 
     def close(self) -> None:
-        """Flush and release the connection."""
+        """Deliver what is on its way, within a bounded time, and release the
+        connection; never raises."""
         ...

@@ -47,6 +47,8 @@ from streamlearn.sources.kafka_logging import keep_long_stalls_only
 
 log = logging.getLogger(__name__)
 
+#: how long closing the consumer (leaving the group) may take, in milliseconds
+CLOSE_TIMEOUT_MS = 5000
 #: the kafka-python options :func:`security_from_env` fills and the clients accept
 SECURITY_OPTIONS = (
     "security_protocol",
@@ -488,8 +490,8 @@ class KafkaSource:
     def close(self) -> None:
         """Leave the group (without committing) and close the connections."""
         if self._consumer is not None:
-            try:
-                self._consumer.close(autocommit=False)
+            try:  # bounded: the group coordinator may be unreachable
+                self._consumer.close(autocommit=False, timeout_ms=CLOSE_TIMEOUT_MS)
             except KafkaError as error:
                 log.warning("Kafka consumer close failed: %r", error)
             self._consumer = None

@@ -52,14 +52,15 @@ class StdoutSink:
         """None: dropped predictions are counted in :attr:`dropped` and said once."""
         return []
 
-    def flush(self) -> None:
-        """Flush the stream."""
+    def flush(self, timeout: float = 0.0) -> int:
+        """Flush the stream; nothing is ever left on its way (0)."""
         if self._gone:
-            return
+            return 0
         try:
             self.stream.flush()
         except (OSError, ValueError) as exc:
             self._reader_gone(exc)
+        return 0
 
     def close(self) -> None:
         """Flush; standard output stays open."""

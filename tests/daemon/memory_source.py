@@ -61,8 +61,8 @@ class ListSink:
     def undelivered(self) -> list[Undelivered]:
         return []
 
-    def flush(self) -> None:
-        pass
+    def flush(self, timeout: float) -> int:
+        return 0
 
     def close(self) -> None:
         pass

@@ -388,3 +388,55 @@ def test_undelivered_predictions_and_dead_letters_are_logged_counted_and_passed(
     assert any("prediction of partition 0 offset 5 not delivered" in e for e in errors), errors
     assert any("dead letter of partition 0 offset 9 not delivered" in e for e in errors), errors
     assert all("MessageSizeTooLargeError" in e for e in errors)
+
+
+class StalledSink(ListSink):
+    """A sink whose messages stay on their way while ``stalled`` (a broker outage)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stalled = True
+        self.waited: list[float] = []
+
+    def flush(self, timeout: float) -> int:
+        self.waited.append(timeout)
+        return len(self.sent) if self.stalled else 0
+
+
+def test_predictions_on_their_way_hold_checkpoints_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """While predictions are on their way a checkpoint is neither written nor
+    committed (a restart answers their requests again), and the run goes on; once they
+    are delivered, the next checkpoint due holds everything. If the final checkpoint
+    cannot deliver them, the run ends with an error that says what happens next."""
+    values = messages(40, 3, seed=9)
+    values.insert(2, b"1:0.5 2:-1.0\n")  # a prediction request
+    settings = DaemonSettings(
+        replay=ReplaySchedule(every=50, passes=1), checkpoint_every=20,
+        checkpoint_interval=1e9, idle_replay=False, decode_ahead=False, flush_timeout=0.5,
+    )  # fmt: skip
+    sink = StalledSink()
+    store = RecordingStore(tmp_path / "ckpt")
+    source = MemorySource({0: values})
+    spec = LearnerSpec.from_options("pdm", {"eps": 0.05})
+    run = Daemon(spec, source, decode=decode, settings=settings, store=store, sink=sink)
+    run.restore()
+    with caplog.at_level(logging.ERROR, logger="streamlearn.daemon"):
+        for _ in range(4):  # 3 messages a poll: 33 examples, a checkpoint due at 20
+            run.process(source.poll(0.0, 1000))
+            if run._checkpoint_due():
+                run._checkpoint_or_carry_on()
+    assert sink.waited == [0.5]
+    assert store.held == [] and source.committed == {}
+    assert "1 prediction still on their way after 0.5 s" in caplog.text
+    assert "learning goes on" in caplog.text
+
+    with pytest.raises(CheckpointError, match=r"final checkpoint failed: .* reads the messages"):
+        run.run()  # the rest, then the final checkpoint: still stalled
+    assert store.held == [] and source.committed == {}
+
+    sink.stalled = False  # delivered: a checkpoint goes through
+    run.checkpoint()
+    assert store.held == [({"0": len(values)}, 120)]
+    assert source.committed == {0: len(values)}

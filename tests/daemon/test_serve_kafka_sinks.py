@@ -3,12 +3,16 @@ cannot be delivered: the message is logged and counted, the stream goes on."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
 
 import pytest
-from serve_process import Serve, read_topic
-from services import Tansu
+from serve_process import EXIT_TIMEOUT, LEARN_TIMEOUT, Serve, learned, read_topic
+from services import Tansu, free_port, wait_for
 from test_serve_kafka import svmlight_messages
 
 pytestmark = pytest.mark.kafka
@@ -61,3 +65,75 @@ def test_a_dead_letter_as_large_as_a_fetch_is_forwarded_or_counted(
     assert "dead letter of partition 0 offset 0 not delivered" in refusing.log_tail()
     assert "MessageSizeTooLargeError" in refusing.log_tail()
     assert [(r.key, r.value) for r in read_topic(broker, dead, 1)] == [(b"big", big)]
+
+
+def serve_stdin(broker: Tansu, predictions: str, directory: Path) -> subprocess.Popen[bytes]:
+    """``serve`` reading standard input (a pipe), its predictions to a Kafka topic."""
+    command = [
+        sys.executable, "-m", "streamlearn", "serve", "--algo", "pdm", "--eps", "0.1",
+        "--bootstrap-servers", broker.bootstrap, "--predictions-topic", predictions,
+        "--checkpoint-dir", str(directory), "--checkpoint-interval", "1s",
+        "--idle-replay", "off", "--metrics-addr", f"127.0.0.1:{free_port()}",
+    ]  # fmt: skip
+    log = directory.with_suffix(".log").open("ab")
+    try:
+        return subprocess.Popen(command, stdin=subprocess.PIPE, stderr=log)
+    finally:
+        log.close()
+
+
+def test_an_outage_with_predictions_on_their_way_holds_checkpoints_and_bounds_a_stop(
+    broker: Tansu, tmp_path: Path
+) -> None:
+    """A prediction the broker has not taken keeps checkpoints from moving past its
+    request (logged, the daemon goes on); SIGTERM then ends the daemon within seconds,
+    exit 1 with an error line and no traceback, the last checkpoint kept; the next
+    start answers the request again. The daemon used to die at the first checkpoint,
+    or after 94 s with a chained traceback on SIGTERM."""
+    predictions = f"p-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(predictions, 1)
+    directory = tmp_path / "ckpt"
+    lines = [b"+1 1:1\n", b"1:1 5:1\n", b"-1 2:1\n"]  # learned, predicted, learned
+    first = serve_stdin(broker, predictions, directory)
+    log_path = directory.with_suffix(".log")
+    try:
+        assert first.stdin is not None
+        first.stdin.write(lines[0])
+        first.stdin.flush()
+        wait_for(lambda: learned(directory) == 1, timeout=LEARN_TIMEOUT, what="a checkpoint")
+        broker.pause()
+        try:
+            first.stdin.write(b"".join(lines[1:]))
+            first.stdin.flush()
+
+            def held_back() -> bool:
+                assert first.poll() is None, log_path.read_text()
+                return "1 prediction still on their way" in log_path.read_text()
+
+            wait_for(held_back, timeout=LEARN_TIMEOUT, what="a checkpoint held back")
+            first.send_signal(signal.SIGTERM)
+            stopping = time.monotonic()
+            code = first.wait(timeout=EXIT_TIMEOUT)
+            took = time.monotonic() - stopping
+        finally:
+            broker.resume()
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    log = log_path.read_text()
+    assert code == 1, log
+    assert took < 30.0, log  # the flush's 10 s, and closing without waiting
+    assert "error: final checkpoint failed: checkpoint not written: 1 prediction" in log
+    assert "Traceback" not in log
+    assert learned(directory) == 1  # the last checkpoint stays
+
+    again = subprocess.run(
+        [*first.args], input=b"".join(lines), stderr=subprocess.PIPE, timeout=EXIT_TIMEOUT
+    )  # the same input: the checkpoint's first line is skipped, the request answered
+    assert again.returncode == 0, again.stderr.decode()
+    assert learned(directory) == 2
+    # at least once: the first daemon's answer may have reached the frozen broker too
+    answers = read_topic(broker, predictions, 1)
+    assert 1 <= len(answers) <= 2
+    assert all(answer.value.split()[1] in (b"1", b"-1") for answer in answers)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Iterator
@@ -177,7 +178,7 @@ def test_sink_round_trip(tansu: Tansu, sources: list[KafkaSource], topic_name: s
     sink = KafkaSink(tansu.bootstrap, topic_name)
     for i in range(20):
         sink.send(b"key-%d" % i if i % 2 else None, b"prediction %d" % i, origin=(0, i))
-    sink.flush()
+    assert sink.flush(30.0) == 0
     assert sink.undelivered() == []
     sink.close()
     source = open_source(tansu, sources, topic_name, "group-k")
@@ -192,7 +193,7 @@ def test_sink_reports_a_message_it_cannot_send_and_goes_on(tansu: Tansu, topic_n
     try:
         sink.send(b"big", b"x" * 2000, origin=(3, 41))  # refused by the producer itself
         sink.send(None, b"small", origin=(3, 42))
-        sink.flush()
+        assert sink.flush(30.0) == 0
         (failed,) = sink.undelivered()
         assert (failed.partition, failed.offset) == (3, 41)
         assert "MessageSizeTooLargeError" in failed.reason
@@ -200,6 +201,25 @@ def test_sink_reports_a_message_it_cannot_send_and_goes_on(tansu: Tansu, topic_n
     finally:
         sink.close()
     assert tansu.end_offsets(topic_name) == {0: 1}
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+def test_sink_flush_and_close_do_not_wait_for_a_paused_broker(
+    tansu: Tansu, topic_name: str
+) -> None:
+    tansu.create_topic(topic_name, 1)
+    sink = KafkaSink(tansu.bootstrap, topic_name, close_timeout=2.0)
+    tansu.pause()
+    try:
+        started = time.monotonic()
+        sink.send(b"k", b"answer", origin=(0, 7))
+        assert sink.flush(0.5) == 1  # still on its way: said, not raised
+        sink.close()  # no wait for a broker that does not answer, no error
+        assert time.monotonic() - started < 5.0
+        del sink
+        gc.collect()  # kafka-python's finalizer finds it closed: no error at collection
+    finally:
+        tansu.resume()
 
 
 def test_broker_pause_is_survived_without_loss_or_duplicates(
