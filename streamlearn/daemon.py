@@ -505,7 +505,8 @@ class Daemon:
             self._examples_at_checkpoint = self.stream_examples
 
     def checkpoint(self) -> None:
-        """Write the learner, buffer and positions; then commit the positions.
+        """Write the learner, buffer and positions; then commit the positions (without a
+        store, nothing is written or committed: the sinks are flushed).
 
         Raises :class:`CheckpointError`, writing and committing nothing, when the disk
         fails or when predictions sent before are still on their way (see
@@ -518,7 +519,9 @@ class Daemon:
             path = self.store.write(self.payload())
             seconds = self.clock() - started
             self.observer.observe_checkpoint(seconds, path.stat().st_size, time.time())
-        self.source.commit(dict(self.positions))
+            # only positions a checkpoint on disk holds: without checkpoints, none (a
+            # restart in the same group would otherwise skip what a lost model learned)
+            self.source.commit(dict(self.positions))
         self._examples_at_checkpoint = self.stream_examples
         self._checkpoint_clock = self.clock()
 

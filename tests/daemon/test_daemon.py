@@ -440,3 +440,15 @@ def test_predictions_on_their_way_hold_checkpoints_back(
     run.checkpoint()
     assert store.held == [({"0": len(values)}, 120)]
     assert source.committed == {0: len(values)}
+
+
+def test_without_checkpoints_nothing_is_committed() -> None:
+    """Offsets are committed only once a checkpoint holding them is on disk: without a
+    checkpoint directory, a restart in the same group must not skip what the lost model
+    had learned."""
+    source = MemorySource({0: messages(10, 3, seed=10)})
+    run = daemon(source, None)
+    run.run()
+    run.checkpoint()  # on request (SIGHUP) too
+    assert run.stream_examples == 30
+    assert source.committed == {}
