@@ -10,8 +10,10 @@ Every ``checkpoint_every`` examples or ``checkpoint_interval`` seconds (or on re
 it writes a checkpoint holding the learner, its buffer and the source positions,
 and only then commits those positions to the source. On start it restores the newest
 readable checkpoint and seeks the source to its positions, so a crash loses nothing and
-learns nothing twice. When the source is idle it may replay towards convergence
-(``idle_replay``), which makes the model depend on arrival timing.
+learns nothing twice; it refuses to start when checkpoints exist but none can be read,
+or when they hold positions in another stream (another topic). When the source is idle
+it may replay towards convergence (``idle_replay``), which makes the model depend on
+arrival timing.
 
 **Decoding ahead** (``decode_ahead``, on by default): a poll's messages are decoded on a
 worker thread while the main thread learns the poll before, so parsing and learning
@@ -40,11 +42,13 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from streamlearn.checkpoint.codec import Checkpoint
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import (
     DEFAULT_MAX_LABELS,
@@ -241,11 +245,17 @@ class Daemon:
     # -- the loop ----------------------------------------------------------------------------
 
     def restore(self) -> None:
-        """Load the newest readable checkpoint (if any) and seek the source to it."""
-        latest = self.store.latest() if self.store is not None else None
+        """Load the newest readable checkpoint (if any) and seek the source to it.
+
+        Refuses (:class:`CheckpointError`, :class:`StateError`) a directory whose
+        checkpoints are all unreadable, and a checkpoint of another stream: either would
+        otherwise start from the wrong offsets and leave data out of the model for good.
+        """
+        latest = self._latest()
         if latest is not None:
             path, checkpoint = latest
             payload = checkpoint.payload
+            self._check_stream(payload, path)
             self.learner = self._model_of_kind(model_from_state(payload["learner"]), str(path))
             try:
                 self.stream_examples = int(payload["job"]["stream_examples"])
@@ -257,6 +267,34 @@ class Daemon:
         self._presented_seen, self._mistakes_seen = self._progressive()
         self.source.seek(dict(self.positions))
         self.restored = True
+
+    def _latest(self) -> tuple[Path, Checkpoint] | None:
+        """The newest readable checkpoint; None when there is none at all."""
+        if self.store is None:
+            return None
+        latest = self.store.latest()  # logs why each unreadable one is skipped
+        if latest is None and self.store.paths():
+            # starting empty would resume from the group's committed offsets, past
+            # everything these checkpoints had learned
+            raise CheckpointError(
+                f"none of the checkpoints in {self.store.directory} can be read (see the "
+                "warnings above); restore a readable one, or to start afresh move them "
+                "away or use another --checkpoint-dir (with another --group to read the "
+                "topic from its beginning)"
+            )
+        return latest
+
+    def _check_stream(self, payload: Mapping[str, Any], path: Path) -> None:
+        """Refuse the positions of another stream (a checkpoint of another topic)."""
+        held, ours = payload.get("stream"), self.source.stream
+        if held is None:  # written before checkpoints named their stream
+            log.info("%s does not name its stream: its positions are taken as %s's",
+                     path, ours)  # fmt: skip
+        elif held != ours:
+            raise StateError(
+                f"checkpoint {path} holds positions in {held}, not in {ours}: start with "
+                "the same source, or with another --checkpoint-dir to start afresh"
+            )
 
     def run(self) -> None:
         """Turn until stopped or the source is exhausted; then checkpoint and commit."""
@@ -531,6 +569,7 @@ class Daemon:
             "kind": DAEMON_KIND,
             "learner": self.learner.state_dict(),
             "positions": {str(p): o for p, o in self.positions.items()},
+            "stream": self.source.stream,
             "job": {"stream_examples": self.stream_examples},
         }
 

@@ -199,6 +199,10 @@ class MessageBatch:
 class Source(Protocol):
     """A resumable stream of messages."""
 
+    #: what its positions are positions in (``kafka:TOPIC``, ``stdin``): a checkpoint's
+    #: positions mean nothing in another stream
+    stream: str
+
     def poll(self, timeout: float, max_messages: int) -> MessageBatch:
         """Up to ``max_messages`` messages, waiting at most ``timeout`` seconds for the first."""
         ...

@@ -251,6 +251,7 @@ class KafkaSource:
         keep_long_stalls_only()
         warm_up()  # compiles, if it must, before a consumer exists to send heartbeats
         self.topic = topic
+        self.stream = f"kafka:{topic}"
         self.group_id = group_id
         self.lag_interval = lag_interval
         self._config: dict[str, Any] = {

@@ -60,6 +60,7 @@ class StdinSource:
         if read_size < 1:
             raise InvalidParameterError(f"read_size must be >= 1, got {read_size}")
         self.lines_per_message = lines_per_message
+        self.stream = "stdin"
         self.read_size = read_size
         self._stream = stream
         try:

@@ -11,6 +11,7 @@ class MemorySource:
     def __init__(self, partitions: dict[int, list[bytes]], per_poll: int = 3) -> None:
         self.partitions = partitions
         self.per_poll = per_poll
+        self.stream = "memory"
         self.next: Positions = dict.fromkeys(partitions, 0)
         self.committed: Positions = {}
 

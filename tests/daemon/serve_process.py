@@ -153,6 +153,15 @@ class Serve:
         self._forget()
         return code
 
+    def exit_code(self) -> int:
+        """The exit code of a daemon expected to end by itself (an error at start)."""
+        try:
+            code = self.process.wait(timeout=EXIT_TIMEOUT)
+        finally:
+            if self.process.poll() is not None:
+                self._forget()
+        return code
+
     def _forget(self) -> None:
         self.log.close()
         if self in Serve.running:

@@ -15,7 +15,7 @@ from memory_source import ListSink, MemorySource
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import LearnerSpec
 from streamlearn.daemon import Daemon, DaemonSettings, FirstLines
-from streamlearn.errors import CheckpointError
+from streamlearn.errors import CheckpointError, StateError
 from streamlearn.parse.messages import MessageDecoder
 from streamlearn.parse.svmlight import ParsedRows
 from streamlearn.replay import ReplaySchedule
@@ -452,3 +452,54 @@ def test_without_checkpoints_nothing_is_committed() -> None:
     run.checkpoint()  # on request (SIGHUP) too
     assert run.stream_examples == 30
     assert source.committed == {}
+
+
+def flip_last_byte(path: Path) -> None:
+    """Corrupt a checkpoint file (its checksum no longer matches)."""
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_unreadable_checkpoints_are_refused_not_skipped(tmp_path: Path) -> None:
+    """When checkpoints exist but none reads, starting an empty model would resume from
+    the group's committed offsets, past everything they had learned: the daemon refuses
+    to start and says how to start afresh. An older readable one is still used."""
+    store = CheckpointStore(tmp_path / "ckpt", keep=2)
+    first = daemon(MemorySource({0: messages(30, 3, seed=11)}), store)
+    first.restore()
+    for _ in range(2):
+        first.process(first.source.poll(0.0, 1000))
+        first.checkpoint()
+    newest, older = store.paths()
+    flip_last_byte(newest)
+    fallback = daemon(MemorySource({0: []}), store)
+    fallback.restore()
+    assert fallback.stream_examples == 9
+
+    flip_last_byte(older)
+    refusing = daemon(MemorySource({0: []}), store)
+    with pytest.raises(CheckpointError, match=r"none of the checkpoints in .* can be read"):
+        refusing.restore()
+    assert not refusing.restored
+
+
+def test_a_checkpoint_of_another_stream_is_refused(tmp_path: Path) -> None:
+    """Positions are per partition of one stream: a checkpoint of topic A must not seek
+    topic B. Checkpoints written before they named their stream are still read."""
+    store = CheckpointStore(tmp_path / "ckpt")
+    first = daemon(MemorySource({0: messages(10, 3, seed=12)}), store)
+    first.run()
+    other = MemorySource({0: []})
+    other.stream = "memory:another"
+    with pytest.raises(StateError, match="holds positions in memory, not in memory:another"):
+        daemon(other, store).restore()
+
+    found = store.latest()
+    assert found is not None and found[1].payload["stream"] == "memory"
+    older = {k: v for k, v in found[1].payload.items() if k != "stream"}
+    store.write(older)
+    source = MemorySource({0: []})
+    restored = daemon(source, store)
+    restored.restore()
+    assert restored.stream_examples == 30 and source.next == {0: 10}
