@@ -432,21 +432,29 @@ class KafkaSource:
                     log.warning("seek of partition %d failed: %r", partition, error)
 
     def commit(self, positions: Positions, timeout: float = 10.0) -> None:
-        """Commit these offsets for the group, waiting at most ``timeout`` s.
+        """Commit these offsets of the partitions assigned to this member for the group,
+        waiting at most ``timeout`` s.
 
-        A failure is logged, not raised: the checkpoint holds the positions, and the next
-        commit carries them again.
+        The positions of partitions it no longer owns are left out: they are stale once
+        another member reads those partitions, and committing them would move the
+        group's offsets back. A failure is logged, not raised: the checkpoint holds the
+        positions, and the next commit carries them again.
         """
-        if not positions:
+        owned = {p: offset for p, offset in positions.items() if p in self._assigned}
+        if not owned:
             return
         offsets = {
             TopicPartition(self.topic, partition): OffsetAndMetadata(offset, "", -1)
-            for partition, offset in positions.items()
+            for partition, offset in owned.items()
         }
         try:
             self._connected_consumer().commit(offsets, timeout_ms=int(timeout * 1000))
         except KafkaError as error:
-            log.warning("Kafka commit of %s failed: %r", dict(positions), error)
+            log.warning("Kafka commit of %s failed: %r", owned, error)
+
+    def assigned(self) -> set[int]:
+        """The partitions the group assigns to this member now."""
+        return set(self._assigned)
 
     def ready(self) -> bool:
         """Whether partitions are assigned, the last poll worked and the group is joined."""

@@ -156,6 +156,33 @@ def test_seek_overrides_the_committed_offsets(
     assert [(m.partition, m.offset) for m in again] == [(0, o) for o in range(6, 10)]
 
 
+def test_commits_cover_only_the_partitions_the_member_owns(
+    tansu: Tansu, sources: list[KafkaSource], topic_name: str
+) -> None:
+    """Two members of one group: the first read both partitions before the second
+    joined; its stale position of the partition it lost must not overwrite what the
+    second commits (committed offsets went backwards)."""
+    tansu.create_topic(topic_name, 2)
+    for p in range(2):
+        tansu.produce(topic_name, svmlight_values(10), partition=p)
+    first = open_source(tansu, sources, topic_name, "group-o")
+    consume(first, 20)
+    second = open_source(tansu, sources, topic_name, "group-o")
+
+    def split() -> bool:
+        first.poll(0.1, 100)
+        second.poll(0.1, 100)
+        return len(first.assigned()) == 1 and len(second.assigned()) == 1
+
+    wait_for(split, timeout=JOIN_TIMEOUT, interval=0.0, what="one partition each")
+    (kept,), (lost,) = first.assigned(), second.assigned()
+    wait_for(lambda: second.poll(0.1, 100) is not None and second.position() == {lost: 10},
+             timeout=JOIN_TIMEOUT, interval=0.0, what="the second member's messages")  # fmt: skip
+    second.commit(second.position())
+    first.commit({kept: 3, lost: 3})  # what the first member held for both
+    assert tansu.committed(topic_name, "group-o", 2) == {kept: 3, lost: 10}
+
+
 def test_lag_counts_messages_not_yet_returned(
     tansu: Tansu, sources: list[KafkaSource], topic_name: str
 ) -> None:
