@@ -73,12 +73,9 @@ class ServeConfig:
             raise InvalidParameterError(f"--source must be stdin or kafka, got {self.source!r}")
         if self.source == "kafka" and not (self.bootstrap_servers and self.topic):
             raise InvalidParameterError("--source kafka needs --bootstrap-servers and --topic")
-        if self.consumer_options:
-            if self.source != "kafka":
-                raise InvalidParameterError("--consumer-option needs --source kafka")
-            from streamlearn.sources.kafka import consumer_options
-
-            consumer_options(self.consumer_options)  # checks them before anything starts
+        if self.consumer_options and self.source != "kafka":
+            raise InvalidParameterError("--consumer-option needs --source kafka")
+        self._check_kafka_names()
         if self.message_format not in ("svmlight", "msgpack"):
             raise InvalidParameterError(
                 f"--format must be svmlight or msgpack, got {self.message_format!r}"
@@ -88,6 +85,24 @@ class ServeConfig:
             raise InvalidParameterError(
                 "--format msgpack needs --source kafka: standard input is read as svmlight lines"
             )
+
+    def _check_kafka_names(self) -> None:
+        """Consumer options and topic names, checked before anything starts (a bad one
+        was otherwise found at its first use, in a traceback, and again at every start)."""
+        topics = {"--predictions-topic": self.predictions_topic,
+                  "--dead-letter-topic": self.dead_letter_topic}  # fmt: skip
+        if self.source == "kafka":
+            topics["--topic"] = self.topic
+        named = {option: name for option, name in topics.items() if name}
+        if not named and not self.consumer_options:
+            return
+        if not self.bootstrap_servers:
+            raise InvalidParameterError(f"{', '.join(named)} needs --bootstrap-servers")
+        from streamlearn.sources.kafka import check_topic_name, consumer_options
+
+        consumer_options(self.consumer_options)
+        for option, name in named.items():
+            check_topic_name(option, name)
 
     @property
     def model(self) -> ModelSpec:

@@ -39,6 +39,7 @@ from kafka import (
     TopicPartition,
 )
 from kafka.errors import KafkaError
+from kafka.util import ensure_valid_topic_name
 
 from streamlearn.errors import InputError, InvalidParameterError
 from streamlearn.sources.base import Message, MessageBatch, Positions
@@ -145,6 +146,22 @@ def consumer_options(pairs: Sequence[str]) -> dict[str, Any]:
             raise InvalidParameterError(f"unknown or unsettable Kafka consumer option {name!r}")
         options[key] = _option_value(name, text.strip(), scalar[key])
     return options
+
+
+def check_topic_name(option: str, name: str) -> None:
+    """Refuse a name Kafka does not allow for a topic (ASCII letters, digits, ``.``,
+    ``_`` and ``-``, at most 249 of them, not ``.`` or ``..``), naming the option.
+
+    >>> check_topic_name("--topic", "examples.v2")
+    >>> check_topic_name("--topic", "bad topic!")
+    Traceback (most recent call last):
+    ...
+    streamlearn.errors.InvalidParameterError: --topic: Topic name "bad topic!" is illegal, ...
+    """
+    try:
+        ensure_valid_topic_name(name)
+    except (TypeError, ValueError) as error:
+        raise InvalidParameterError(f"{option}: {error}") from None
 
 
 def largest_fetch(options: Mapping[str, Any]) -> int:

@@ -258,6 +258,31 @@ def test_serve_refuses_a_bad_consumer_option_before_starting() -> None:
     assert "comes from the environment" in result.stderr
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--source", "kafka", "--topic", "bad topic!"],
+        ["--source", "kafka", "--topic", "t", "--predictions-topic", "bad topic!"],
+        ["--source", "kafka", "--topic", "t", "--dead-letter-topic", "x" * 250],
+        ["--predictions-topic", ".."],  # predictions of standard input to Kafka
+    ],
+)
+def test_serve_refuses_a_bad_topic_name_before_starting(options: list[str]) -> None:
+    """An illegal name used to be found at its first use (the first prediction or dead
+    letter), in a traceback, and again at every start."""
+    result = runner.invoke(app, ["serve", "--bootstrap-servers", "127.0.0.1:1", *options])
+    assert result.exit_code == 1, result.output
+    option = next(o for o in reversed(options) if o.startswith("--") and o != "--source")
+    assert result.stderr.startswith(f"error: {option}: "), result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_serve_refuses_a_kafka_topic_without_brokers() -> None:
+    result = runner.invoke(app, ["serve", "--predictions-topic", "p"])
+    assert result.exit_code == 1
+    assert result.stderr == "error: --predictions-topic needs --bootstrap-servers\n"
+
+
 @contextmanager
 def compiling(on_first: Callable[[], None]) -> Iterator[CompileLog]:
     """A stand-in for the compilation watch that sees three kernels compile."""
