@@ -480,29 +480,36 @@ class Daemon:
         for owner, item in zip(owners.tolist(), rejected, strict=True):
             first_of.setdefault(owner, item)
         for owner, first in sorted(first_of.items()):
-            message = messages.message(owner)
+            partition, offset = origin = _origin(messages, owner)
             line = first.line - int(first_lines[owner]) + 1
-            log.warning(
-                "message %d@%d: rejected line %d (%s)",
-                message.offset, message.partition, line, first.reason,
-            )  # fmt: skip
-            if self.dead_letters is not None:
-                origin = (message.partition, message.offset)
-                self.dead_letters.send(message.key, message.value, origin=origin)
+            log.warning("message %d@%d: rejected line %d (%s)",
+                        offset, partition, line, first.reason)  # fmt: skip
+            if self.dead_letters is not None:  # whole: a null value stays null, headers too
+                self.dead_letters.send(
+                    messages.key(owner), messages.raw_value(owner), origin=origin,
+                    headers=messages.all_headers(owner),
+                )  # fmt: skip
 
     def _deliver_sent(self) -> None:
-        """Wait (``flush_timeout`` at most) for the predictions sent so far to be
-        delivered or to fail (failures are reported). A checkpoint past their requests
-        while they are still on their way would lose them for good if the daemon then
-        stopped: a restart from the checkpoint before answers them again instead."""
+        """Wait (``flush_timeout`` at most) for the predictions and dead letters sent so
+        far to be delivered or to fail (failures are reported). A checkpoint past their
+        input messages while they are still on their way would lose them for good if the
+        daemon then stopped: a restart from the checkpoint before sends them again."""
         timeout = self.settings.flush_timeout
-        on_their_way = self.sink.flush(timeout) if self.sink is not None else 0
+        deadline = self.clock() + timeout
+        waiting = []
+        for name, sink in (("predictions", self.sink), ("dead_letters", self.dead_letters)):
+            if sink is None:
+                continue
+            on_their_way = sink.flush(max(0.0, deadline - self.clock()))
+            if on_their_way:
+                plural = "s" if on_their_way > 1 else ""
+                waiting.append(f"{on_their_way} {SINKS[name]}{plural}")
         self._report_undelivered()
-        if on_their_way:
-            plural = "s" if on_their_way > 1 else ""
+        if waiting:
             raise CheckpointError(
-                f"checkpoint not written: {on_their_way} prediction{plural} still on "
-                f"their way after {timeout:g} s (is the broker reachable?)"
+                f"checkpoint not written: {' and '.join(waiting)} still on their way "
+                f"after {timeout:g} s (is the broker reachable?)"
             )
 
     def _report_undelivered(self) -> None:

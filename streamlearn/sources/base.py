@@ -27,6 +27,7 @@ from streamlearn.parse.messages import (
     VALUE_START,
     pack_messages,
 )
+from streamlearn.sources.headers import Header, HeaderColumn, encode_headers
 
 Positions = dict[int, int]
 CONTENT_TYPE = "content-type"
@@ -58,8 +59,9 @@ class MessageBatch:
     ``spans`` (int64, ``SPAN_ROWS`` x n, rows named in :mod:`streamlearn.parse.messages`)
     gives where each message's value, key and ``content-type`` header value start in
     ``data`` and their lengths (-1, start 0, for a null key or value or no header);
-    ``partitions`` and ``offsets`` say where each message came from. A batch keeps the
-    ``content-type`` header only: other headers are dropped. Single messages
+    ``partitions`` and ``offsets`` say where each message came from. The ``content-type``
+    header is a span; when some message has other headers, ``headers`` says where they
+    are (read only for :meth:`all_headers`, to forward a message whole). Single messages
     (:meth:`message`) are built on demand, for the rare paths.
 
     >>> batch = MessageBatch.from_messages([Message(b"1 1:1", b"k", {}, 0, 7),
@@ -70,12 +72,16 @@ class MessageBatch:
     Message(value=b'2', key=None, headers={'content-type': b'x'}, partition=1, offset=3)
     >>> [m.offset for m in MessageBatch.concatenate([batch.slice(1, 2), batch.slice(0, 1)])]
     [3, 7]
+    >>> whole = MessageBatch.from_records([None], [b"k"], [[("trace", b"1")]], [0], [9])
+    >>> whole.raw_value(0), whole.value(0), whole.all_headers(0)
+    (None, b'', [('trace', b'1')])
     """
 
     data: npt.NDArray[np.uint8]
     spans: npt.NDArray[np.int64]
     partitions: npt.NDArray[np.int32]
     offsets: npt.NDArray[np.int64]
+    headers: HeaderColumn | None = None
 
     def __len__(self) -> int:
         return int(self.offsets.shape[0])
@@ -100,17 +106,34 @@ class MessageBatch:
 
     @staticmethod
     def from_messages(messages: Sequence[Message]) -> MessageBatch:
-        """The columns of these messages (headers other than ``content-type`` dropped)."""
-        data, spans = pack_messages(
+        """The columns of these messages."""
+        return MessageBatch.from_records(
             [m.value for m in messages],
             [m.key for m in messages],
-            [m.headers.get(CONTENT_TYPE) for m in messages],
+            [list(m.headers.items()) for m in messages],
+            [m.partition for m in messages],
+            [m.offset for m in messages],
         )
+
+    @staticmethod
+    def from_records(
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None],
+        headers: Sequence[Sequence[Header]],
+        partitions: Sequence[int],
+        offsets: Sequence[int],
+    ) -> MessageBatch:
+        """The columns of messages given field by field (null values kept as null)."""
+        content_types = [
+            next((v for k, v in reversed(pairs) if k == CONTENT_TYPE), None) for pairs in headers
+        ]  # the last one, as a dict of them keeps
+        data, spans = pack_messages(values, keys, content_types)
         return MessageBatch(
             _read_only(data),
             spans,
-            np.array([m.partition for m in messages], dtype=np.int32),
-            np.array([m.offset for m in messages], dtype=np.int64),
+            np.array(partitions, dtype=np.int32),
+            np.array(offsets, dtype=np.int64),
+            _header_column(headers),
         )
 
     def _bytes(self, start_row: int, length_row: int, i: int) -> bytes | None:
@@ -124,9 +147,22 @@ class MessageBatch:
         """The value of message ``i`` (empty for a null value)."""
         return self._bytes(VALUE_START, VALUE_LENGTH, i) or b""
 
+    def raw_value(self, i: int) -> bytes | None:
+        """The value of message ``i`` (None for a null value)."""
+        return self._bytes(VALUE_START, VALUE_LENGTH, i)
+
     def key(self, i: int) -> bytes | None:
         """The key of message ``i``."""
         return self._bytes(KEY_START, KEY_LENGTH, i)
+
+    def all_headers(self, i: int) -> list[Header]:
+        """Every header of message ``i``, in order."""
+        if self.headers is not None:
+            found = self.headers.headers(i)
+            if found is not None:
+                return found
+        content_type = self._bytes(TYPE_START, TYPE_LENGTH, i)
+        return [] if content_type is None else [(CONTENT_TYPE, content_type)]
 
     def message(self, i: int) -> Message:
         """Message ``i`` as an object."""
@@ -150,6 +186,7 @@ class MessageBatch:
             self.spans[:, first:last],
             self.partitions[first:last],
             self.offsets[first:last],
+            None if self.headers is None else self.headers.slice(first, last),
         )
 
     def end_positions(self) -> Positions:
@@ -188,12 +225,31 @@ class MessageBatch:
             pieces.append(part.data[low:high])
             spans.append(shifted)
             base += high - low
+        headers = None
+        if any(p.headers is not None for p in parts):  # they stay in their own buffers
+            headers = HeaderColumn.concatenate([p.headers for p in parts], [len(p) for p in parts])
         return MessageBatch(
             _read_only(np.concatenate(pieces)),
             np.concatenate(spans, axis=1),
             np.concatenate([p.partitions for p in parts]),
             np.concatenate([p.offsets for p in parts]),
+            headers,
         )
+
+
+def _header_column(headers: Sequence[Sequence[Header]]) -> HeaderColumn | None:
+    """The header sections of the messages with a header other than ``content-type``
+    (None when there is none)."""
+    whole = [any(key != CONTENT_TYPE for key, _ in pairs) for pairs in headers]
+    if not any(whole):
+        return None
+    sections = bytearray()
+    where = np.full((2, len(headers)), -1, dtype=np.int64)
+    for i, pairs in enumerate(headers):
+        if whole[i]:
+            where[:, i] = 0, len(sections)
+            sections += encode_headers(pairs)
+    return HeaderColumn((np.frombuffer(bytes(sections), dtype=np.uint8),), where)
 
 
 class Source(Protocol):
@@ -253,9 +309,16 @@ class Sink(Protocol):
     reported by :meth:`undelivered`, with the ``origin`` it was sent with.
     """
 
-    def send(self, key: bytes | None, value: bytes, *, origin: tuple[int, int]) -> None:
+    def send(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        *,
+        origin: tuple[int, int],
+        headers: Sequence[Header] = (),
+    ) -> None:
         """Queue one message; ``origin`` is the (partition, offset) of the input message
-        it answers or forwards."""
+        it answers or forwards (a dead letter keeps its null value and its headers)."""
         ...
 
     def undelivered(self) -> list[Undelivered]:

@@ -42,7 +42,7 @@ from kafka.errors import KafkaError
 from kafka.util import ensure_valid_topic_name
 
 from streamlearn.errors import InputError, InvalidParameterError
-from streamlearn.sources.base import Message, MessageBatch, Positions
+from streamlearn.sources.base import MessageBatch, Positions
 from streamlearn.sources.kafka_blocks import RecordBlock, install_block_records, warm_up
 from streamlearn.sources.kafka_logging import keep_long_stalls_only
 
@@ -203,6 +203,18 @@ def checked_security(security: Mapping[str, str] | None) -> dict[str, str]:
     if unknown:
         raise InvalidParameterError(f"unknown Kafka security options: {', '.join(unknown)}")
     return options
+
+
+def _record_batch(records: list[Any], partition: int) -> MessageBatch:
+    """kafka-python's ``ConsumerRecord`` objects of one partition as a batch (null
+    values kept)."""
+    return MessageBatch.from_records(
+        [r.value for r in records],
+        [r.key for r in records],
+        [list(r.headers or ()) for r in records],
+        [partition] * len(records),
+        [r.offset for r in records],
+    )
 
 
 class _SeekOnAssign(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -381,32 +393,17 @@ class KafkaSource:
 
     def _queue(self, partition: int, items: list[Any]) -> None:
         """Keep what one partition's fetch gave: record blocks, or records one by one."""
-        records: list[Message] = []
+        records: list[Any] = []
         for item in items:
             if isinstance(item, RecordBlock):
                 if records:
-                    self._push(MessageBatch.from_messages(records))
+                    self._push(_record_batch(records, partition))
                     records = []
-                self._push(
-                    MessageBatch(
-                        item.data,
-                        item.spans,
-                        np.full(len(item), partition, dtype=np.int32),
-                        item.offsets,
-                    )
-                )
+                self._push(item.message_batch(partition))
             else:
-                records.append(
-                    Message(
-                        value=item.value if item.value is not None else b"",
-                        key=item.key,
-                        headers=dict(item.headers or ()),
-                        partition=partition,
-                        offset=item.offset,
-                    )
-                )
+                records.append(item)
         if records:
-            self._push(MessageBatch.from_messages(records))
+            self._push(_record_batch(records, partition))
 
     def _push(self, batch: MessageBatch) -> None:
         self._pending.append(batch)

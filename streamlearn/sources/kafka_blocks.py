@@ -35,14 +35,21 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 
 from streamlearn._kernels.kafka_records import (
     CONTENT_TYPE,
+    KEY_LENGTH,
+    KEY_START,
     MIN_RECORD_BYTES,
     OFFSET,
+    OTHER_HEADERS,
     RECORD_ROWS,
     RECORDS_OK,
+    VALUE_LENGTH,
+    VALUE_START,
     decode_records,
 )
 from streamlearn.parse.messages import SPAN_ROWS
 from streamlearn.sources.base import CONTENT_TYPE as HEADER
+from streamlearn.sources.base import MessageBatch
+from streamlearn.sources.headers import HeaderColumn, read_varint
 
 log = logging.getLogger(__name__)
 
@@ -63,13 +70,22 @@ _RECORDS_METHODS = (
 
 class RecordBlock:
     """The records of one batch kept: ``data`` and ``columns`` (rows of
-    :mod:`streamlearn._kernels.kafka_records`: spans first, then offsets)."""
+    :mod:`streamlearn._kernels.kafka_records`: spans first, then offsets); the batch's
+    records start at ``records_start`` in ``data``, numbered from ``base_offset``."""
 
-    __slots__ = ("columns", "data", "offset")
+    __slots__ = ("base_offset", "columns", "data", "offset", "records_start")
 
-    def __init__(self, data: npt.NDArray[np.uint8], columns: npt.NDArray[np.int64]) -> None:
+    def __init__(
+        self,
+        data: npt.NDArray[np.uint8],
+        columns: npt.NDArray[np.int64],
+        records_start: int = 0,
+        base_offset: int = 0,
+    ) -> None:
         self.data = data
         self.columns = columns
+        self.records_start = records_start
+        self.base_offset = base_offset
         #: the offset of the last record (what the fetcher's skip logic reads)
         self.offset = int(columns[OFFSET, -1])
 
@@ -86,6 +102,52 @@ class RecordBlock:
         """The offset of each record."""
         offsets: npt.NDArray[np.int64] = self.columns[OFFSET]
         return offsets
+
+    def message_batch(self, partition: int) -> MessageBatch:
+        """The block's records as a batch of ``partition``'s messages (their headers
+        other than ``content-type`` stay in the block, read only if asked for)."""
+        sections = self.header_sections()
+        headers = None
+        if sections is not None:
+            headers = HeaderColumn((self.data,), np.vstack([np.zeros_like(sections), sections]))
+        partitions = np.full(len(self), partition, dtype=np.int32)
+        return MessageBatch(self.data, self.spans, partitions, self.offsets, headers)
+
+    def header_sections(self) -> npt.NDArray[np.int64] | None:
+        """Where the header section of each record with a header other than
+        ``content-type`` starts in ``data`` (-1 for the other records); None when no
+        record has one, as in most streams. Vectorised: the section follows the value;
+        only a record with a null value is looked for record by record."""
+        columns = self.columns
+        others = columns[OTHER_HEADERS] > 0
+        if not others.any():
+            return None
+        null = columns[VALUE_LENGTH] < 0
+        value_end = columns[VALUE_START] + columns[VALUE_LENGTH]
+        sections: npt.NDArray[np.int64] = np.where(others & ~null, value_end, -1)
+        for j in np.flatnonzero(others & null).tolist():
+            sections[j] = self._section_after_null_value(j)
+        return sections
+
+    def _section_after_null_value(self, j: int) -> int:
+        """The header section of record ``j``, whose value is null."""
+        data = self.data
+        key_length = int(self.columns[KEY_LENGTH, j])
+        if key_length >= 0:
+            p = int(self.columns[KEY_START, j]) + key_length
+        else:  # neither key nor value tells where the record is: find it
+            p = self.records_start
+            while True:
+                length, body = read_varint(data, p)
+                _, q = read_varint(data, body)  # attributes
+                _, q = read_varint(data, q)  # timestamp delta
+                delta, q = read_varint(data, q)
+                if self.base_offset + delta == int(self.columns[OFFSET, j]):
+                    _, p = read_varint(data, q)  # the key's length (null)
+                    break
+                p = body + length
+        _, p = read_varint(data, p)  # the value's length (null)
+        return p
 
 
 def decode_batch(batch: Any, min_offset: int) -> tuple[int, RecordBlock | None, int]:
@@ -107,7 +169,7 @@ def decode_batch(batch: Any, min_offset: int) -> tuple[int, RecordBlock | None, 
     )
     if code != RECORDS_OK:
         return int(code), None, 0
-    block = RecordBlock(data, columns[:, :kept]) if kept else None
+    block = RecordBlock(data, columns[:, :kept], start, batch.base_offset) if kept else None
     return RECORDS_OK, block, batch.next_offset
 
 

@@ -18,13 +18,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError
 
 from streamlearn.sources.base import Undelivered
+from streamlearn.sources.headers import Header
 from streamlearn.sources.kafka import checked_security
 from streamlearn.sources.kafka_logging import keep_long_stalls_only
 
@@ -84,10 +85,24 @@ class KafkaSink:
             log.warning("no metadata yet for topic %s (%r): asked again at the first send",
                         self.topic, error)  # fmt: skip
 
-    def send(self, key: bytes | None, value: bytes, *, origin: tuple[int, int]) -> None:
-        """Queue one message; a failure, now or at delivery, goes to :meth:`undelivered`."""
+    def send(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        *,
+        origin: tuple[int, int],
+        headers: Sequence[Header] = (),
+    ) -> None:
+        """Queue one message; a failure, now or at delivery, goes to :meth:`undelivered`.
+
+        kafka-python sends no null header value (it goes as an empty one), and no record
+        whose key and value are both null (its value goes empty).
+        """
+        if key is None and value is None:
+            value = b""
+        pairs = [(name, b"" if content is None else content) for name, content in headers]
         try:
-            future = self._producer.send(self.topic, value=value, key=key)
+            future = self._producer.send(self.topic, value=value, key=key, headers=pairs)
         except KafkaError as error:  # too large, no metadata in time, closed
             self._fail(origin, error)
             return

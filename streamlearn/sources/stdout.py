@@ -6,9 +6,11 @@ import contextlib
 import logging
 import os
 import sys
+from collections.abc import Sequence
 from typing import IO
 
 from streamlearn.sources.base import Undelivered
+from streamlearn.sources.headers import Header
 
 log = logging.getLogger("streamlearn.sink")
 
@@ -34,12 +36,19 @@ class StdoutSink:
         self.dropped = 0
         self._gone = self.stream is None
 
-    def send(self, key: bytes | None, value: bytes, *, origin: tuple[int, int] = (0, 0)) -> None:
-        """Write one line (keys and values are shown as UTF-8 text)."""
+    def send(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        *,
+        origin: tuple[int, int] = (0, 0),
+        headers: Sequence[Header] = (),
+    ) -> None:
+        """Write one line (keys and values are shown as UTF-8 text, headers not)."""
         if self._gone:
             self.dropped += 1
             return
-        text = value.decode("utf-8", "replace")
+        text = (value or b"").decode("utf-8", "replace")
         if key is not None:
             text = key.decode("utf-8", "replace") + "\t" + text
         try:

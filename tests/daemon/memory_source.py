@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from streamlearn.sources.base import Message, MessageBatch, Positions, Undelivered
+from streamlearn.sources.headers import Header
 
 
 class MemorySource:
@@ -54,10 +57,19 @@ class ListSink:
     def __init__(self) -> None:
         self.sent: list[tuple[bytes | None, bytes]] = []
         self.origins: list[tuple[int, int]] = []
+        self.headers: list[list[Header]] = []
 
-    def send(self, key: bytes | None, value: bytes, *, origin: tuple[int, int]) -> None:
+    def send(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        *,
+        origin: tuple[int, int],
+        headers: Sequence[Header] = (),
+    ) -> None:
         self.sent.append((key, value))
         self.origins.append(origin)
+        self.headers.append(list(headers))
 
     def undelivered(self) -> list[Undelivered]:
         return []

@@ -4,7 +4,7 @@ rejections, checkpoint-then-commit."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from streamlearn.parse.messages import MessageDecoder
 from streamlearn.parse.svmlight import ParsedRows
 from streamlearn.replay import ReplaySchedule
 from streamlearn.sources.base import MessageBatch, Undelivered
+from streamlearn.sources.headers import Header
 
 SETTINGS = DaemonSettings(
     replay=ReplaySchedule(every=50, passes=1),
@@ -344,7 +345,14 @@ class RefusingSink(ListSink):
         super().__init__()
         self.failed: list[Undelivered] = []
 
-    def send(self, key: bytes | None, value: bytes, *, origin: tuple[int, int]) -> None:
+    def send(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        *,
+        origin: tuple[int, int],
+        headers: Sequence[Header] = (),
+    ) -> None:
         super().send(key, value, origin=origin)
         self.failed.append(Undelivered(*origin, "MessageSizeTooLargeError()"))
 
@@ -427,7 +435,7 @@ def test_predictions_on_their_way_hold_checkpoints_back(
             run.process(source.poll(0.0, 1000))
             if run._checkpoint_due():
                 run._checkpoint_or_carry_on()
-    assert sink.waited == [0.5]
+    assert sink.waited == [pytest.approx(0.5, abs=0.05)]
     assert store.held == [] and source.committed == {}
     assert "1 prediction still on their way after 0.5 s" in caplog.text
     assert "learning goes on" in caplog.text
@@ -503,3 +511,32 @@ def test_a_checkpoint_of_another_stream_is_refused(tmp_path: Path) -> None:
     restored = daemon(source, store)
     restored.restore()
     assert restored.stream_examples == 30 and source.next == {0: 10}
+
+
+def test_dead_letters_go_whole_and_are_delivered_before_a_checkpoint(tmp_path: Path) -> None:
+    """A dead letter keeps its null value and every header (a consumer of the
+    dead-letter topic needs its content type); and a checkpoint waits for the dead
+    letters as for the predictions, so that none is lost behind committed offsets."""
+    polled = MessageBatch.from_records(
+        [b"+1 1:nan\n", None, b"-1 2:1\n"],
+        [b"a", b"b", None],
+        [[("content-type", b"text/svmlight"), ("trace", b"7"), ("trace", None)],
+         [("content-type", b"application/msgpack")], []],
+        [0, 0, 0],
+        [0, 1, 2],
+    )  # fmt: skip
+    dead = StalledSink()
+    store = RecordingStore(tmp_path / "ckpt")
+    run = Daemon(
+        LearnerSpec.from_options("pdm", {"eps": 0.05}), MemorySource({0: []}), decode=decode,
+        settings=DaemonSettings(flush_timeout=0.1), store=store, dead_letters=dead,
+    )  # fmt: skip
+    run.process(polled)
+    assert dead.sent == [(b"a", b"+1 1:nan\n"), (b"b", None)]
+    assert dead.headers == [
+        [("content-type", b"text/svmlight"), ("trace", b"7"), ("trace", None)],
+        [("content-type", b"application/msgpack")],
+    ]
+    with pytest.raises(CheckpointError, match="2 dead letters still on their way"):
+        run.checkpoint()
+    assert store.held == []

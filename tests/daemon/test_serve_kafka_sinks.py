@@ -32,30 +32,33 @@ def large_message(min_bytes: int) -> tuple[bytes, int]:
     return value + b"\n", len(good)
 
 
-def test_a_dead_letter_as_large_as_a_fetch_is_forwarded_or_counted(
-    broker: Tansu, tmp_path: Path
-) -> None:
+def test_dead_letters_go_whole_and_one_too_large_is_counted(broker: Tansu, tmp_path: Path) -> None:
     """A message over the producer's default 1 MiB with a bad line is forwarded whole
     (the producer takes what the consumer fetches); when it cannot be (a consumer that
     fetches 1 MiB, so a producer refusing more), it is logged and counted and the daemon
-    goes on, where it used to die at this message on every start."""
+    goes on, where it used to die at this message on every start. Dead letters keep
+    their headers and a null value (they lost both)."""
     from kafka import KafkaProducer
 
-    topic, dead = (f"{n}-{uuid.uuid4().hex[:8]}" for n in ("t", "d"))
-    for name in (topic, dead):
+    topic, dead, dead_small = (f"{n}-{uuid.uuid4().hex[:8]}" for n in ("t", "d", "s"))
+    for name in (topic, dead, dead_small):
         broker.create_topic(name, 1)
     big, lines = large_message(1_300_000)
+    headered = [("content-type", b"text/svmlight"), ("trace-id", b"abc")]
+    msgpack = [("content-type", b"application/msgpack")]
+    sent = [(b"big", big, []), (b"ok", b"-1 2:1\n", []), (b"h", b"oops\n", headered),
+            (b"t", None, msgpack)]  # fmt: skip
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap, max_request_size=1 << 24)
     try:
-        for value in (big, b"-1 2:1\n"):
-            producer.send(topic, value=value, key=b"big").get(timeout=60)
+        for key, value, headers in sent:
+            producer.send(topic, value=value, key=key, headers=headers).get(timeout=60)
     finally:
         producer.close()
-    options = ("--dead-letter-topic", dead, "--checkpoint-interval", "1s", "--replay-every", "0")
-    forwarding = Serve(broker, topic, tmp_path / "forwarding", *options)
-    refusing = Serve(
-        broker, topic, tmp_path / "refusing", *options, consumer={"fetch_max_bytes": 1 << 20}
-    )
+    options = ("--checkpoint-interval", "1s", "--replay-every", "0")
+    forwarding = Serve(broker, topic, tmp_path / "forwarding", "--dead-letter-topic", dead,
+                       *options)  # fmt: skip
+    refusing = Serve(broker, topic, tmp_path / "refusing", "--dead-letter-topic", dead_small,
+                     *options, consumer={"fetch_max_bytes": 1 << 20})  # fmt: skip
     for serve in (forwarding, refusing):
         serve.wait_learned(lines + 1)
     assert refusing.metric(UNDELIVERED, sink="dead_letters") == 1
@@ -64,7 +67,10 @@ def test_a_dead_letter_as_large_as_a_fetch_is_forwarded_or_counted(
         assert serve.stop() == 0, serve.log_tail()
     assert "dead letter of partition 0 offset 0 not delivered" in refusing.log_tail()
     assert "MessageSizeTooLargeError" in refusing.log_tail()
-    assert [(r.key, r.value) for r in read_topic(broker, dead, 1)] == [(b"big", big)]
+    rejected = [sent[0], sent[2], sent[3]]
+    assert [(r.key, r.value, r.headers) for r in read_topic(broker, dead, 3)] == rejected
+    small = read_topic(broker, dead_small, 2)
+    assert [(r.key, r.value, r.headers) for r in small] == rejected[1:]
 
 
 def serve_stdin(broker: Tansu, predictions: str, directory: Path) -> subprocess.Popen[bytes]:

@@ -153,6 +153,47 @@ def test_blocks_give_the_stock_records_and_offsets(compression: int) -> None:
     assert parts.records_read == 66
 
 
+Whole = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]
+
+
+def whole_of(items: list[Any]) -> list[Whole]:
+    """Records or blocks as (offset, key, value or None, every header in order)."""
+    out: list[Whole] = []
+    for item in items:
+        if isinstance(item, RecordBlock):
+            batch = MessageBatch.concatenate(  # in pieces, as polls take them
+                [item.message_batch(0).slice(i, i + 1) for i in range(len(item))]
+            )
+            out += [(int(batch.offsets[i]), batch.key(i), batch.raw_value(i),
+                     batch.all_headers(i)) for i in range(len(batch))]  # fmt: skip
+        else:
+            headers = list(item.headers)
+            if all(name == "content-type" for name, _ in headers):
+                # only the spans say: the last content type, a null one as none
+                headers = [h for h in headers[-1:] if h[1] is not None]
+            out.append((item.offset, item.key, item.value, headers))
+    return out
+
+
+@pytest.mark.parametrize("compression", [0, 1])  # none, gzip
+def test_blocks_keep_null_values_and_every_header(compression: int) -> None:
+    """What a dead letter forwards whole: the value (null stays null) and the headers in
+    order, null values and repeated keys included, as kafka-python's records have them,
+    also for records with neither key nor value."""
+    rng = random.Random(10 + compression)
+    records = random_records(rng, 60)
+    records += [(None, None, [("trace", b"t"), ("content-type", b"text/plain")]),
+                (b"k", None, [("a", None), ("a", b"2")]), (None, None, [])]  # fmt: skip
+    data = v2_batch(records, 5, compression=compression)
+    for fetch_offset in (5, 30):
+        stock = Fetcher.PartitionRecords(fetch_offset, TP, MemoryRecords(data), check_crcs=True)
+        ours = BlockPartitionRecords(fetch_offset, TP, MemoryRecords(data), check_crcs=True)
+        expected = whole_of(stock.take(None))
+        assert whole_of(ours.take(None)) == expected
+        assert len(expected) == 68 - fetch_offset
+        assert any(v is None and len(h) > 1 for _, k, v, h in expected if k is None)
+
+
 def test_corrupt_batches_fall_back_to_the_stock_reader() -> None:
     good = v2_batch([(b"k", b"1 1:1", [])] * 5, 0)
     # a record whose length byte lies (the CRC is rewritten to match): the kernel refuses
