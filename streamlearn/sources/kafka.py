@@ -38,7 +38,7 @@ from kafka import (
     OffsetAndMetadata,
     TopicPartition,
 )
-from kafka.errors import KafkaError
+from kafka.errors import KafkaConfigurationError, KafkaError, NoOffsetForPartitionError
 from kafka.util import ensure_valid_topic_name
 
 from streamlearn.errors import InputError, InvalidParameterError
@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 
 #: how long closing the consumer (leaving the group) may take, in milliseconds
 CLOSE_TIMEOUT_MS = 5000
+#: the group session the source keeps unless told otherwise, in milliseconds
+SESSION_TIMEOUT_MS = 10000
+HEARTBEAT_INTERVAL_MS = 3000
 #: the kafka-python options :func:`security_from_env` fills and the clients accept
 SECURITY_OPTIONS = (
     "security_protocol",
@@ -145,7 +148,35 @@ def consumer_options(pairs: Sequence[str]) -> dict[str, Any]:
         if key not in scalar:
             raise InvalidParameterError(f"unknown or unsettable Kafka consumer option {name!r}")
         options[key] = _option_value(name, text.strip(), scalar[key])
+    _check_values(options)
     return options
+
+
+#: consumer options that take one of a few words (kafka-python's own spellings)
+_CHOICES = {
+    "auto_offset_reset": ("earliest", "latest", "none", "smallest", "largest"),
+    "isolation_level": ("read_uncommitted", "read_committed"),
+    "client_dns_lookup": ("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"),
+}
+
+
+def _check_values(options: Mapping[str, Any]) -> None:
+    """Refuse values the consumer would refuse only when it is made, at the first poll
+    (which the daemon would retry for ever, as if the broker were away)."""
+    for key, value in options.items():
+        if key in _CHOICES and value not in _CHOICES[key]:
+            raise InvalidParameterError(
+                f"the consumer option {key} takes one of {', '.join(_CHOICES[key])}, got {value!r}"
+            )
+        if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+            raise InvalidParameterError(f"the consumer option {key} takes a value >= 0")
+    session = options.get("session_timeout_ms", SESSION_TIMEOUT_MS)
+    heartbeat = options.get("heartbeat_interval_ms", HEARTBEAT_INTERVAL_MS)
+    if heartbeat >= session:
+        raise InvalidParameterError(
+            f"the consumer's heartbeat.interval.ms ({heartbeat}) must be below its "
+            f"session.timeout.ms ({session})"
+        )
 
 
 def check_topic_name(option: str, name: str) -> None:
@@ -269,8 +300,8 @@ class KafkaSource:
         *,
         security: Mapping[str, str] | None = None,
         client_id: str = "streamlearn",
-        session_timeout_ms: int = 10000,
-        heartbeat_interval_ms: int = 3000,
+        session_timeout_ms: int = SESSION_TIMEOUT_MS,
+        heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS,
         request_timeout_ms: int = 30000,
         bootstrap_timeout_ms: int = 5000,
         lag_interval: float = 5.0,
@@ -376,6 +407,15 @@ class KafkaSource:
                     # a poll that waited for data returns it without asking for more: a
                     # second one, that does not wait, sends the next fetch before we learn
                     self._queue_all(consumer.poll(timeout_ms=0, max_records=max_messages))
+            except NoOffsetForPartitionError as error:  # no retry would change these
+                raise InvalidParameterError(
+                    f"the group has no committed offset to start from and the consumer "
+                    f"option auto_offset_reset is none: {error}"
+                ) from error
+            except KafkaConfigurationError as error:
+                raise InvalidParameterError(
+                    f"the Kafka consumer cannot work with its options: {error}"
+                ) from error
             except (KafkaError, OSError) as error:
                 if not self._failed:
                     log.warning("Kafka poll failed (will retry): %r", error)

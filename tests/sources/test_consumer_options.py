@@ -48,6 +48,13 @@ def test_names_in_either_spelling_and_values_of_the_defaults_type() -> None:
         ("sasl.plain.password=secret", "from the environment"),
         ("ssl.keyfile=/k.pem", "from the environment"),
         ("security.protocol=SSL", "from the environment"),
+        # values the consumer refused only when made, at the first poll, retried forever
+        ("session.timeout.ms=-5", "session_timeout_ms takes a value >= 0"),
+        ("heartbeat.interval.ms=999999", r"heartbeat.interval.ms \(999999\) must be below"),
+        ("session.timeout.ms=2000", r"\(3000\) must be below its session.timeout.ms \(2000\)"),
+        ("isolation.level=bogus", "isolation_level takes one of read_uncommitted, read_"),
+        ("auto.offset.reset=bogus", "auto_offset_reset takes one of earliest, latest"),
+        ("client.dns.lookup=nope", "client_dns_lookup takes one of"),
     ],
 )
 def test_bad_options_are_refused_by_name(pair: str, message: str) -> None:

@@ -280,6 +280,20 @@ def test_broker_pause_is_survived_without_loss_or_duplicates(
     assert source.position() == {0: 8}
 
 
+@pytest.mark.parametrize("option", [{"fetch_max_wait_ms": 40_000}, {"auto_offset_reset": "none"}])
+def test_options_the_consumer_refuses_end_the_poll_instead_of_retries(
+    tansu: Tansu, sources: list[KafkaSource], topic_name: str, option: dict[str, object]
+) -> None:
+    """A consumer that cannot be made with its options (a fetch wait beyond the request
+    timeout), or that has no offset to start from and may not pick one: no retry would
+    help, unlike a broker away."""
+    tansu.create_topic(topic_name, 1)
+    tansu.produce(topic_name, svmlight_values(1))
+    source = open_source(tansu, sources, topic_name, f"group-{topic_name}", **option)
+    with pytest.raises(InvalidParameterError, match=r"cannot work with its options|is none"):
+        wait_for(lambda: len(source.poll(0.2, 10)), timeout=JOIN_TIMEOUT, what="an error")
+
+
 def test_unreachable_broker_does_not_raise_from_poll(sources: list[KafkaSource]) -> None:
     from services import free_port
 
