@@ -28,6 +28,7 @@ from streamlearn.daemon import Daemon, DaemonSettings, FirstLines, bank_predicti
 from streamlearn.errors import InputError, InvalidParameterError
 from streamlearn.http import HttpEndpoint
 from streamlearn.jobs.allocator import keep_freed_memory
+from streamlearn.jobs.systemd import notify as notify_systemd
 from streamlearn.learn import LabelledRows, ModelBank
 from streamlearn.metrics import DaemonMetrics, new_registry
 from streamlearn.parse import ParsedRows
@@ -119,6 +120,8 @@ def run_serve(config: ServeConfig) -> None:
     # signal is remembered and acted on then, not left to kill the process
     early = _EarlySignals()
     previous = _install_signals(early, "still starting; checkpoint and exit once started")
+    # from now on a signal is held, not fatal: systemd may send a reload or a stop
+    notify_systemd("READY=1")
     log.info("starting: %s from %s", config.learner.algorithm, config.source)
     try:
         _serve(config, host, port, early)

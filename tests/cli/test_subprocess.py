@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import resource
 import signal
 import socket
@@ -156,6 +157,29 @@ def test_serve_signalled_while_starting_checkpoints_and_exits_cleanly(tmp_path: 
         daemon.kill()
     assert returncode == 0, daemon.stderr.read()
     assert list(directory.glob("checkpoint-*.ckpt"))
+
+
+def test_serve_tells_systemd_when_a_signal_can_no_longer_kill_it(tmp_path: Path) -> None:
+    """Under systemd (``Type=notify``) a ``systemctl reload`` waits for READY=1; a
+    SIGHUP that came earlier, while the process was still importing its modules, killed
+    it (``Type=exec`` let systemd send it at once). Once READY=1 is out, it is held."""
+    notify_path = tmp_path / "notify"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as listener:
+        listener.bind(str(notify_path))
+        listener.settimeout(60)  # sent before the kernels are loaded: imports only
+        daemon = subprocess.Popen(
+            [*STREAMLEARN, "serve", "--algo", "pdm", "--metrics-addr", "127.0.0.1:0",
+             "--checkpoint-dir", str(tmp_path / "checkpoints")],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env={**os.environ, "NOTIFY_SOCKET": str(notify_path)},
+        )  # fmt: skip
+        try:
+            assert listener.recv(100) == b"READY=1"
+            daemon.send_signal(signal.SIGHUP)  # the reload systemd held until now
+            _, stderr = daemon.communicate(b"+1 1:1\n", timeout=300)
+        finally:
+            daemon.kill()
+    assert daemon.returncode == 0, stderr.decode()
 
 
 def test_serve_refuses_bad_metrics_addresses_and_checkpoint_pacing() -> None:
