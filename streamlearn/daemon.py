@@ -145,8 +145,8 @@ class DaemonSettings:
     #: and holds no more weights (labels times features) than this: a line that would
     #: grow it past them is rejected (``too many weights``)
     max_weights: int = DEFAULT_MAX_WEIGHTS
-    #: seconds a checkpoint waits for the predictions sent before it to be delivered;
-    #: while some are still on their way (a broker outage) it is not written
+    #: seconds a checkpoint waits for the predictions and dead letters sent before it to
+    #: be delivered; while some are still on their way (a broker outage) it is not written
     flush_timeout: float = 10.0
 
     def __post_init__(self) -> None:
@@ -554,8 +554,8 @@ class Daemon:
         store, nothing is written or committed: the sinks are flushed).
 
         Raises :class:`CheckpointError`, writing and committing nothing, when the disk
-        fails or when predictions sent before are still on their way (see
-        :meth:`_deliver_sent`).
+        fails or when predictions or dead letters sent before are still on their way
+        (see :meth:`_deliver_sent`).
         """
         self._checkpoint_requested = False
         self._deliver_sent()

@@ -3,7 +3,7 @@
 
 With the other ``kafka_*`` modules, the only one that imports kafka-python. Offsets are
 never committed automatically: the daemon commits the positions of a checkpoint once it
-is on disk. The source keeps
+is on disk, and only those of the partitions assigned to this member. The source keeps
 its own position per partition (where :meth:`KafkaSource.seek` put it, then after each
 message returned), and on every assignment by the group it seeks each assigned
 partition there, so a rebalance or a restart from a checkpoint resumes exactly where the
@@ -11,7 +11,9 @@ learner's state ends; partitions it has no position for start from the group's
 committed offset, or the earliest one.
 
 A broker outage never raises out of :meth:`KafkaSource.poll`: it returns no message,
-:meth:`KafkaSource.ready` turns false, and the client reconnects on later polls.
+:meth:`KafkaSource.ready` turns false, and the client reconnects on later polls. What
+no retry would change (options the consumer refuses, no offset to start from under
+``auto_offset_reset=none``) raises :class:`InvalidParameterError` instead.
 
 The consumer hands over whole record batches (:mod:`streamlearn.sources.kafka_blocks`),
 decoded by a compiled kernel into a :class:`MessageBatch` without a Python object per
