@@ -157,7 +157,8 @@ def _serve(config: ServeConfig, host: str, port: int, early: _EarlySignals) -> N
         dead_letters=dead_letters, observer=metrics,
     )  # fmt: skip
     holder["daemon"] = daemon
-    metrics.set_info(*info(daemon.learner), version=__version__)
+    asked = info(daemon.learner)
+    metrics.set_info(*asked, version=__version__)
     # handlers first: once the endpoint answers, a SIGTERM stops the daemon cleanly
     _install_signals(daemon, "finishing the batch, then checkpoint and exit")
     early.replay(daemon)
@@ -175,6 +176,7 @@ def _serve(config: ServeConfig, host: str, port: int, early: _EarlySignals) -> N
             raise InputError(f"cannot serve metrics on {host}:{port}: {exc}") from exc
         log.info("metrics on http://%s:%d/metrics", host, endpoint.port)
         daemon.restore()
+        _warn_of_other_parameters(asked, info(daemon.learner))
         max_features = features_holding(daemon.learner, config.max_features)
         if max_features > config.max_features:
             log.info("the restored model has %d features: --max-features raised", max_features)
@@ -187,6 +189,26 @@ def _serve(config: ServeConfig, host: str, port: int, early: _EarlySignals) -> N
         if endpoint is not None:
             endpoint.stop()
         _close_all([source, sink, dead_letters])
+
+
+def _warn_of_other_parameters(
+    asked: tuple[str, dict[str, Any]], restored: tuple[str, dict[str, Any]]
+) -> None:
+    """Say when the restored model's algorithm or parameters are not the command line's:
+    the model goes on with its own, and the options given are not used."""
+    (algorithm, params), (held_algorithm, held) = asked, restored
+    if algorithm != held_algorithm:
+        log.warning("the checkpoint holds a %s model: it goes on as %s, not as %s (--algo)",
+                    held_algorithm, held_algorithm, algorithm)  # fmt: skip
+        return
+    differ = sorted(
+        name for name in params.keys() | held.keys() if params.get(name) != held.get(name)
+    )
+    if differ:
+        shown = ", ".join(
+            f"{name}={held.get(name)!r} (asked {params.get(name)!r})" for name in differ
+        )
+        log.warning("the checkpoint's model goes on with its own parameters: %s", shown)
 
 
 def _close_all(parts: list[Source | Sink | None]) -> None:

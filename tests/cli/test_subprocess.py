@@ -135,6 +135,25 @@ def test_serve_resumed_keeps_accepting_the_features_its_model_has(tmp_path: Path
     assert job["stream_examples"] == 42 and model.n_features_in_ == 40
 
 
+def test_serve_says_when_the_checkpoint_overrides_the_learner_options(tmp_path: Path) -> None:
+    """A restored model goes on with its own algorithm and parameters: the daemon says so
+    rather than log the options it was given as if they were used."""
+    lines = ["+1 1:1 2:1", "-1 2:1 3:1"] * 20
+    first = serve_on_stdin(lines, "--checkpoint-dir", str(tmp_path))  # pdm, eps 0.1
+    assert first.returncode == 0, first.stderr
+    again = [*lines, "+1 1:1"]
+    other_algo = serve_on_stdin(again, "--algo", "pdm-succ", "--checkpoint-dir", str(tmp_path))
+    assert other_algo.returncode == 0, other_algo.stderr
+    assert "the checkpoint holds a pdm model: it goes on as pdm, not as pdm-succ" in (
+        other_algo.stderr
+    )
+    other_eps = serve_on_stdin(again, "--eps", "0.05", "--checkpoint-dir", str(tmp_path))
+    assert "goes on with its own parameters: eps=0.1 (asked 0.05)" in other_eps.stderr
+    same = serve_on_stdin(again, "--checkpoint-dir", str(tmp_path))
+    assert same.returncode == 0 and "goes on as" not in same.stderr
+    assert "goes on with its own" not in same.stderr
+
+
 def test_serve_signalled_while_starting_checkpoints_and_exits_cleanly(tmp_path: Path) -> None:
     """SIGHUP and SIGTERM during the start (a first run compiles for seconds there; a
     ``systemctl reload`` sends SIGHUP) are held until the daemon runs, not fatal."""
