@@ -490,6 +490,11 @@ class Daemon:
                     headers=messages.all_headers(owner),
                 )  # fmt: skip
 
+    def _sinks(self) -> list[tuple[str, Sink]]:
+        """The sinks the daemon has, by their name in the logs and the metrics."""
+        named = (("predictions", self.sink), ("dead_letters", self.dead_letters))
+        return [(name, sink) for name, sink in named if sink is not None]
+
     def _deliver_sent(self) -> None:
         """Wait (``flush_timeout`` at most) for the predictions and dead letters sent so
         far to be delivered or to fail (failures are reported). A checkpoint past their
@@ -498,9 +503,7 @@ class Daemon:
         timeout = self.settings.flush_timeout
         deadline = self.clock() + timeout
         waiting = []
-        for name, sink in (("predictions", self.sink), ("dead_letters", self.dead_letters)):
-            if sink is None:
-                continue
+        for name, sink in self._sinks():
             on_their_way = sink.flush(max(0.0, deadline - self.clock()))
             if on_their_way:
                 plural = "s" if on_their_way > 1 else ""
@@ -515,8 +518,8 @@ class Daemon:
     def _report_undelivered(self) -> None:
         """Log and count the predictions and dead letters the sinks could not deliver:
         each is lost, but the stream goes on (a sink's failure must not stop learning)."""
-        for name, sink in (("predictions", self.sink), ("dead_letters", self.dead_letters)):
-            failed = sink.undelivered() if sink is not None else []
+        for name, sink in self._sinks():
+            failed = sink.undelivered()
             if not failed:
                 continue
             self.observer.count_undelivered(name, len(failed))
