@@ -1,9 +1,10 @@
-"""What the documentation and the deploy files show works: the README's Python runs, and
-the commands and environment variables they give exist.
+"""What the documentation and the deploy files show works: the Python of the README and of
+docs/library.md runs, the commands and environment variables they give exist, and the
+reference pages name every option.
 
-A renamed option or attribute would otherwise leave the README, the Kafka walk-through,
-the Dockerfile, docker-compose.yml and the systemd unit telling users to type something
-that fails.
+A renamed option or attribute would otherwise leave the README, docs/, the benchmark
+results, the Kafka walk-through, the Dockerfile, docker-compose.yml and the systemd unit
+telling users to type something that fails.
 """
 
 from __future__ import annotations
@@ -22,12 +23,26 @@ from streamlearn.sources.kafka import SECURITY_VARIABLES
 REPOSITORY = Path(__file__).resolve().parents[2]
 DOCUMENTS = [
     "README.md",
+    *sorted(str(p.relative_to(REPOSITORY)) for p in (REPOSITORY / "docs").glob("*.md")),
+    "benchmarks/README.md",
     "examples/kafka_walkthrough.md",
     "deploy/README.md",
     "deploy/Dockerfile",
     "deploy/docker-compose.yml",
     "deploy/streamlearn.service",
 ]
+#: the pages that describe each command in full (the README only tours them)
+REFERENCE = {
+    "learn": ["docs/cli.md"],
+    "predict": ["docs/cli.md"],
+    "eval": ["docs/cli.md"],
+    "inspect": ["docs/cli.md"],
+    "serve": ["docs/operating.md", "docs/cli.md"],  # the learner options are in cli.md
+}
+#: flags of other tools that the reference pages name (Vowpal Wabbit's ``--passes``)
+FOREIGN_FLAGS = {"--passes"}
+#: the documents whose Python blocks run, and how many blocks each has at least
+RUNNABLE = {"README.md": 3, "docs/library.md": 6}
 COMMAND = re.compile(r"\bstreamlearn (learn|serve|predict|eval|inspect)\b([^|>;&`\n]*)")
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 #: a variable's name, not a prefix written as ``STREAMLEARN_KAFKA_SASL_*`` or ``..._<OPTION>``
@@ -65,9 +80,38 @@ def test_every_documented_flag_is_an_option_of_its_command(document: str) -> Non
     assert unknown == []
 
 
-def test_the_documents_show_every_command() -> None:
-    shown = {command for d in DOCUMENTS for command, _ in documented_commands(d)}
+def test_the_pages_exist() -> None:
+    assert all((REPOSITORY / d).is_file() for d in DOCUMENTS)
+    assert {d for pages in REFERENCE.values() for d in pages} <= set(DOCUMENTS)
+
+
+@pytest.mark.parametrize("documents", [["README.md"], ["docs/cli.md", "docs/operating.md"]])
+def test_the_documents_show_every_command(documents: list[str]) -> None:
+    """The README's tour and the reference pages each show every command in use."""
+    shown = {command for d in documents for command, _ in documented_commands(d)}
     assert shown == set(SUBCOMMANDS)
+
+
+@pytest.mark.parametrize("page", sorted({d for pages in REFERENCE.values() for d in pages}))
+def test_every_flag_of_a_reference_page_is_an_option(page: str) -> None:
+    """Prose too: a flag named anywhere on a reference page is an option of some command."""
+    known = {o for c in SUBCOMMANDS for o in options(c)} | FOREIGN_FLAGS
+    known.update(o for param in ROOT.params for o in (*param.opts, *param.secondary_opts))
+    assert sorted(set(FLAG.findall(text(page))) - known) == []
+
+
+@pytest.mark.parametrize("command", sorted(REFERENCE))
+def test_the_reference_names_every_option(command: str) -> None:
+    """Each option of a command (``--flag`` or its ``--no-flag``) is named on its pages."""
+    pages = " ".join(text(d) for d in REFERENCE[command])
+    named = set(FLAG.findall(pages))
+    missing = [
+        param.opts[0]
+        for param in SUBCOMMANDS[command].params
+        if any(o.startswith("--") for o in param.opts)
+        and not named & {*param.opts, *param.secondary_opts}
+    ]
+    assert missing == []
 
 
 @pytest.mark.parametrize("document", DOCUMENTS)
@@ -82,15 +126,16 @@ def python_blocks(document: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", text(document), flags=re.DOTALL)
 
 
-def test_the_readme_python_runs() -> None:
+@pytest.mark.parametrize("document", sorted(RUNNABLE))
+def test_the_python_blocks_run(document: str) -> None:
     """Each block runs with the names it leaves to the reader bound to Phishing's rows."""
     rows = list(datasets.Phishing())
     keys = sorted(rows[0][0])
     X = np.array([[x[k] for k in keys] for x, _ in rows])
     y = np.array([1 if label else -1 for _, label in rows])
-    blocks = python_blocks("README.md")
-    assert len(blocks) >= 3
+    blocks = python_blocks(document)
+    assert len(blocks) >= RUNNABLE[document]
     for block in blocks:
         names = {"X": X[:1000], "y": y[:1000], "X_test": X[1000:], "y_test": y[1000:]}
         names.update(X_new=X[900:1000], y_new=y[900:1000])
-        exec(compile(block, "README.md", "exec"), names)
+        exec(compile(block, document, "exec"), names)
