@@ -20,6 +20,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import (
@@ -88,6 +89,21 @@ def _number(value: Any) -> float:
         return math.nan
 
 
+@dataclass(frozen=True)
+class ScrapeFacts:
+    """What the daemon's metrics hold between scrapes, read at once (under their lock)."""
+
+    ready: bool
+    info: tuple[str, str, str] | None
+    lag: dict[int, int]
+    correct: int
+    mistakes: int
+    last_checkpoint: float | None
+    now: float
+    state: Mapping[str, Any] | None
+    per_label: bool
+
+
 class _StateCollector(Collector):
     """Reads the learner summary and the daemon's latest facts when Prometheus scrapes."""
 
@@ -95,43 +111,41 @@ class _StateCollector(Collector):
         self._metrics = metrics
 
     def collect(self) -> Iterator[Metric]:
-        m = self._metrics
-        with m._lock:
-            ready, info, lag = m._ready, m._info, dict(m._lag)
-            correct, mistakes, last = m._correct, m._mistakes, m._last_checkpoint
-        yield _gauge("streamlearn_ready", "1 when the daemon serves and learns, else 0.", ready)
-        if info is not None:
+        facts = self._metrics.facts()
+        yield _gauge(
+            "streamlearn_ready", "1 when the daemon serves and learns, else 0.", facts.ready
+        )
+        if facts.info is not None:
             family = GaugeMetricFamily(
                 "streamlearn_info",
                 "The learner's algorithm and parameters, and streamlearn's version (value 1).",
                 labels=["algorithm", "params", "version"],
             )
-            family.add_metric(list(info), 1.0)
+            family.add_metric(list(facts.info), 1.0)
             yield family
-        seen = correct + mistakes
+        seen = facts.correct + facts.mistakes
         yield _gauge(
             "streamlearn_progressive_accuracy",
             "Fraction of progressive predictions (predict before learn) that were correct.",
-            correct / seen if seen else math.nan,
+            facts.correct / seen if seen else math.nan,
         )
-        if last is not None:
+        if facts.last_checkpoint is not None:
             yield _gauge(
                 "streamlearn_checkpoint_age_seconds",
                 "Seconds since the last checkpoint was written.",
-                max(0.0, m._clock() - last),
+                max(0.0, facts.now - facts.last_checkpoint),
             )
-        if lag:
+        if facts.lag:
             family = GaugeMetricFamily(
                 "streamlearn_consumer_lag_messages",
                 "Messages between the consumer position and the end of each partition.",
                 labels=["partition"],
             )
-            for partition, messages in sorted(lag.items()):
+            for partition, messages in sorted(facts.lag.items()):
                 family.add_metric([str(partition)], float(messages))
             yield family
-        state = m._state()
-        if state is not None:
-            yield from _state_metrics(state, m._per_label)
+        if facts.state is not None:
+            yield from _state_metrics(facts.state, facts.per_label)
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
@@ -405,6 +419,14 @@ class DaemonMetrics:
         text = ",".join(f"{key}={params[key]}" for key in sorted(params))
         with self._lock:
             self._info = (algorithm, text, version)
+
+    def facts(self) -> ScrapeFacts:
+        """What a scrape reports beside the counters: readiness, the learner's info, lag,
+        progressive counts, the last checkpoint's time, and the learner's summary."""
+        with self._lock:
+            held = (self._ready, self._info, dict(self._lag), self._correct, self._mistakes,
+                    self._last_checkpoint)  # fmt: skip
+        return ScrapeFacts(*held, now=self._clock(), state=self._state(), per_label=self._per_label)
 
     def render(self) -> tuple[bytes, str]:
         """The text exposition of the registry, and its content type."""

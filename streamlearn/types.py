@@ -13,6 +13,7 @@ indices are 0-based column numbers, as in scipy's CSR matrices.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,33 @@ LabelArray = npt.NDArray[np.int8]
 #: the largest (0-based) feature index the learners hold: their indices are int32, and
 #: one more than the largest index (the weights' length) must fit too
 MAX_FEATURE_INDEX = int(np.iinfo(np.int32).max) - 1
+
+
+class RowStatus(IntEnum):
+    """What a check of one example found: the one code of every per-example check (the
+    rows of a batch, the one-example kernels of the river adapters and of banks). A
+    kernel that returns a count of nonzeros returns the negated code instead.
+
+    >>> RowStatus(2).name, -RowStatus.TOO_LARGE
+    ('BAD_INDEX', -4)
+    """
+
+    #: the example can be used as it is
+    OK = 0
+    #: a value is NaN or infinite
+    NOT_FINITE = 1
+    #: a feature index is negative or above :data:`MAX_FEATURE_INDEX`
+    BAD_INDEX = 2
+    #: indices not strictly increasing within a row (sorting and adding up repairs it)
+    NOT_CANONICAL = 3
+    #: the squares of the values add up to more than float64 holds
+    TOO_LARGE = 4
+    #: more entries than the one-example workspace holds (the caller grows it)
+    NO_WORKSPACE = 5
+    #: the replay buffer's arena must grow before the example is stored
+    NEED_ARENA = 6
+    #: more nonzeros than the replay buffer can ever hold: learned without being stored
+    UNBUFFERED = 7
 
 
 def features_spanned(indices: npt.NDArray[np.integer[Any]]) -> int:

@@ -14,10 +14,13 @@ import numpy as np
 from streamlearn._kernels._jit import kernel
 from streamlearn._kernels.engine import BETA, SCALE
 from streamlearn._kernels.rows import insert_sorted, merge_repeats, sum_of_squares
-from streamlearn.types import MAX_FEATURE_INDEX
+from streamlearn.types import MAX_FEATURE_INDEX, RowStatus
 
-#: what :func:`canonical_decisions` returns instead of a count of nonzeros
-NOT_FINITE, BAD_INDEX, TOO_LARGE = -1, -2, -3
+#: what :func:`canonical_decisions` returns instead of a count of nonzeros: negated
+#: :class:`~streamlearn.types.RowStatus` codes, as plain ints (numba compiles them in)
+NOT_FINITE = -int(RowStatus.NOT_FINITE)
+BAD_INDEX = -int(RowStatus.BAD_INDEX)
+TOO_LARGE = -int(RowStatus.TOO_LARGE)
 
 
 @kernel()

@@ -7,15 +7,20 @@ import math
 import numpy as np
 
 from streamlearn._kernels._jit import kernel
+from streamlearn.types import RowStatus
 
-ROW_OK, ROW_NOT_FINITE, ROW_NEGATIVE_INDEX, ROW_NOT_CANONICAL = 0, 1, 2, 3
+# the codes as plain ints, which numba compiles in as constants
+_OK, _NOT_FINITE = int(RowStatus.OK), int(RowStatus.NOT_FINITE)
+_BAD_INDEX, _NOT_CANONICAL = int(RowStatus.BAD_INDEX), int(RowStatus.NOT_CANONICAL)
 
 
 @kernel(allocates=True)
 def check_rows(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray) -> tuple[int, int]:
-    """First problem found, as (code, row); ``(ROW_OK, -1)`` when all rows are clean.
+    """First problem found, as (:class:`~streamlearn.types.RowStatus` code, row);
+    ``(OK, -1)`` when all rows are clean: ``NOT_FINITE``, ``BAD_INDEX`` (a negative
+    index) or ``NOT_CANONICAL``.
 
-    ``ROW_NOT_CANONICAL`` (indices not strictly increasing within a row) is reported only
+    ``NOT_CANONICAL`` (indices not strictly increasing within a row) is reported only
     when no worse problem exists anywhere: such rows can be repaired by
     :func:`canonicalize_rows`.
     """
@@ -24,15 +29,15 @@ def check_rows(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray) -> t
         previous = -1
         for j in range(indptr[i], indptr[i + 1]):
             if not math.isfinite(values[j]):
-                return ROW_NOT_FINITE, i
+                return _NOT_FINITE, i
             if indices[j] < 0:
-                return ROW_NEGATIVE_INDEX, i
+                return _BAD_INDEX, i
             if indices[j] <= previous and unsorted_row < 0:
                 unsorted_row = i
             previous = indices[j]
     if unsorted_row >= 0:
-        return ROW_NOT_CANONICAL, unsorted_row
-    return ROW_OK, -1
+        return _NOT_CANONICAL, unsorted_row
+    return _OK, -1
 
 
 @kernel(allocates=True)

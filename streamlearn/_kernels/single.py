@@ -23,8 +23,10 @@ the batch path bit for bit.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numba
@@ -42,6 +44,7 @@ from streamlearn._kernels.engine import (
 from streamlearn._kernels.ring import UNBUFFERED as RING_UNBUFFERED
 from streamlearn._kernels.ring import WRITE_POS, ring_append
 from streamlearn._kernels.rows import insert_sorted, merge_repeats, sum_of_squares
+from streamlearn.types import RowStatus
 
 #: ``F`` header: engine scalars at 0..3, then these
 F_RULE, F_RHO, F_DELTA_SQ, F_LOOSE = 4, 6, 7, 8
@@ -73,15 +76,15 @@ Z_HEAD = Z_STATUS + 1
 #: what the per-example kernels take: ``(w, F, Z, slot_label, arena_idx, arena_val)``
 State = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
-#: status codes, returned negated
-OK = 0
-NOT_FINITE = 1
-BAD_INDEX = 2
-NO_WORKSPACE = 3
-NEED_ARENA = 4
-UNBUFFERED = 5
-#: the squares of the example's values add up to more than float64 holds
-TOO_LARGE = 6
+#: :class:`~streamlearn.types.RowStatus` codes as plain ints (numba compiles them in as
+#: constants); the kernels return them negated
+OK = int(RowStatus.OK)
+NOT_FINITE = int(RowStatus.NOT_FINITE)
+BAD_INDEX = int(RowStatus.BAD_INDEX)
+NO_WORKSPACE = int(RowStatus.NO_WORKSPACE)
+NEED_ARENA = int(RowStatus.NEED_ARENA)
+UNBUFFERED = int(RowStatus.UNBUFFERED)
+TOO_LARGE = int(RowStatus.TOO_LARGE)
 
 
 def block_sizes(capacity: int, work: int) -> tuple[int, int]:
@@ -300,23 +303,46 @@ def learn_last_then_decide(label: float, n: int, state: State) -> float:
     return _decide(n, w, F, Z)
 
 
-def compiled(dispatcher: Any, *example_args: Any) -> Callable[..., Any]:
-    """The machine code of kernel ``dispatcher`` for exactly the types of ``example_args``,
-    as a function that skips numba's type dispatch (which costs about as much again as
-    the call itself, with eight arguments).
+@dataclass(frozen=True)
+class HotKernels:
+    """The per-example kernels an online caller runs at every example, each compiled for
+    one set of argument types and called without numba's type dispatch (which costs about
+    as much again as the call itself, with eight arguments)."""
 
-    Only for arguments of exactly those types, every time: an array of another dtype
-    would be misread. Falls back to the dispatcher itself when numba keeps its compiled
-    versions elsewhere.
-    """
-    typeof: Callable[[Any], Any] = numba.typeof
-    signature = tuple(typeof(arg) for arg in example_args)
-    dispatcher.compile(signature)
-    try:
-        entry: Callable[..., Any] = dispatcher.overloads[signature].entry_point
-    except (AttributeError, KeyError):
+    decision: Callable[[int, State], float]
+    learn_one: Callable[[int, float, State], int]
+    learn_last_then_decide: Callable[[float, int, State], float]
+
+
+def hot_kernels(state: State) -> HotKernels:
+    """:class:`HotKernels` for exactly the types of ``state``'s arrays (made once per set
+    of types). Only for states of exactly those types, every time: an array of another
+    dtype would be misread."""
+    return _hot_kernels(_typeof(state))
+
+
+@functools.lru_cache(maxsize=8)
+def _hot_kernels(state: Any) -> HotKernels:
+    integer, real = _typeof(0), _typeof(1.0)
+    return HotKernels(
+        _compiled(decision, (integer, state)),
+        _compiled(learn_one, (integer, real, state)),
+        _compiled(learn_last_then_decide, (real, integer, state)),
+    )
+
+
+_typeof: Callable[[Any], Any] = numba.typeof
+
+
+def _compiled(dispatcher: Any, signature: tuple[Any, ...]) -> Callable[..., Any]:
+    """The machine code of ``dispatcher`` for exactly ``signature``: what numba's public
+    ``Dispatcher.compile`` returns, a function that skips the type dispatch; the
+    dispatcher itself when compiling is off (``NUMBA_DISABLE_JIT``)."""
+    compile_for = getattr(dispatcher, "compile", None)
+    if compile_for is None:
         return dispatcher
-    return entry
+    entry = compile_for(signature)
+    return entry if callable(entry) else dispatcher
 
 
 def empty_blocks(capacity: int, work: int) -> tuple[np.ndarray, np.ndarray]:

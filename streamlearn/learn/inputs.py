@@ -19,9 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn._kernels import canonicalize_rows, check_rows, row_sqnorms
-from streamlearn._kernels.rows import ROW_NEGATIVE_INDEX, ROW_NOT_CANONICAL, ROW_NOT_FINITE
 from streamlearn.errors import InvalidInputError
-from streamlearn.types import MAX_FEATURE_INDEX, Batch
+from streamlearn.types import MAX_FEATURE_INDEX, Batch, RowStatus
 
 
 def as_rows(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -58,11 +57,11 @@ def as_rows(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     indices = np.ascontiguousarray(indices, dtype=np.int32)
     values = np.ascontiguousarray(values, dtype=np.float64)
     code, row = check_rows(indptr, indices, values)
-    if code == ROW_NOT_FINITE:
+    if code == RowStatus.NOT_FINITE:
         raise InvalidInputError(f"X row {row} holds a NaN or infinite value")
-    if code == ROW_NEGATIVE_INDEX:
+    if code == RowStatus.BAD_INDEX:
         raise InvalidInputError(f"X row {row} holds a negative feature index")
-    if code == ROW_NOT_CANONICAL:
+    if code == RowStatus.NOT_CANONICAL:
         indptr, indices, values = canonicalize_rows(indptr, indices, values)
         overflowed = ~np.isfinite(values)
         if overflowed.any():
