@@ -45,10 +45,10 @@ CYCLES = 20
 def cycler(learner: LinearLearner) -> Callable[[], int]:
     """A call that presents a compact copy of ``learner``'s buffer ``CYCLES`` times with
     its rule and state; returns the update events it made."""
-    buf = learner._buffer
+    buf = learner.state.buffer
     slots = buf.live_slots()
     rule = learner._kernel_rule(learner._multiple_updates(), learner._buffer_values_all_one(slots))
-    stats = np.zeros_like(learner._stats)
+    stats = np.zeros_like(learner.state.stats)
     every, empty, _ = _level_workspaces(slots.shape[0], buf.nnz)
     gather(slots, buf.arrays(), every, rule[5])
     n = slots.shape[0]
@@ -57,8 +57,8 @@ def cycler(learner: LinearLearner) -> Callable[[], int]:
         before = int(stats[STAT_UPDATE_EVENTS])
         for _ in range(CYCLES):
             _cycle_set(
-                every, n, False, empty, False, 1.0, buf.slot_alpha, learner._w,
-                learner._scalars, rule, stats,
+                every, n, False, empty, False, 1.0, buf.slot_alpha, learner.state.weights,
+                learner.state.scalars, rule, stats,
             )  # fmt: skip
         return int(stats[STAT_UPDATE_EVENTS]) - before
 

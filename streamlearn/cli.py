@@ -7,6 +7,7 @@ one command); flags win over the environment, which wins over the file.
 
 from __future__ import annotations
 
+import inspect as introspect
 import json
 import logging
 import math
@@ -31,7 +32,8 @@ from streamlearn.errors import BadLineError, InvalidParameterError, StreamlearnE
 from streamlearn.jobs.learn import LearnReport, load_model, run_learn
 from streamlearn.jobs.model import describe, evaluate, export_weights, predict_lines
 from streamlearn.jobs.rejects import RejectLog
-from streamlearn.learn import LEARNERS
+from streamlearn.learn import LEARNERS, LearnerTable
+from streamlearn.learn.params import COMMON_PARAMS
 from streamlearn.parse import Rejected
 from streamlearn.replay import ReplaySchedule
 from streamlearn.sources import InputStream
@@ -40,12 +42,6 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 SHOWN_REJECTS = 5
 
-app = typer.Typer(
-    help="Large-margin online learning of linear classifiers (PDM, PAUM and relatives).",
-    no_args_is_help=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    pretty_exceptions_enable=False,
-)
 T = TypeVar("T")
 
 
@@ -65,7 +61,6 @@ def _print_version(show: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     ctx: typer.Context,
     config: Annotated[
@@ -131,28 +126,12 @@ def _option(help_text: str, name: str, *flags: str, **kwargs: Any) -> Any:
     return typer.Option(*flags, help=help_text, envvar=_env(name), **kwargs)
 
 
-# the learner's options, shared by learn and serve
-Algo = Annotated[str, _option(f"Algorithm: {', '.join(sorted(LEARNERS))}.", "algo", metavar="NAME")]
-Eps = Annotated[float | None, _option("PDM/PDM-succ accuracy in (0, 1]; Kozinec's eps.", "eps")]
-Delta = Annotated[
-    str | None, _option("2-norm soft margin Delta: a number, or 'auto' (R/10).", "delta")
-]
-Rho = Annotated[float | None, _option("Augmentation: x becomes (x, rho).", "rho")]
-Tau = Annotated[float | None, _option("PAM margin tau >= 0.", "tau")]
-TauNeg = Annotated[float | None, _option("PAUM margin of negatives.", "tau_neg")]
-TauPos = Annotated[float | None, _option("PAUM margin of positives.", "tau_pos")]
-Lr = Annotated[float | None, _option("PAUM learning rate eta > 0.", "lr")]
-Beta = Annotated[float | None, _option("PFM fixed margin (a guess of the margin).", "beta")]
-B = Annotated[float | None, _option("Margitron scale b > 0.", "b")]
-Zeta = Annotated[float | None, _option("Margitron exponent zeta in (0, 2).", "zeta")]
-SuccEta = Annotated[float | None, _option("PDM-succ eps divisor (> 1).", "succ_eta")]
-BufferSize = Annotated[int | None, _option("Replay buffer capacity in examples.", "buffer_size")]
-BufferNnz = Annotated[int | None, _option("Replay buffer capacity in nonzeros.", "buffer_nnz")]
-Seed = Annotated[int | None, _option("Seed of the replay orders.", "seed")]
+# the learner's own options (``--eps``, ``--tau-pos``, ...) come from the table of
+# learners (:func:`learner_options`); these are the job's
+Algo = Annotated[str, _option("Algorithm (see --help for the list).", "algo", metavar="NAME")]
 Shrink = Annotated[
     bool | None, _option("Level 3 of the active sets keeps only updated examples.", "shrink")
 ]
-MaxPasses = Annotated[int | None, _option("Bound on replay passes per call.", "max_passes")]
 ReplayEvery = Annotated[
     int, _option("Replay after every K new examples (0: never).", "replay_every")
 ]
@@ -193,37 +172,99 @@ TauPosKappa = Annotated[
 ]
 
 
-#: the command-line options that are the learner's parameters
-LEARNER_OPTIONS = (
-    "eps", "delta", "rho", "tau", "tau_neg", "tau_pos", "lr", "beta", "b", "zeta", "succ_eta",
-    "buffer_size", "buffer_nnz", "seed", "shrink", "max_passes",
-)  # fmt: skip
+def learner_options(learners: LearnerTable) -> list[introspect.Parameter]:
+    """One command-line option per parameter of the learners in ``learners`` (each name
+    once, in the table's order, then the parameters every learner takes), all None
+    unless given. A name several learners take says what it means for each."""
+    meanings: dict[str, dict[str, list[str]]] = {}
+    kinds: dict[str, type] = {}
+    common = {param.name for param in COMMON_PARAMS}
+    rule_params = [(entry.name, param) for entry in learners.entries() for param in entry.params]
+    for algorithm, param in [*rule_params, *(("", param) for param in COMMON_PARAMS)]:
+        if not param.cli:
+            continue
+        kinds[param.name] = param.kind
+        meanings.setdefault(param.name, {}).setdefault(param.doc, []).append(algorithm)
+    options = []
+    for name, docs in meanings.items():
+        if name in common:
+            help_text = next(iter(docs))
+        else:
+            help_text = " ".join(f"{', '.join(algos)}: {doc}" for doc, algos in docs.items())
+        help_text = help_text.replace("[", "\\[")  # rich would read [x, rho] as markup
+        kind = kinds[name]
+        flags = [f"--{name.replace('_', '-')}"]
+        if kind is bool:
+            flags = [f"{flags[0]}/--no-{name.replace('_', '-')}"]
+        annotation = Annotated[kind | None, _option(help_text, name, *flags)]  # type: ignore[valid-type]
+        keyword = introspect.Parameter.KEYWORD_ONLY
+        options.append(introspect.Parameter(name, keyword, default=None, annotation=annotation))
+    shrink = introspect.Parameter("shrink", introspect.Parameter.KEYWORD_ONLY, default=None)
+    return [*options, shrink.replace(annotation=Shrink)]
 
 
-def _learner_options(values: dict[str, Any]) -> dict[str, Any]:
-    """The learner's parameters among a command's arguments (missing ones are None)."""
-    return {name: values.get(name) for name in LEARNER_OPTIONS}
+def _command(
+    body: Callable[..., None], learners: LearnerTable, with_options: bool = False
+) -> Callable[..., None]:
+    """``body`` as a typer command of an app over ``learners``: its parameters but
+    ``learners`` and ``learner_options`` (which it is called with), and with
+    ``with_options`` the learners' options after ``--algo`` (their values go to
+    ``learner_options``, with ``--shrink``)."""
+    own = introspect.signature(body, eval_str=True).parameters.values()
+    keyword = introspect.Parameter.KEYWORD_ONLY
+    parameters: list[introspect.Parameter] = []
+    option_names: list[str] = []
+    for param in own:
+        if param.name in ("learners", "learner_options"):
+            continue
+        if param.name == "algo":
+            names = ", ".join(sorted(learners))
+            algo = Annotated[str, _option(f"Algorithm: {names}.", "algo", metavar="NAME")]
+            parameters.append(param.replace(kind=keyword, annotation=algo))
+            if with_options:
+                generated = learner_options(learners)
+                option_names = [option.name for option in generated]
+                parameters.extend(generated)
+            continue
+        parameters.append(param.replace(kind=keyword))
+
+    def command(**values: Any) -> None:
+        extra: dict[str, Any] = {"learners": learners}
+        if with_options:
+            extra["learner_options"] = {name: values.pop(name, None) for name in option_names}
+        body(**values, **extra)
+
+    command.__name__ = body.__name__
+    command.__doc__ = body.__doc__
+    command.__signature__ = introspect.Signature(parameters)  # type: ignore[attr-defined]
+    command.__annotations__ = {param.name: param.annotation for param in parameters}
+    return command
 
 
-@app.command()
+def make_app(learners: LearnerTable = LEARNERS) -> typer.Typer:
+    """The ``streamlearn`` command line over the learners of ``learners`` (their options
+    and algorithm names are made from the table)."""
+    made = typer.Typer(
+        help="Large-margin online learning of linear classifiers (PDM, PAUM and relatives).",
+        no_args_is_help=True,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        pretty_exceptions_enable=False,
+    )
+    made.callback()(_root)
+    made.command(name="learn")(_command(learn, learners, with_options=True))
+    made.command(name="serve")(_command(serve, learners, with_options=True))
+    made.command(name="predict")(_command(predict, learners))
+    made.command(name="eval")(_command(evaluate_command, learners))
+    made.command(name="inspect")(_command(inspect, learners))
+    return made
+
+
 def learn(
+    *,
+    learners: LearnerTable,
+    learner_options: dict[str, Any],
     inputs: Inputs = None,
     algo: Algo = "pdm",
-    eps: Eps = None,
-    delta: Delta = None,
-    rho: Rho = None,
-    tau: Tau = None,
-    tau_neg: TauNeg = None,
-    tau_pos: TauPos = None,
-    lr: Lr = None,
-    beta: Beta = None,
-    b: B = None,
-    zeta: Zeta = None,
-    succ_eta: SuccEta = None,
-    buffer_size: BufferSize = None,
-    buffer_nnz: BufferNnz = None,
-    seed: Seed = None,
-    shrink: Shrink = None,
     model: Annotated[str | None, _option("Write the model (checkpoint) here.", "model")] = None,
     resume: Annotated[str | None, _option("Continue from this model file.", "resume")] = None,
     replay_every: ReplayEvery = 10_000,
@@ -231,7 +272,6 @@ def learn(
     converge: Annotated[
         bool, _option("Replay to convergence at the end.", "converge", show_default=True)
     ] = True,
-    max_passes: MaxPasses = None,
     epochs: Annotated[
         int | None, _option("N plain passes in input order instead of replay.", "epochs")
     ] = None,
@@ -252,16 +292,15 @@ def learn(
     quiet: Quiet = False,
 ) -> None:
     """Learn a model from svmlight lines (files or standard input)."""
-    options = _learner_options(locals())
     with _errors_to_exit_codes():
         config = LearnConfig(
-            learner=LearnerSpec.from_options(algo, options),
+            learner=LearnerSpec.from_options(algo, learner_options, learners),
             inputs=tuple(str(p) for p in inputs or ()),
             model=model,
             resume=resume,
             replay=ReplaySchedule(every=replay_every, passes=replay_passes),
             converge=converge,
-            max_passes=max_passes,
+            max_passes=learner_options.get("max_passes"),
             epochs=epochs,
             max_features=max_features,
             strict=strict,
@@ -277,24 +316,11 @@ def learn(
         _print_learn(report, as_json)
 
 
-@app.command()
 def serve(
+    *,
+    learners: LearnerTable,
+    learner_options: dict[str, Any],
     algo: Algo = "pdm",
-    eps: Eps = None,
-    delta: Delta = None,
-    rho: Rho = None,
-    tau: Tau = None,
-    tau_neg: TauNeg = None,
-    tau_pos: TauPos = None,
-    lr: Lr = None,
-    beta: Beta = None,
-    b: B = None,
-    zeta: Zeta = None,
-    succ_eta: SuccEta = None,
-    buffer_size: BufferSize = None,
-    buffer_nnz: BufferNnz = None,
-    seed: Seed = None,
-    shrink: Shrink = None,
     source: Annotated[
         str, _option("Where examples come from: stdin or kafka.", "source")
     ] = "stdin",
@@ -369,7 +395,6 @@ def serve(
 
     With --one-vs-rest, unlabelled examples are answered with a JSON object: the argmax
     label and its score, the labels with a positive score, and every label ranked."""
-    options = _learner_options(locals())
     with _errors_to_exit_codes():
         from streamlearn.daemon import DaemonSettings
         from streamlearn.jobs.serve import ServeConfig, run_serve
@@ -385,7 +410,7 @@ def serve(
             max_weights=max_weights,
         )
         config = ServeConfig(
-            learner=LearnerSpec.from_options(algo, options),
+            learner=LearnerSpec.from_options(algo, learner_options, learners),
             settings=settings,
             source=source,
             bootstrap_servers=bootstrap_servers,
@@ -418,8 +443,9 @@ def _seconds(text: str) -> float:
         raise InvalidParameterError(f"not a duration: {text!r} (use 30s, 5m, 1h)") from None
 
 
-@app.command()
 def predict(
+    *,
+    learners: LearnerTable,
     inputs: Inputs = None,
     model: Annotated[str, _option("Model file written by learn.", "model")] = "model.ckpt",
     labels: Annotated[
@@ -437,7 +463,7 @@ def predict(
 ) -> None:
     """Print one decision value (or label) per example line; bad lines give nan (or 0)."""
     with _errors_to_exit_codes(), _compile_notice():
-        learner, _ = load_model(model)
+        learner, _ = load_model(model, learners)
         stream = InputStream([str(p) for p in inputs or ()])
         out = sys.stdout
         lines = predict_lines(learner, stream, labels=labels, output=output, rejects=_quiet_log())
@@ -445,8 +471,9 @@ def predict(
             out.write(line + "\n")
 
 
-@app.command(name="eval")
 def evaluate_command(
+    *,
+    learners: LearnerTable,
     inputs: Inputs = None,
     model: Annotated[str, _option("Model file written by learn.", "model")] = "model.ckpt",
     as_json: AsJson = False,
@@ -455,14 +482,15 @@ def evaluate_command(
     one-vs-rest models per label and macro/micro averages (and multi-class accuracy)."""
     with _errors_to_exit_codes():
         with _compile_notice():
-            learner, _ = load_model(model)
+            learner, _ = load_model(model, learners)
             stream = InputStream([str(p) for p in inputs or ()])
             scores = evaluate(learner, stream, rejects=_quiet_log())
         _print_report(scores, as_json)
 
 
-@app.command()
 def inspect(
+    *,
+    learners: LearnerTable,
     model: Annotated[Path, typer.Argument(help="Model file written by learn.")],
     as_json: AsJson = False,
     export_weights_to: Annotated[
@@ -471,12 +499,16 @@ def inspect(
 ) -> None:
     """Algorithm, parameters, margins and sizes of a model file."""
     with _errors_to_exit_codes():
-        details = describe(str(model))
+        details = describe(str(model), learners)
         if export_weights_to is not None:
-            learner, _ = load_model(str(model))
+            learner, _ = load_model(str(model), learners)
             export_weights(learner, str(export_weights_to))
             details["exported_weights"] = str(export_weights_to)
         _print_report(details, as_json)
+
+
+#: the command line over streamlearn's own learners
+app = make_app()
 
 
 def main() -> None:

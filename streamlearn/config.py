@@ -7,12 +7,19 @@
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
 from streamlearn.errors import InvalidParameterError
-from streamlearn.learn import LEARNERS, LinearLearner, ModelBank
+from streamlearn.learn import (
+    LEARNERS,
+    LearnerTable,
+    LinearLearner,
+    Model,
+    ModelBank,
+    ModelLimits,
+    model_from_state,
+)
 from streamlearn.replay import ActiveSetSchedule, ReplaySchedule
 
 #: options that shape the active-set schedule rather than being learner parameters
@@ -38,19 +45,22 @@ DEFAULT_MAX_WEIGHTS = 1 << 26
 
 @dataclass(frozen=True)
 class LearnerSpec:
-    """An algorithm name and the parameters given for it (others keep their defaults)."""
+    """An algorithm name and the parameters given for it (others keep their defaults);
+    ``learners`` is the table the algorithm is found in."""
 
     algorithm: str
     params: dict[str, Any] = field(default_factory=dict)
+    learners: LearnerTable = field(default_factory=lambda: LEARNERS, compare=False, repr=False)
 
     @classmethod
-    def from_options(cls, algorithm: str, options: dict[str, Any]) -> LearnerSpec:
+    def from_options(
+        cls, algorithm: str, options: dict[str, Any], learners: LearnerTable = LEARNERS
+    ) -> LearnerSpec:
         """Keep the options that were given (not None) and check that the algorithm takes
         each of them; ``delta`` may be ``'auto'`` or a number written as text."""
-        if algorithm not in LEARNERS:
-            known = ", ".join(sorted(LEARNERS))
-            raise InvalidParameterError(f"unknown algorithm {algorithm!r} (known: {known})")
-        accepted = set(inspect.signature(LEARNERS[algorithm].__init__).parameters)
+        if algorithm not in learners:
+            raise learners.unknown(algorithm)
+        accepted = set(learners[algorithm].param_names())
         params: dict[str, Any] = {}
         schedule: dict[str, Any] = {}
         for name, value in options.items():
@@ -68,23 +78,23 @@ class LearnerSpec:
                 enabled=schedule.get("active_sets_enabled", True),
                 shrink=schedule.get("shrink", False),
             )
-        return cls(algorithm=algorithm, params=params)
+        return cls(algorithm=algorithm, params=params, learners=learners)
 
     def build(self) -> LinearLearner:
         """A new learner with these parameters."""
-        return LEARNERS[self.algorithm](**self.params)
+        return self.learners[self.algorithm](**self.params)
 
-    def conflicts_with(self, learner: LinearLearner) -> list[str]:
-        """Parameters given here that differ from ``learner``'s (for --resume)."""
+    def conflicts_with(self, model: Model) -> list[str]:
+        """Parameters given here that differ from ``model``'s learners' (for --resume)."""
         problems = []
-        if learner.algorithm != self.algorithm:
-            problems.append(f"--algo {self.algorithm} (the checkpoint holds {learner.algorithm})")
-        current = learner.get_params()
+        if model.algorithm != self.algorithm:
+            problems.append(f"--algo {self.algorithm} (the checkpoint holds {model.algorithm})")
+        current = model.learner_params()
         for name, value in self.params.items():
             if name == "active_sets":  # None is the default schedule
                 ours, theirs = (
                     value or ActiveSetSchedule(),
-                    learner.active_sets or ActiveSetSchedule(),
+                    current.get("active_sets") or ActiveSetSchedule(),
                 )
                 if ours != theirs:
                     problems.append(
@@ -95,10 +105,6 @@ class LearnerSpec:
                 flag = "--" + name.replace("_", "-")
                 problems.append(f"{flag} {value!r} (the checkpoint has {current[name]!r})")
         return problems
-
-
-#: a binary learner or a one-vs-rest bank
-Model = LinearLearner | ModelBank
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,40 @@ class ModelSpec:
         if self.one_vs_rest:
             return ModelBank(self.learner.build(), tau_pos_kappa=self.tau_pos_kappa)
         return self.learner.build()
+
+    def restore(self, state: dict[str, Any]) -> Model:
+        """The model a state holds (of any kind: see :meth:`kind_problem`)."""
+        return model_from_state(state, self.learner.learners)
+
+    def kind_problem(self, model: Model) -> str | None:
+        """What is wrong with holding ``model`` where this spec asks for its kind: a bank
+        for a binary model or the other way round (None when it is the kind asked)."""
+        held = bool(model.model_params().get("one_vs_rest", False))
+        if held == self.one_vs_rest:
+            return None
+        return "a one-vs-rest model bank" if held else "a binary model"
+
+
+def resume_conflicts(
+    learner: LearnerSpec, one_vs_rest: bool, tau_pos_kappa: float | None, model: Model
+) -> list[str]:
+    """Options given for a resumed ``model`` that differ from what it holds: the learner's
+    parameters, for a bank its ``tau_pos_kappa``, and ``--one-vs-rest`` for a binary model.
+
+    >>> import numpy as np
+    >>> model = LearnerSpec("pdm", {"eps": 0.1}).build()
+    >>> resume_conflicts(LearnerSpec("pdm", {"eps": 0.2}), True, None, model)
+    ['--eps 0.2 (the checkpoint has 0.1)', '--one-vs-rest (the checkpoint holds a binary model)']
+    """
+    problems = learner.conflicts_with(model)
+    held = model.model_params()
+    if held.get("one_vs_rest", False):
+        kappa = held.get("tau_pos_kappa")
+        if tau_pos_kappa is not None and tau_pos_kappa != kappa:
+            problems.append(f"--tau-pos-kappa (the checkpoint has {kappa!r})")
+    elif one_vs_rest:
+        problems.append("--one-vs-rest (the checkpoint holds a binary model)")
+    return problems
 
 
 @dataclass(frozen=True)
@@ -163,6 +203,11 @@ class LearnConfig:
             raise InvalidParameterError(f"--keep must be >= 1, got {self.keep}")
         if self.tau_pos_kappa is not None and not self.one_vs_rest and self.resume is None:
             raise InvalidParameterError("--tau-pos-kappa needs --one-vs-rest")
+
+    @property
+    def limits(self) -> ModelLimits:
+        """What a stream may make the model hold."""
+        return ModelLimits(max_labels=self.max_labels, max_weights=self.max_weights)
 
 
 def check_max_features(value: int) -> None:

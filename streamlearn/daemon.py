@@ -23,21 +23,21 @@ learned in the order they were polled, and a checkpoint holds the positions of w
 was learned (a batch still being decoded is fetched again after a restart). The model is
 the same, bit for bit, with or without it.
 
-**One-vs-rest** (a :class:`~streamlearn.config.ModelSpec` with ``one_vs_rest``): the
-model is a :class:`~streamlearn.learn.ModelBank` and an example's labels are a set (an
-svmlight ``1,3,7`` label list, one class label, or msgpack ``labels``); an example with
-no label is still a prediction request. Progressive accuracy judges the argmax label
-just before learning an example against its label set (see
-:attr:`ModelBank.stream_mistakes`). A prediction is a JSON object (:func:`bank_prediction`).
-A checkpoint holds either kind of model; the daemon refuses to restore one of the
-other kind than it was started for (:class:`~streamlearn.errors.StateError`).
+**The model** is whatever the :class:`~streamlearn.config.ModelSpec` builds: one binary
+learner, or with ``one_vs_rest`` a :class:`~streamlearn.learn.ModelBank`. The daemon
+only calls the :class:`~streamlearn.learn.Model` interface: the model decides which rows
+it can learn (:meth:`~streamlearn.learn.Model.admit`: a binary learner wants one label
+of +1 or -1, a bank takes label sets within its bounds), writes each prediction
+(:meth:`~streamlearn.learn.Model.answers`: ``"score label"``, or a bank's JSON object)
+and counts progressive accuracy (for a bank, the argmax label just before learning an
+example against its label set). An example with no label is a prediction request. A
+checkpoint holds either kind of model; the daemon refuses to restore one of the other
+kind than it was started for (:class:`~streamlearn.errors.StateError`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -54,18 +54,15 @@ from streamlearn.config import (
     DEFAULT_MAX_LABELS,
     DEFAULT_MAX_WEIGHTS,
     LearnerSpec,
-    Model,
     ModelSpec,
     check_max_labels,
     check_max_weights,
 )
 from streamlearn.errors import CheckpointError, InvalidParameterError, StateError
-from streamlearn.learn import LabelledRows, ModelBank, model_from_state
-from streamlearn.learn.labelsets import apply_bank_budget
-from streamlearn.parse import ParsedRows, Rejected, binary_batch
+from streamlearn.learn import Examples, Model, ModelLimits
+from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.replay import ReplaySchedule
 from streamlearn.sources.base import MessageBatch, Positions, Sink, Source
-from streamlearn.types import Batch
 
 log = logging.getLogger("streamlearn.daemon")
 DAEMON_KIND = "streamlearn.daemon"
@@ -163,6 +160,11 @@ class DaemonSettings:
                 f"--checkpoint-interval must be > 0 seconds, got {self.checkpoint_interval!r}"
             )
 
+    @property
+    def limits(self) -> ModelLimits:
+        """What the stream may make the model hold."""
+        return ModelLimits(max_labels=self.max_labels, max_weights=self.max_weights)
+
 
 @dataclass(frozen=True)
 class _Decoded:
@@ -171,11 +173,10 @@ class _Decoded:
     first_lines: FirstLines
     #: the rows without a label (prediction requests), or None when there are none
     unlabelled: ParsedRows | None
-    #: the labelled examples, as the learner takes them, or None when there are none
-    learn: Batch | LabelledRows | None
+    #: the labelled rows (with the parser's rejections), or None when there are none
+    labelled: ParsedRows | None
+    #: the parser's rejections (those of ``labelled`` too)
     rejected: list[Rejected]
-    #: a bank's examples: the line each came from (None for a single learner)
-    learn_lines: npt.NDArray[np.int64] | None = None
 
 
 @dataclass(frozen=True)
@@ -256,7 +257,7 @@ class Daemon:
             path, checkpoint = latest
             payload = checkpoint.payload
             self._check_stream(payload, path)
-            self.learner = self._model_of_kind(model_from_state(payload["learner"]), str(path))
+            self.learner = self._model_of_kind(self.spec.restore(payload["learner"]), str(path))
             try:
                 self.stream_examples = int(payload["job"]["stream_examples"])
                 self.positions = {int(p): int(o) for p, o in payload["positions"].items()}
@@ -363,34 +364,21 @@ class Daemon:
         that it can run on the worker thread."""
         rows, first_lines = self.decode(messages)
         labelled = np.diff(rows.label_ptr) > 0
-        rejected = list(rows.rejected)
         unlabelled = None if labelled.all() else rows.select(~labelled, [])
-        learn: Batch | LabelledRows | None = None
-        learn_lines = None
+        kept = None
         if labelled.any():
             kept = rows if labelled.all() else rows.select(labelled, rows.rejected)
-            if self.spec.one_vs_rest:
-                learn, learn_lines = LabelledRows.from_arrays(kept), kept.line_numbers
-            else:  # its rejections: those of the rows, and the rows with a bad label
-                learn, rejected = binary_batch(kept)
-        return _Decoded(first_lines, unlabelled, learn, rejected, learn_lines)
+        return _Decoded(first_lines, unlabelled, kept, list(rows.rejected))
 
     def _apply(self, messages: MessageBatch, decoded: _Decoded, positions: Positions) -> None:
         """Predict, learn and reject what ``messages`` decoded to; then the daemon is at
         ``positions``."""
         if decoded.unlabelled is not None:
             self._predict(messages, decoded.first_lines(), decoded.unlabelled)
-        learn, rejected = decoded.learn, decoded.rejected
-        if isinstance(learn, LabelledRows) and decoded.learn_lines is not None:
-            # bounded here, not when decoded ahead: the bank as this batch finds it
-            assert isinstance(self.learner, ModelBank)
-            learn, rejected = apply_bank_budget(
-                learn, decoded.learn_lines, rejected,
-                self.learner.labels_to_learn(), self.settings.max_labels,
-                n_features=self.learner.features_to_learn(),
-                max_weights=self.settings.max_weights,
-            )  # fmt: skip
-        if learn is not None:
+        rejected = decoded.rejected
+        if decoded.labelled is not None:
+            # admitted here, not when decoded ahead: the model as this batch finds it
+            learn, rejected = self.learner.admit(decoded.labelled, self.settings.limits)
             self._learn(learn)
         if rejected:
             self._reject(messages, decoded.first_lines(), rejected)
@@ -405,18 +393,13 @@ class Daemon:
         settings = self.settings
         self._summary_every = max(settings.summary_interval, took / settings.summary_share)
 
-    def _learn(self, batch: Batch | LabelledRows) -> None:
+    def _learn(self, batch: Examples) -> None:
         if batch.n_examples == 0:
             return
         started = self.clock()
-        learner = self.learner
-        if isinstance(learner, ModelBank):
-            assert isinstance(batch, LabelledRows)
-            seen = learner.learn_on_schedule(batch, self.settings.replay, self.stream_examples)
-        else:
-            assert isinstance(batch, Batch)
-            seen = learner.learn_on_schedule(batch, self.settings.replay, self.stream_examples)
-        self.stream_examples = seen
+        self.stream_examples = self.learner.learn_on_schedule(
+            batch, self.settings.replay, self.stream_examples
+        )
         self.observer.observe_learn_batch(self.clock() - started)
         self.observer.count_examples("learned", batch.n_examples)
         # examples held for delta='auto' are presented (and judged) later, all at once
@@ -428,17 +411,13 @@ class Daemon:
 
     def _progressive(self) -> tuple[int, int]:
         """Examples judged before learning them so far, and the mistakes among them."""
-        learner = self.learner
-        if isinstance(learner, ModelBank):
-            return learner.stream_judged, learner.stream_mistakes
-        return learner.examples_presented, learner.stream_mistakes
+        return self.learner.stream_judged, self.learner.stream_mistakes
 
     def _model_of_kind(self, model: Model, path: str) -> Model:
         """``model`` if it is the kind (bank or binary) this daemon was started for."""
-        is_bank = isinstance(model, ModelBank)
-        if is_bank != self.spec.one_vs_rest:
-            held = "a one-vs-rest model bank" if is_bank else "a binary model"
-            start = "with" if is_bank else "without"
+        held = self.spec.kind_problem(model)
+        if held is not None:
+            start = "without" if self.spec.one_vs_rest else "with"
             raise StateError(
                 f"checkpoint {path} holds {held}: start serve {start} --one-vs-rest, "
                 "or with another --checkpoint-dir"
@@ -448,26 +427,14 @@ class Daemon:
     def _predict(
         self, messages: MessageBatch, first_lines: npt.NDArray[np.int64], rows: ParsedRows
     ) -> None:
-        scores = self.learner.decision_function((rows.indptr, rows.indices, rows.values))
         self.observer.count_examples("predicted", rows.n_rows)
         if self.sink is None:
             return
+        answers = self.learner.answers((rows.indptr, rows.indices, rows.values))
         owners = _owners(first_lines, rows.line_numbers).tolist()
         send = self.sink.send
-        if isinstance(self.learner, ModelBank):
-            labels = [_label_value(v) for v in self.learner.labels_.tolist()]
-            for owner, row in zip(owners, scores, strict=True):
-                send(
-                    messages.key(owner),
-                    bank_prediction(labels, row),
-                    origin=_origin(messages, owner),
-                )
-            return
-        for owner, score in zip(owners, scores.tolist(), strict=True):
-            label = 1 if score > 0 else -1
-            send(
-                messages.key(owner), f"{score!r} {label}".encode(), origin=_origin(messages, owner)
-            )
+        for owner, answer in zip(owners, answers, strict=True):
+            send(messages.key(owner), answer, origin=_origin(messages, owner))
 
     def _reject(
         self, messages: MessageBatch, first_lines: npt.NDArray[np.int64], rejected: list[Rejected]
@@ -582,40 +549,6 @@ class Daemon:
             "stream": self.source.stream,
             "job": {"stream_examples": self.stream_examples},
         }
-
-
-def bank_prediction(labels: list[int | float], scores: npt.NDArray[np.float64]) -> bytes:
-    """A one-vs-rest prediction as a JSON object (UTF-8): ``label`` the argmax label
-    (ties to the label seen first) and ``score`` its decision value (both null while the
-    bank has no label), ``labels`` every label with a positive decision value and
-    ``ranking`` every label with its decision value, both by decreasing decision value
-    (ties: the label seen first). Labels are numbers as the input wrote them (``3``, not
-    ``3.0``); decision values are those of ``decision_function``.
-
-    >>> bank_prediction([3, 7, 1], np.array([0.5, 1.5, -2.0])).decode()
-    '{"label": 7, "score": 1.5, "labels": [7, 3], "ranking": [[7, 1.5], [3, 0.5], [1, -2.0]]}'
-    >>> bank_prediction([], np.zeros(0)).decode()
-    '{"label": null, "score": null, "labels": [], "ranking": []}'
-    """
-    order = np.argsort(-scores, kind="stable").tolist()
-    values = [_json_number(v) for v in scores.tolist()]
-    ranking = [[labels[j], values[j]] for j in order]
-    document = {
-        "label": ranking[0][0] if ranking else None,
-        "score": ranking[0][1] if ranking else None,
-        "labels": [labels[j] for j in order if scores[j] > 0.0],
-        "ranking": ranking,
-    }
-    return json.dumps(document, allow_nan=False).encode()
-
-
-def _label_value(value: float) -> int | float:
-    """A label as JSON shows it: integral values as integers."""
-    return int(value) if value.is_integer() else value
-
-
-def _json_number(value: float) -> float | None:
-    return value if math.isfinite(value) else None
 
 
 def _origin(messages: MessageBatch, i: int) -> tuple[int, int]:

@@ -43,6 +43,7 @@ This module needs scikit-learn; ``import streamlearn`` does not.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from typing import Any, ClassVar, Self
 
@@ -55,33 +56,28 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from streamlearn.errors import InvalidParameterError, StateError, check_state_header
 from streamlearn.learn import (
-    PAM,
-    PAUM,
-    PDM,
-    PFM,
-    AMargitron,
-    Kozinec,
+    LEARNERS,
+    LearnerEntry,
     LinearLearner,
-    PDMSucc,
-    Perceptron,
-    TMargitron,
+    Model,
+    ModelBank,
     model_from_state,
 )
-from streamlearn.learn.bank import BANK_FORMAT, ModelBank
-from streamlearn.learn.base import STATE_BUILT_WITH
-from streamlearn.replay import ActiveSetSchedule
+from streamlearn.learn.params import STATE_BUILT_WITH
 
 STATE_FORMAT = "streamlearn.sklearn"
 STATE_VERSION = 1
 
 
-class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
-    """What every estimator shares; subclasses set ``_learner_class`` and ``__init__``."""
+class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
+    """What every estimator shares; each estimator class (:func:`estimator_class`) sets
+    ``learner_class`` and an ``__init__`` of the learner's parameters."""
 
-    _learner_class: ClassVar[type[LinearLearner]]
+    #: the engine class the estimator runs
+    learner_class: ClassVar[type[LinearLearner]]
 
     # fitted attributes, set by fit, partial_fit and from_state
-    learner_: LinearLearner | ModelBank
+    learner_: Model
     classes_: npt.NDArray[Any]
     n_features_in_: int
     multilabel_: bool
@@ -206,9 +202,8 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         learned (as ``SGDClassifier`` follows new parameters between ``partial_fit``
         calls); a parameter the learned state was built with cannot change."""
         learner = self.learner_
-        base = learner.base if isinstance(learner, ModelBank) else learner
         params = self.get_params(deep=False)
-        held = base.get_params()
+        held = learner.learner_params()
         changed = sorted(name for name, value in params.items() if held.get(name) != value)
         if not changed:
             return
@@ -218,26 +213,20 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
                 f"partial_fit cannot follow set_params of {', '.join(fixed)}: the learned "
                 "state was built with the earlier value (fit starts afresh)"
             )
-        state = learner.state_dict()
-        state["params"] = self._learner_class(**params).plain_params()
-        self.learner_ = model_from_state(state)
+        self.learner_ = learner.with_params(params)
 
-    def _new_learner(
-        self, classes: npt.NDArray[Any], multilabel: bool
-    ) -> LinearLearner | ModelBank:
+    def _new_learner(self, classes: npt.NDArray[Any], multilabel: bool) -> Model:
         """The binary learner for two classes, else (or for multi-label targets) a bank
         with every class declared."""
-        learner = self._learner_class(**self.get_params(deep=False))
+        learner = self.learner_class(**self.get_params(deep=False))
         if classes.shape[0] == 2 and not multilabel:
             return learner
         return ModelBank(learner).declare_labels(np.arange(classes.shape[0]))
 
     def _learners(self) -> list[LinearLearner]:
-        """The binary learner, or the bank's learners in the order of ``classes_``."""
-        learner = self.learner_
-        if isinstance(learner, ModelBank):
-            return [learner.learner(float(i)) for i in range(self.classes_.shape[0])]
-        return [learner]
+        """The binary learner, or the bank's learners in the order of ``classes_`` (the
+        bank's label values, declared in that order)."""
+        return self.learner_.learners()
 
     @property
     def coef_(self) -> npt.NDArray[np.float64]:
@@ -269,13 +258,7 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         two classes, one column per class (of ``classes_``)."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        learner = self.learner_
-        if isinstance(learner, ModelBank):
-            scores = learner.decision_function(X)
-            out = np.zeros((scores.shape[0], self.classes_.shape[0]), dtype=np.float64)
-            out[:, learner.labels_.astype(np.intp)] = scores
-            return out
-        return learner.decision_function(X)
+        return self.learner_.decision_function(X)
 
     def predict(self, X: Any) -> npt.NDArray[Any]:
         """``classes_[1]`` where the decision value is positive, ``classes_[0]`` elsewhere;
@@ -318,15 +301,15 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         check_state_header(state, STATE_FORMAT, STATE_VERSION, "scikit-learn")
         if state.get("estimator") != cls.__name__:
             raise StateError(f"state is for {state.get('estimator')!r}, not {cls.__name__}")
+        entry = cls.learner_class.entry
+        known = LEARNERS if entry.name in LEARNERS else LEARNERS.with_entry(entry)
         try:
-            learner: LinearLearner | ModelBank
-            if state["learner"].get("format") == BANK_FORMAT:
-                learner = ModelBank.from_state(state["learner"])
-                params = learner.base.get_params()
-            else:
-                learner = cls._learner_class.from_state(state["learner"])
-                params = learner.get_params()
-            estimator = cls(**params)
+            learner = model_from_state(state["learner"], known)
+            if learner.algorithm != entry.name:
+                raise StateError(
+                    f"state is for algorithm {learner.algorithm!r}, not {entry.name!r}"
+                )
+            estimator = cls(**learner.learner_params())
             estimator.learner_ = learner
             estimator.classes_ = np.asarray(
                 state["classes"], dtype=np.dtype(state["classes_dtype"])
@@ -390,288 +373,58 @@ def _targets(y: npt.NDArray[Any], classes: npt.NDArray[Any]) -> npt.NDArray[Any]
     return np.searchsorted(classes, y).astype(np.float64)
 
 
-class PDMClassifier(_LinearClassifier):
-    """The perceptron with dynamic margin (:class:`streamlearn.PDM`): at convergence its
-    margin is at least (1 - eps) of the maximum."""
+def estimator_class(
+    entry: LearnerEntry, module: str = "streamlearn.sklearn"
+) -> type[LinearClassifier]:
+    """The scikit-learn estimator of a learner (``PDMClassifier`` for PDM): its
+    ``__init__`` takes the learner's parameters, under the same names and defaults, and
+    stores them as given (scikit-learn's convention; the learner checks them at ``fit``).
+    ``module`` is where the class is reachable by its name (pickle finds it there)."""
+    name = f"{entry.class_name}Classifier"
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    signature = inspect.Signature(
+        [self_param, *(param.signature_parameter() for param in entry.all_params)]
+    )
 
-    _learner_class = PDM
+    def init(self: LinearClassifier, *args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        for param, value in list(bound.arguments.items())[1:]:
+            setattr(self, param, value)
 
-    def __init__(
-        self,
-        eps: float = 0.01,
-        *,
-        multiple_updates: bool = True,
-        rho: float = 1.0,
-        delta: float | str = "auto",
-        buffer_size: int = 100_000,
-        buffer_nnz: int = 10_000_000,
-        seed: int = 0,
-        active_sets: ActiveSetSchedule | None = None,
-        max_passes: int = 1000,
-    ) -> None:
-        self.eps = eps
-        self.multiple_updates = multiple_updates
-        self.rho = rho
-        self.delta = delta
-        self.buffer_size = buffer_size
-        self.buffer_nnz = buffer_nnz
-        self.seed = seed
-        self.active_sets = active_sets
-        self.max_passes = max_passes
-
-
-class PDMSuccClassifier(_LinearClassifier):
-    """PDM in successive runs of decreasing eps (:class:`streamlearn.PDMSucc`)."""
-
-    _learner_class = PDMSucc
-
-    def __init__(
-        self,
-        eps: float = 0.01,
-        *,
-        succ_eta: float = 8.0,
-        eps_start: float = 0.5,
-        multiple_updates: bool = True,
-        rho: float = 1.0,
-        delta: float | str = "auto",
-        buffer_size: int = 100_000,
-        buffer_nnz: int = 10_000_000,
-        seed: int = 0,
-        active_sets: ActiveSetSchedule | None = None,
-        max_passes: int = 1000,
-    ) -> None:
-        self.eps = eps
-        self.succ_eta = succ_eta
-        self.eps_start = eps_start
-        self.multiple_updates = multiple_updates
-        self.rho = rho
-        self.delta = delta
-        self.buffer_size = buffer_size
-        self.buffer_nnz = buffer_nnz
-        self.seed = seed
-        self.active_sets = active_sets
-        self.max_passes = max_passes
-
-
-class PFMClassifier(_LinearClassifier):
-    """The perceptron with fixed margin ``beta`` (:class:`streamlearn.PFM`); ``beta`` has
-    no default and must be below the data's maximum margin."""
-
-    _learner_class = PFM
-
-    def __init__(
-        self,
-        beta: float,
-        *,
-        multiple_updates: bool = True,
-        rho: float = 1.0,
-        delta: float | str = "auto",
-        buffer_size: int = 100_000,
-        buffer_nnz: int = 10_000_000,
-        seed: int = 0,
-        active_sets: ActiveSetSchedule | None = None,
-        max_passes: int = 1000,
-    ) -> None:
-        self.beta = beta
-        self.multiple_updates = multiple_updates
-        self.rho = rho
-        self.delta = delta
-        self.buffer_size = buffer_size
-        self.buffer_nnz = buffer_nnz
-        self.seed = seed
-        self.active_sets = active_sets
-        self.max_passes = max_passes
-
-
-class PAUMClassifier(_LinearClassifier):
-    """The perceptron with uneven margins ``tau_neg``, ``tau_pos`` (:class:`streamlearn.PAUM`)."""
-
-    _learner_class = PAUM
-
-    def __init__(
-        self,
-        tau_neg: float = -1.0,
-        tau_pos: float = 1.0,
-        lr: float = 1.0,
-        *,
-        rho: float = 1.0,
-        delta: float | str = "auto",
-        buffer_size: int = 100_000,
-        buffer_nnz: int = 10_000_000,
-        seed: int = 0,
-        active_sets: ActiveSetSchedule | None = None,
-        max_passes: int = 1000,
-    ) -> None:
-        self.tau_neg = tau_neg
-        self.tau_pos = tau_pos
-        self.lr = lr
-        self.rho = rho
-        self.delta = delta
-        self.buffer_size = buffer_size
-        self.buffer_nnz = buffer_nnz
-        self.seed = seed
-        self.active_sets = active_sets
-        self.max_passes = max_passes
-
-
-class PAMClassifier(_LinearClassifier):
-    """The perceptron with margin ``tau`` (:class:`streamlearn.PAM`)."""
-
-    _learner_class = PAM
-
-    def __init__(
-        self,
-        tau: float = 1.0,
-        *,
-        rho: float = 1.0,
-        delta: float | str = "auto",
-        buffer_size: int = 100_000,
-        buffer_nnz: int = 10_000_000,
-        seed: int = 0,
-        active_sets: ActiveSetSchedule | None = None,
-        max_passes: int = 1000,
-    ) -> None:
-        self.tau = tau
-        self.rho = rho
-        self.delta = delta
-        self.buffer_size = buffer_size
-        self.buffer_nnz = buffer_nnz
-        self.seed = seed
-        self.active_sets = active_sets
-        self.max_passes = max_passes
-
-
-class PerceptronClassifier(_LinearClassifier):
-    """Rosenblatt's perceptron (:class:`streamlearn.Perceptron`)."""
-
-    _learner_class = Perceptron
-
-    def __init__(
-        self,
-        *,
-        rho: float = 1.0,
-        delta: float | str = "auto",
-        buffer_size: int = 100_000,
-        buffer_nnz: int = 10_000_000,
-        seed: int = 0,
-        active_sets: ActiveSetSchedule | None = None,
-        max_passes: int = 1000,
-    ) -> None:
-        self.rho = rho
-        self.delta = delta
-        self.buffer_size = buffer_size
-        self.buffer_nnz = buffer_nnz
-        self.seed = seed
-        self.active_sets = active_sets
-        self.max_passes = max_passes
-
-
-class TMargitronClassifier(_LinearClassifier):
-    """The t-margitron: update when a . y <= b t^(1 - zeta) (:class:`streamlearn.TMargitron`)."""
-
-    _learner_class = TMargitron
-
-    def __init__(
-        self,
-        b: float = 1.0,
-        zeta: float = 0.5,
-        *,
-        rho: float = 1.0,
-        delta: float | str = "auto",
-        buffer_size: int = 100_000,
-        buffer_nnz: int = 10_000_000,
-        seed: int = 0,
-        active_sets: ActiveSetSchedule | None = None,
-        max_passes: int = 1000,
-    ) -> None:
-        self.b = b
-        self.zeta = zeta
-        self.rho = rho
-        self.delta = delta
-        self.buffer_size = buffer_size
-        self.buffer_nnz = buffer_nnz
-        self.seed = seed
-        self.active_sets = active_sets
-        self.max_passes = max_passes
-
-
-class AMargitronClassifier(_LinearClassifier):
-    """The a-margitron: update when a . y <= b ||a||^(1 - zeta)
-    (:class:`streamlearn.AMargitron`)."""
-
-    _learner_class = AMargitron
-
-    def __init__(
-        self,
-        b: float = 1.0,
-        zeta: float = 0.5,
-        *,
-        rho: float = 1.0,
-        delta: float | str = "auto",
-        buffer_size: int = 100_000,
-        buffer_nnz: int = 10_000_000,
-        seed: int = 0,
-        active_sets: ActiveSetSchedule | None = None,
-        max_passes: int = 1000,
-    ) -> None:
-        self.b = b
-        self.zeta = zeta
-        self.rho = rho
-        self.delta = delta
-        self.buffer_size = buffer_size
-        self.buffer_nnz = buffer_nnz
-        self.seed = seed
-        self.active_sets = active_sets
-        self.max_passes = max_passes
-
-
-class KozinecClassifier(_LinearClassifier):
-    """Kozinec's algorithm with absolute accuracy ``eps`` (:class:`streamlearn.Kozinec`)."""
-
-    _learner_class = Kozinec
-
-    def __init__(
-        self,
-        eps: float = 0.001,
-        *,
-        rho: float = 1.0,
-        delta: float | str = "auto",
-        buffer_size: int = 100_000,
-        buffer_nnz: int = 10_000_000,
-        seed: int = 0,
-        active_sets: ActiveSetSchedule | None = None,
-        max_passes: int = 1000,
-    ) -> None:
-        self.eps = eps
-        self.rho = rho
-        self.delta = delta
-        self.buffer_size = buffer_size
-        self.buffer_nnz = buffer_nnz
-        self.seed = seed
-        self.active_sets = active_sets
-        self.max_passes = max_passes
+    init.__name__ = "__init__"
+    init.__qualname__ = f"{name}.__init__"
+    init.__signature__ = signature  # type: ignore[attr-defined]
+    doc = f"{entry.summary} (:class:`streamlearn.{entry.class_name}`)."
+    namespace = {
+        "__init__": init,
+        "__doc__": doc,
+        "__module__": module,
+        "__qualname__": name,
+        "learner_class": entry.learner_class,
+    }
+    return type(name, (LinearClassifier,), namespace)
 
 
 #: the estimator of every learner, by the learner's ``algorithm`` name
-ESTIMATORS: dict[str, type[_LinearClassifier]] = {
-    cls._learner_class.algorithm: cls
-    for cls in (
-        PerceptronClassifier,
-        PAMClassifier,
-        PAUMClassifier,
-        PFMClassifier,
-        PDMClassifier,
-        PDMSuccClassifier,
-        TMargitronClassifier,
-        AMargitronClassifier,
-        KozinecClassifier,
-    )
+ESTIMATORS: dict[str, type[LinearClassifier]] = {
+    entry.name: estimator_class(entry) for entry in LEARNERS.entries()
 }
+PerceptronClassifier = ESTIMATORS["perceptron"]
+PAMClassifier = ESTIMATORS["pam"]
+PAUMClassifier = ESTIMATORS["paum"]
+PFMClassifier = ESTIMATORS["pfm"]
+PDMClassifier = ESTIMATORS["pdm"]
+PDMSuccClassifier = ESTIMATORS["pdm-succ"]
+TMargitronClassifier = ESTIMATORS["t-margitron"]
+AMargitronClassifier = ESTIMATORS["a-margitron"]
+KozinecClassifier = ESTIMATORS["kozinec"]
 
 __all__ = [
     "ESTIMATORS",
     "AMargitronClassifier",
     "KozinecClassifier",
+    "LinearClassifier",
     "PAMClassifier",
     "PAUMClassifier",
     "PDMClassifier",
@@ -679,4 +432,5 @@ __all__ = [
     "PFMClassifier",
     "PerceptronClassifier",
     "TMargitronClassifier",
+    "estimator_class",
 ]

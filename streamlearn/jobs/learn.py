@@ -15,21 +15,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from streamlearn.checkpoint.store import check_writable, read_checkpoint, write_checkpoint
-from streamlearn.config import LearnConfig, ModelSpec, features_holding
+from streamlearn.config import LearnConfig, ModelSpec, features_holding, resume_conflicts
 from streamlearn.daemon import DAEMON_KIND
 from streamlearn.errors import InputError, StateError
 from streamlearn.jobs.rejects import RejectLog
-from streamlearn.learn import LabelledRows, LinearLearner, ModelBank, model_from_state
-from streamlearn.learn.labelsets import apply_bank_budget
-from streamlearn.parse import ParsedRows, Rejected, SvmlightParser, binary_batch
+from streamlearn.learn import LEARNERS, Examples, LearnerTable, Model, model_from_state
+from streamlearn.parse import Rejected, SvmlightParser
 from streamlearn.sources import InputStream
-from streamlearn.types import Batch
 
 MODEL_KIND = "streamlearn.model"
-#: a binary learner or a one-vs-rest bank: what a model file holds
-Model = LinearLearner | ModelBank
-#: what the parser's rows become: binary batches, or rows with label sets for a bank
-Examples = Batch | LabelledRows
 
 
 @dataclass
@@ -96,15 +90,8 @@ def run_learn(
 def _start(config: LearnConfig) -> tuple[Model, int]:
     if config.resume is None:
         return ModelSpec(config.learner, config.one_vs_rest, config.tau_pos_kappa).build(), 0
-    learner, job = load_model(config.resume)
-    if isinstance(learner, ModelBank):
-        conflicts = config.learner.conflicts_with(learner.base)
-        if config.tau_pos_kappa is not None and config.tau_pos_kappa != learner.tau_pos_kappa:
-            conflicts.append(f"--tau-pos-kappa (the checkpoint has {learner.tau_pos_kappa!r})")
-    else:
-        conflicts = config.learner.conflicts_with(learner)
-        if config.one_vs_rest:
-            conflicts.append("--one-vs-rest (the checkpoint holds a binary model)")
+    learner, job = load_model(config.resume, config.learner.learners)
+    conflicts = resume_conflicts(config.learner, config.one_vs_rest, config.tau_pos_kappa, learner)
     if conflicts:
         raise StateError(f"--resume {config.resume}: " + "; ".join(conflicts))
     return learner, int(job.get("stream_examples", 0))
@@ -117,22 +104,8 @@ def _stream(
     lines = 0
     for batch, batch_lines in batches:
         lines = batch_lines
-        if isinstance(learner, ModelBank):
-            assert isinstance(batch, LabelledRows)
-            seen = learner.learn_on_schedule(batch, config.replay, seen)
-        else:
-            assert isinstance(batch, Batch)
-            seen = learner.learn_on_schedule(batch, config.replay, seen)
+        seen = learner.learn_on_schedule(batch, config.replay, seen)
     return seen, lines
-
-
-def _learn_once(learner: Model, batch: Examples) -> None:
-    if isinstance(learner, ModelBank):
-        assert isinstance(batch, LabelledRows)
-        learner.learn_rows(batch)
-    else:
-        assert isinstance(batch, Batch)
-        learner.learn_batch(batch)
 
 
 def _epochs(
@@ -148,19 +121,19 @@ def _epochs(
     lines = 0
     for batch, batch_lines in batches:
         lines = batch_lines
-        _learn_once(learner, batch)
+        learner.learn_rows(batch)
         seen += batch.n_examples
     if lines == 0:
         raise InputError(f"the input is empty ({inputs.name})")
     learner.flush()
-    whole_input_buffered = learner.buffer.evicted == 0 and learner.buffer.unbuffered == 0
+    whole_input_buffered = learner.kept_every_example()
     for _ in range(1, config.epochs or 1):
         if whole_input_buffered:
             learner.epoch_pass()
             continue
         again = _batches(inputs.reread(), config, RejectLog(), learner)
         for batch, _ in again:
-            _learn_once(learner, batch)
+            learner.learn_rows(batch)
         learner.flush()
     return seen, lines
 
@@ -168,40 +141,18 @@ def _epochs(
 def _batches(
     chunks: Iterator[bytes], config: LearnConfig, rejects: RejectLog, learner: Model
 ) -> Iterator[tuple[Examples, int]]:
-    """Parsed batches (binary, or with label sets for a bank) with the number of lines
-    read so far. Each is made once the one before it is learned: a bank's label bound
-    counts the labels it has by then."""
+    """Parsed rows as the model learns them (:meth:`Model.admit`: binary batches, or rows
+    with label sets within a bank's bounds) with the number of lines read so far. Each is
+    made once the one before it is learned: a bank's bounds count what it has by then."""
     parser = SvmlightParser(max_features=config.max_features)
-
-    def convert(rows: ParsedRows) -> Examples:
-        if isinstance(learner, ModelBank):
-            return _labelled(rows, rejects, learner, config)
-        return _binary(rows, rejects)
-
+    limits = config.limits
     for chunk in chunks:
-        yield convert(parser.feed(chunk)), parser.lines_seen
-    yield convert(parser.finish()), parser.lines_seen
-
-
-def _binary(rows: ParsedRows, rejects: RejectLog) -> Examples:
-    batch, rejected = binary_batch(rows)  # the parser's rejections and bad labels
+        examples, rejected = learner.admit(parser.feed(chunk), limits)
+        rejects.add(rejected)
+        yield examples, parser.lines_seen
+    examples, rejected = learner.admit(parser.finish(), limits)
     rejects.add(rejected)
-    return batch
-
-
-def _labelled(
-    rows: ParsedRows, rejects: RejectLog, bank: ModelBank, config: LearnConfig
-) -> Examples:
-    """Rows with their label sets: any numbers, several or none (a negative for every
-    label); without the rows that would take ``bank`` past ``--max-labels`` labels or
-    ``--max-weights`` weights."""
-    labelled, rejected = apply_bank_budget(
-        LabelledRows.from_arrays(rows), rows.line_numbers, rows.rejected,
-        bank.labels_to_learn(), config.max_labels, n_features=bank.features_to_learn(),
-        max_weights=config.max_weights,
-    )  # fmt: skip
-    rejects.add(rejected)
-    return labelled
+    yield examples, parser.lines_seen
 
 
 def _counting(chunks: Iterator[bytes], on_bytes: Callable[[int], None] | None) -> Iterator[bytes]:
@@ -224,9 +175,9 @@ def save_model(path: str, learner: Model, stream_examples: int, *, keep: int = 1
     write_checkpoint(Path(path), payload, keep=keep)
 
 
-def load_model(path: str) -> tuple[Model, dict[str, Any]]:
+def load_model(path: str, learners: LearnerTable = LEARNERS) -> tuple[Model, dict[str, Any]]:
     """The learner or bank stored by :func:`save_model` (or in a daemon's checkpoint)
-    and the job's counts."""
+    and the job's counts; ``learners``: the table its algorithm is found in."""
     checkpoint = read_checkpoint(Path(path))
     payload = checkpoint.payload
     if payload.get("kind") not in (MODEL_KIND, DAEMON_KIND) or "learner" not in payload:
@@ -234,4 +185,4 @@ def load_model(path: str) -> tuple[Model, dict[str, Any]]:
     job = payload.get("job", {})
     if not isinstance(job, dict) or not isinstance(job.get("stream_examples", 0), int):
         raise StateError(f"{path}: the job's counts are malformed ({job!r})")
-    return model_from_state(payload["learner"]), dict(job)
+    return model_from_state(payload["learner"], learners), dict(job)

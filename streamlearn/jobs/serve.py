@@ -19,17 +19,16 @@ from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import (
     DEFAULT_MAX_FEATURES,
     LearnerSpec,
-    Model,
     ModelSpec,
     check_max_features,
     features_holding,
 )
-from streamlearn.daemon import Daemon, DaemonSettings, FirstLines, bank_prediction
+from streamlearn.daemon import Daemon, DaemonSettings, FirstLines
 from streamlearn.errors import InputError, InvalidParameterError
 from streamlearn.http import HttpEndpoint
 from streamlearn.jobs.allocator import keep_freed_memory
 from streamlearn.jobs.systemd import notify as notify_systemd
-from streamlearn.learn import LabelledRows, ModelBank
+from streamlearn.learn import LabelledRows, Model
 from streamlearn.metrics import DaemonMetrics, new_registry
 from streamlearn.parse import ParsedRows
 from streamlearn.parse.messages import MessageDecoder, decode_message
@@ -235,12 +234,7 @@ def info(model: Model) -> tuple[str, dict[str, Any]]:
     >>> info(bank)[1]["one_vs_rest"]
     True
     """
-    if isinstance(model, ModelBank):
-        params: dict[str, Any] = {**model.base.plain_params(), "one_vs_rest": True}
-        if model.tau_pos_kappa is not None:
-            params["tau_pos_kappa"] = model.tau_pos_kappa
-        return model.algorithm, params
-    return model.algorithm, model.plain_params()
+    return model.algorithm, model.model_params()
 
 
 def warm_up(spec: LearnerSpec | ModelSpec) -> None:
@@ -248,20 +242,14 @@ def warm_up(spec: LearnerSpec | ModelSpec) -> None:
     model = spec if isinstance(spec, ModelSpec) else ModelSpec(spec)
     learner_spec = LearnerSpec(model.learner.algorithm, {**model.learner.params, "delta": 0.1})
     X = (np.array([0, 1, 2]), np.array([0, 1], dtype=np.int32), np.array([1.0, -1.0]))
+    built = ModelSpec(learner_spec, model.one_vs_rest, model.tau_pos_kappa).build()
+    labels = (np.array([0, 1, 2]), np.array([1.0, -1.0]))
     if model.one_vs_rest:
-        bank = ModelSpec(learner_spec, True, model.tau_pos_kappa).build()
-        assert isinstance(bank, ModelBank)
-        sets = (np.array([0, 1, 3]), np.array([1.0, 1.0, 2.0]))
-        rows = LabelledRows(X[0], X[1], X[2], *sets)
-        bank.learn_on_schedule(rows, DaemonSettings().replay, 0)
-        bank.replay(max_passes=2)
-        bank.summary()
-        bank_prediction([1, 2], bank.decision_function(X)[0])
-    else:
-        learner = learner_spec.build()
-        learner.learn(X, np.array([1, -1])).replay(max_passes=2)
-        learner.summary()
-        learner.decision_function(X)
+        labels = (np.array([0, 1, 3]), np.array([1.0, 1.0, 2.0]))
+    built.learn_on_schedule(LabelledRows(*X, *labels), DaemonSettings().replay, 0)
+    built.replay(max_passes=2)
+    built.summary()
+    built.answers(X)
     decode_message(b"+1 1:1\n", {}, default_format="svmlight")
     warm = MessageBatch.from_messages([Message(b"+1 1:1\n"), Message(b"-1 2:1")])
     MessageDecoder().decode_columns(warm.data, warm.spans)

@@ -50,23 +50,20 @@ the label's frequency over the whole stream.
 from __future__ import annotations
 
 import math
-from typing import Any, Self
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
 
-from streamlearn._kernels import RULE_KOZINEC, decision_values, row_sqnorms
+from streamlearn._kernels import decision_values, row_sqnorms
 from streamlearn._kernels.bank import (
     bank_learn_stream,
     bank_present_unbuffered,
     present_history,
 )
-from streamlearn._kernels.bank_one import (
-    BAD_INDEX,
-    NOT_FINITE,
-    TOO_LARGE,
-    canonical_decisions,
-)
+from streamlearn._kernels.bank_one import canonical_decisions
 from streamlearn._kernels.engine import N_STATS
 from streamlearn.errors import (
     InvalidInputError,
@@ -74,22 +71,28 @@ from streamlearn.errors import (
     StateError,
     check_state_header,
 )
-from streamlearn.learn.base import AUTO_DELTA_WINDOW, LinearLearner, _finite, check_state_rows
+from streamlearn.learn import bank_answers
+from streamlearn.learn.base import LinearLearner, check_state_rows
 from streamlearn.learn.inputs import as_rows
 from streamlearn.learn.labelsets import (
     HasLabelSets,
     LabelledRows,
+    apply_bank_budget,
     as_labelled_rows,
     indicator_columns,
 )
-from streamlearn.learn.paum import PAUM
+from streamlearn.learn.model import Examples, ModelLimits, learn_on_schedule
+from streamlearn.learn.params import finite
+from streamlearn.learn.state import BETA, SCALE, SQNORM, UPDATES, grown_weights
+from streamlearn.learn.table import LEARNERS, LearnerTable
+from streamlearn.learn.window import AutoDeltaWindow
+from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.replay import ActiveSetSchedule, ReplaySchedule
 from streamlearn.replay.shared import SharedReplayBuffer
-from streamlearn.types import MAX_FEATURE_INDEX, features_spanned
+from streamlearn.types import MAX_FEATURE_INDEX, Batch, RowStatus
 
 BANK_FORMAT = "streamlearn.bank"
 BANK_VERSION = 1
-_UPDATES = 2
 
 
 class ModelBank:
@@ -101,19 +104,23 @@ class ModelBank:
         A learner whose class and parameters every label's learner takes (only its
         parameters are used, not its state).
     tau_pos_kappa
-        PAUM only: kappa of the per-label margin of positives
-        ``tau_pos * 2 / (1 + exp(-kappa c))``, c the label's fraction of positives.
-        None (default) gives every label the base's ``tau_pos``. kappa < 0 gives rarer
-        labels larger margins.
+        Learners with a margin of positives ``tau_pos`` (PAUM): kappa of the per-label
+        margin ``tau_pos * 2 / (1 + exp(-kappa c))``, c the label's fraction of
+        positives. None (default) gives every label the base's ``tau_pos``. kappa < 0
+        gives rarer labels larger margins.
     """
+
+    #: what :meth:`prediction_lines` writes (see :mod:`streamlearn.learn.bank_answers`)
+    outputs: ClassVar[tuple[str, ...]] = bank_answers.BANK_OUTPUTS
+    label_output: ClassVar[str] = "class"
 
     def __init__(self, base: LinearLearner, *, tau_pos_kappa: float | None = None) -> None:
         if not isinstance(base, LinearLearner):
             raise InvalidParameterError("base must be a learner (PDM(), PAUM(), ...)")
         if tau_pos_kappa is not None:
-            if not isinstance(base, PAUM):
+            if "tau_pos" not in base.param_names():
                 raise InvalidParameterError("tau_pos_kappa is a parameter of PAUM banks only")
-            tau_pos_kappa = _finite("tau_pos_kappa", tau_pos_kappa)
+            tau_pos_kappa = finite("tau_pos_kappa", tau_pos_kappa)
         self.base = base
         self.tau_pos_kappa = tau_pos_kappa
         self._params = base.get_params()
@@ -123,6 +130,11 @@ class ModelBank:
     def algorithm(self) -> str:
         """The learners' algorithm name."""
         return self.base.algorithm
+
+    @property
+    def one_vs_rest(self) -> bool:
+        """True: one learner per label."""
+        return True
 
     def _reset(self) -> None:
         base = self.base
@@ -137,10 +149,10 @@ class ModelBank:
         self._n_features = 0
         self._examples_seen = 0
         self._delta_value: float | None = None if base.delta == "auto" else float(base.delta)
-        self._pending: list[LabelledRows] = []
+        self._window: AutoDeltaWindow[LabelledRows] = AutoDeltaWindow.for_buffer(
+            base.buffer_size, base.rho, LabelledRows.concatenate
+        )
         self._progressive = np.zeros(2, dtype=np.int64)
-        self._window_seen = 0
-        self._window_max_sqnorm = 0.0
         self._rules: npt.NDArray[np.float64] | None = None
 
     # -- what the bank holds -------------------------------------------------------------
@@ -164,7 +176,7 @@ class ModelBank:
         >>> bank.labels_.tolist(), bank.labels_to_learn().tolist()
         ([], [2.0, 4.0, 9.0])
         """
-        held = [rows.labels for rows in self._pending]
+        held = [rows.labels for rows in self._window.pending]
         return np.unique(np.concatenate([self.labels_, *held]))
 
     def features_to_learn(self) -> int:
@@ -176,7 +188,7 @@ class ModelBank:
         >>> bank.n_features_in_, bank.features_to_learn()
         (0, 3)
         """
-        return max([self._n_features, *(features_spanned(p.indices) for p in self._pending)])
+        return max(self._n_features, self._window.features_spanned())
 
     @property
     def delta_(self) -> float | None:
@@ -218,6 +230,10 @@ class ModelBank:
         """The shared replay buffer (read it, do not modify it)."""
         return self._buffer
 
+    def kept_every_example(self) -> bool:
+        """Whether the buffer holds every example learned (none evicted, none too large)."""
+        return self._buffer.evicted == 0 and self._buffer.unbuffered == 0
+
     @property
     def converged(self) -> bool:
         """Whether every learner's last full replay pass made no update."""
@@ -241,7 +257,8 @@ class ModelBank:
 
     @property
     def tau_pos_(self) -> npt.NDArray[np.float64]:
-        """PAUM banks: each label's current margin of positives (by label id)."""
+        """Banks of learners with ``tau_pos`` (PAUM): each label's current margin of
+        positives (by label id)."""
         return np.array([getattr(learner, "tau_pos", math.nan) for learner in self._learners])
 
     # -- learning ------------------------------------------------------------------------
@@ -259,36 +276,40 @@ class ModelBank:
         self.learn_rows(rows)
         return self
 
-    def learn_rows(self, rows: HasLabelSets) -> None:
-        """:meth:`learn` for rows with label sets (e.g. the svmlight parser's output)."""
-        labelled = rows if isinstance(rows, LabelledRows) else LabelledRows.from_arrays(rows)
+    def admit(self, rows: ParsedRows, limits: ModelLimits) -> tuple[Examples, list[Rejected]]:
+        """Rows with their label sets (any numbers, several or none: a negative for every
+        label), without those that would take the bank past ``limits``: more labels than
+        ``max_labels``, or more weights (labels x features) than ``max_weights``."""
+        return apply_bank_budget(
+            LabelledRows.from_arrays(rows), rows.line_numbers, rows.rejected,
+            self.labels_to_learn(),
+            sys.maxsize if limits.max_labels is None else limits.max_labels,
+            n_features=self.features_to_learn(), max_weights=limits.max_weights,
+        )  # fmt: skip
+
+    def learn_rows(self, rows: Examples | HasLabelSets) -> None:
+        """:meth:`learn` for rows with label sets (e.g. the svmlight parser's output); a
+        batch's +1/-1 labels are label sets of one label each."""
+        labelled = _labelled(rows)
         if self._delta_value is None:
-            released = self._hold_for_auto_delta(labelled)
+            released = self._window.hold(labelled)
             if released is None:
                 return
-            labelled = released
+            labelled, delta = released
+            self._fix_delta(delta)
         self._present(labelled)
 
-    def learn_on_schedule(
-        self, rows: HasLabelSets, schedule: ReplaySchedule, examples_seen: int
-    ) -> int:
-        """:meth:`learn_rows`, replaying wherever ``schedule`` says once ``examples_seen``
-        stream examples came before; returns the new count."""
-        labelled = rows if isinstance(rows, LabelledRows) else LabelledRows.from_arrays(rows)
-        start = 0
-        for size in schedule.split(examples_seen, labelled.n_examples):
-            self.learn_rows(labelled.slice(start, start + size))
-            passes = schedule.replays_after(examples_seen, size)
-            examples_seen += size
-            start += size
-            if passes:
-                self.replay(max_passes=passes)
-        return examples_seen
+    def learn_on_schedule(self, rows: Examples, schedule: ReplaySchedule, seen: int) -> int:
+        """:meth:`learn_rows`, replaying wherever ``schedule`` says once ``seen`` stream
+        examples came before; returns the new count."""
+        return learn_on_schedule(self, _labelled(rows), schedule, seen)
 
     def flush(self) -> Self:
         """Present what ``delta='auto'`` holds back, fixing Delta from it."""
-        if self._delta_value is None and self._window_seen > 0:
-            self._present(self._release_pending())
+        if self._delta_value is None and self._window.seen > 0:
+            held, delta = self._window.release()
+            self._fix_delta(delta)
+            self._present(held)
         return self
 
     def replay(self, max_passes: int | None = None) -> Self:
@@ -314,7 +335,7 @@ class ModelBank:
 
     def declare_labels(self, values: Any) -> Self:
         """Start learners for these label values now (in this order), before any example
-        brings them; each is presented the buffered examples as negatives (for PAUM with
+        brings them; each is presented the buffered examples as negatives (with
         ``tau_pos_kappa``, c is its fraction among them: 0)."""
         try:
             declared = np.asarray(values, dtype=np.float64).ravel()
@@ -392,13 +413,13 @@ class ModelBank:
             self._positives[ids] += 1
         self._examples_seen += 1
         indptr = np.array([0, nnz], dtype=np.int64)
-        updates_before = self._scalars[:n_labels, _UPDATES].copy()
+        updates_before = self._scalars[:n_labels, UPDATES].copy()
         self._stream_rows(indptr, indices, values, signs, n_labels)
-        changed = (self._scalars[:n_labels, _UPDATES] != updates_before).tolist()
+        changed = (self._scalars[:n_labels, UPDATES] != updates_before).tolist()
         for learner, label_changed in zip(self._learners, changed, strict=True):
-            learner._examples_seen += 1
+            learner.state.examples_seen += 1
             if label_changed:
-                learner._converged = False
+                learner.state.converged = False
 
     def _present_known(self, rows: LabelledRows, first_candidates: int) -> None:
         """Present rows whose labels the bank knows; the first row is judged over the
@@ -415,13 +436,13 @@ class ModelBank:
         self._examples_seen += n
         if n_labels == 0:
             signs = np.zeros((n, 0), dtype=np.int8)
-        updates_before = self._scalars[:n_labels, _UPDATES].copy()
+        updates_before = self._scalars[:n_labels, UPDATES].copy()
         self._stream_rows(feats.indptr, feats.indices, feats.values, signs, first_candidates)
-        changed = self._scalars[:n_labels, _UPDATES] != updates_before
+        changed = self._scalars[:n_labels, UPDATES] != updates_before
         for label, learner in enumerate(self._learners):
-            learner._examples_seen += n
+            learner.state.examples_seen += n
             if changed[label]:
-                learner._converged = False
+                learner.state.converged = False
 
     def _stream_rows(
         self,
@@ -493,87 +514,70 @@ class ModelBank:
             self._weights[label], self._scalars[label], self.base.rule,
             self._rule_params()[label], self.base.rho, self._delta_sq, self._stats[label],
         )  # fmt: skip
-        self._learners[label]._examples_seen = int(slots.shape[0])
+        self._learners[label].state.examples_seen = int(slots.shape[0])
 
     def _new_learner(self, tau_pos: float | None) -> LinearLearner:
         params = dict(self._params)
         if tau_pos is not None:
             params["tau_pos"] = tau_pos
         learner = type(self.base)(**params)
-        learner._delta_value = self._delta_value
+        learner.state.delta = self._delta_value
         return learner
 
     def _tau_pos_for(self, positives: int, examples: int) -> float | None:
-        """PAUM with kappa: the margin of positives for a label's fraction of positives."""
+        """With ``tau_pos_kappa``: the margin of positives for a label's fraction of
+        positives."""
         if self.tau_pos_kappa is None:
             return None
-        assert isinstance(self.base, PAUM)
         fraction = positives / examples if examples else 0.0
-        return self.base.tau_pos * 2.0 / (1.0 + math.exp(-self.tau_pos_kappa * fraction))
+        tau_pos = float(getattr(self.base, "tau_pos"))  # noqa: B009 - checked at __init__
+        return tau_pos * 2.0 / (1.0 + math.exp(-self.tau_pos_kappa * fraction))
 
     def _update_tau_pos(self) -> None:
         for label, learner in enumerate(self._learners):
             tau = self._tau_pos_for(int(self._positives[label]), self._examples_seen)
-            if tau is not None and isinstance(learner, PAUM):
-                learner.tau_pos = tau
+            if tau is not None:
+                setattr(learner, "tau_pos", tau)  # noqa: B010 - a learner parameter
 
     def _rule_params(self) -> npt.NDArray[np.float64]:
         """Every learner's rule parameters (kept until a label is added, a replay or an
-        epoch pass, which are what change them: PAUM's tau_pos, PDMSucc's stage)."""
+        epoch pass, which are what change them: ``tau_pos``, PDM-succ's run)."""
         rules = self._rules
         if rules is not None and rules.shape[0] == self._weights.shape[0]:
             return rules
         params = np.zeros((self._weights.shape[0], 2), dtype=np.float64)
         for label in range(self.n_labels):
             self._bind(label)
-            params[label] = self._learners[label]._rule_params()
+            params[label] = self._learners[label].rule_values()
         self._rules = params
         return params
 
     def _grow_features(self, n_features: int) -> None:
-        if n_features > self._weights.shape[1]:
-            columns = max(2 * self._weights.shape[1], n_features)
-            grown = np.zeros((self._weights.shape[0], columns), dtype=np.float64)
-            grown[:, : self._weights.shape[1]] = self._weights
-            self._weights = grown
+        self._weights = grown_weights(self._weights, n_features)
         self._n_features = max(self._n_features, n_features)
 
     def _bind(self, label: int) -> None:
-        """Point learner ``label`` at its rows of the bank's arrays and its buffer view."""
-        learner = self._learners[label]
-        learner._w = self._weights[label]
-        learner._scalars = self._scalars[label]
-        learner._stats = self._stats[label]
-        learner._n_features = self._n_features
-        learner._buffer = self._buffer.view(label)
-        learner._delta_value = self._delta_value
+        """Point learner ``label``'s state at its rows of the bank's arrays and its view
+        of the shared buffer."""
+        state = self._learners[label].state
+        state.borrow(
+            weights=self._weights[label],
+            scalars=self._scalars[label],
+            stats=self._stats[label],
+            buffer=self._buffer.view(label),
+        )
+        state.n_features = self._n_features
+        state.delta = self._delta_value
 
     @property
     def _delta_sq(self) -> float:
         delta = self._delta_value or 0.0
         return delta * delta
 
-    def _hold_for_auto_delta(self, rows: LabelledRows) -> LabelledRows | None:
-        window = min(AUTO_DELTA_WINDOW, self.base.buffer_size)
-        take = min(window - self._window_seen, rows.n_examples)
-        if take > 0:
-            head = rows.slice(0, take)
-            sqnorms = row_sqnorms(head.indptr, head.values)
-            self._window_max_sqnorm = max(self._window_max_sqnorm, float(sqnorms.max()))
-            self._window_seen += take
-        self._pending.append(LabelledRows.concatenate([rows]))
-        if self._window_seen < window:
-            return None
-        return self._release_pending()
-
-    def _release_pending(self) -> LabelledRows:
-        radius = math.sqrt(self._window_max_sqnorm + self.base.rho**2)
-        self._delta_value = radius / 10.0
-        held = LabelledRows.concatenate(self._pending)
-        self._pending = []
+    def _fix_delta(self, delta: float) -> None:
+        self._delta_value = delta
         for learner in self._learners:
-            learner._delta_value = self._delta_value
-        return held
+            learner.state.delta = delta
 
     # -- prediction ----------------------------------------------------------------------
 
@@ -608,7 +612,7 @@ class ModelBank:
             indices, values = indices[known], values[known]
         scalars = self._scalars[:n]
         dots = self._weights[:n, indices] @ values
-        out: npt.NDArray[np.float64] = scalars[:, 3] * (dots + self.base.rho * scalars[:, 0])
+        out: npt.NDArray[np.float64] = scalars[:, SCALE] * (dots + self.base.rho * scalars[:, BETA])
         return out
 
     def canonical_decisions(
@@ -637,12 +641,12 @@ class ModelBank:
             indices, values, out_idx, out_val, self._weights, self._scalars, n_labels,
             float(self.base.rho), out_f,
         )  # fmt: skip
-        if nnz == NOT_FINITE:
+        if nnz == -RowStatus.NOT_FINITE:
             return None
-        if nnz == BAD_INDEX:
+        if nnz == -RowStatus.BAD_INDEX:
             bad = indices[(indices < 0) | (indices > MAX_FEATURE_INDEX)][0]
             raise InvalidInputError(f"feature index {bad} is outside [0, {MAX_FEATURE_INDEX}]")
-        if nnz == TOO_LARGE:
+        if nnz == -RowStatus.TOO_LARGE:
             raise InvalidInputError(
                 "the example's values are too large: the sum of their squares overflows float64"
             )
@@ -650,13 +654,13 @@ class ModelBank:
 
     def margin_units(self) -> npt.NDArray[np.float64]:
         """Per label id, the learner's margin unit in the units of :meth:`decision_row`:
-        ``||a||^2 / t`` (``||a||^2`` for Kozinec, whose a is a convex combination), an
-        upper bound on the smallest a . y_k of its learned examples; NaN before its first
+        ``||a||^2 / t`` (``||a||^2`` for a convex combination, as Kozinec's), an upper
+        bound on the smallest a . y_k of its learned examples; NaN before its first
         update."""
         n = self.n_labels
-        sqnorm = self._scalars[:n, 1]
-        updates = self._scalars[:n, _UPDATES]
-        per_update = self.base.rule != RULE_KOZINEC
+        sqnorm = self._scalars[:n, SQNORM]
+        updates = self._scalars[:n, UPDATES]
+        per_update = not self.base.entry.convex_combination
         units = sqnorm / np.where(updates > 0.0, updates, 1.0) if per_update else sqnorm.copy()
         units[(updates <= 0.0) | (sqnorm <= 0.0)] = math.nan
         result: npt.NDArray[np.float64] = units
@@ -683,6 +687,31 @@ class ModelBank:
         scores = self.decision_function(X)
         return self.labels_[np.argsort(-scores, axis=1, kind="stable")]
 
+    def answers(self, X: Any) -> list[bytes]:
+        """Each row's prediction as the daemon sends it: a JSON object
+        (:func:`~streamlearn.learn.bank_answers.bank_prediction`)."""
+        return bank_answers.bank_answers(self, self.decision_function(X))
+
+    def prediction_lines(self, rows: ParsedRows, output: str) -> Iterator[str]:
+        """One line per parsed line, as ``output`` writes it (one of :attr:`outputs`:
+        label sets, the class, the ranking or every score); ``nan`` for a rejected line."""
+        return bank_answers.bank_lines(self, rows, bank_answers.bank_scores(self, rows), output)
+
+    def evaluate(
+        self, parts: Iterable[ParsedRows], on_rejected: Callable[[list[Rejected]], None]
+    ) -> dict[str, Any]:
+        """Per-label and averaged figures (and multi-class ones where every row has one
+        label): :func:`~streamlearn.learn.bank_answers.evaluate_bank`."""
+        return bank_answers.evaluate_bank(self, parts, on_rejected)
+
+    def exported_weights(self) -> npt.NDArray[np.float64]:
+        """One row of weights per label id."""
+        return bank_answers.bank_weights(self)
+
+    def describe(self) -> dict[str, Any]:
+        """What ``inspect`` shows of a bank."""
+        return bank_answers.describe_bank(self)
+
     # -- reports -------------------------------------------------------------------------
 
     def summary(self) -> dict[str, Any]:
@@ -695,7 +724,11 @@ class ModelBank:
                 {
                     "label": self._label_values[label],
                     "positives": int(self._positives[label]),
-                    **({"tau_pos": learner.tau_pos} if isinstance(learner, PAUM) else {}),
+                    **(
+                        {"tau_pos": learner.get_params()["tau_pos"]}
+                        if _has_tau_pos(learner)
+                        else {}
+                    ),
                     **figures,
                 }
             )
@@ -713,27 +746,46 @@ class ModelBank:
             "buffer_examples": len(self._buffer),
             "buffer_nnz": self._buffer.features.nnz,
             "buffer_evicted": self._buffer.features.evicted,
-            "pending_examples": sum(p.n_examples for p in self._pending),
+            "pending_examples": self._window.held_examples,
             "stream_judged": self.stream_judged,
             "stream_mistakes": self.stream_mistakes,
             "per_label": per_label,
         }
 
+    def learner_params(self) -> dict[str, Any]:
+        """The parameters of every label's learner (the base's)."""
+        return self.base.get_params()
+
+    def model_params(self) -> dict[str, Any]:
+        """The learners' plain parameters, ``one_vs_rest=True`` and ``tau_pos_kappa``
+        when set."""
+        params: dict[str, Any] = {**self.base.plain_params(), "one_vs_rest": True}
+        if self.tau_pos_kappa is not None:
+            params["tau_pos_kappa"] = self.tau_pos_kappa
+        return params
+
+    def with_params(self, params: dict[str, Any]) -> Self:
+        """A bank that continues from this one's state with learners of new parameters
+        (those the state was built with cannot change)."""
+        state = self.state_dict()
+        state["params"] = type(self.base)(**params).plain_params()
+        return type(self).from_state(state, LearnerTable([self.base.entry]))
+
     # -- state dictionaries --------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue exactly: plain numbers, strings and arrays."""
-        pending = LabelledRows.concatenate(self._pending)
+        pending = LabelledRows.concatenate(self._window.pending)
         learners = []
         for label, learner in enumerate(self._learners):
             learners.append(
                 {
                     "tau_pos": getattr(learner, "tau_pos", math.nan),
                     "positives": int(self._positives[label]),
-                    "passes": learner._passes,
-                    "converged": learner._converged,
-                    "examples_seen": learner._examples_seen,
-                    "extra": learner._extra_state(),
+                    "passes": learner.state.passes,
+                    "converged": learner.state.converged,
+                    "examples_seen": learner.state.examples_seen,
+                    "extra": learner.extra_state(),
                 }
             )
         n = self.n_labels
@@ -750,8 +802,7 @@ class ModelBank:
             "stats": self._stats[:n].copy(),
             "n_features": self._n_features,
             "examples_seen": self._examples_seen,
-            "window_seen": self._window_seen,
-            "window_max_sqnorm": self._window_max_sqnorm,
+            **self._window.state_dict(),
             "pending": {
                 "indptr": pending.indptr,
                 "indices": pending.indices,
@@ -765,29 +816,29 @@ class ModelBank:
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> ModelBank:
-        """A bank that continues exactly where the one that made ``state`` stopped."""
-        from streamlearn.learn import LEARNERS
-
+    def from_state(cls, state: dict[str, Any], learners: LearnerTable = LEARNERS) -> Self:
+        """A bank that continues exactly where the one that made ``state`` stopped
+        (``learners``: the table its algorithm is found in)."""
         check_state_header(state, BANK_FORMAT, BANK_VERSION, "model bank")
         algorithm = state.get("algorithm")
-        if algorithm not in LEARNERS:
+        if algorithm not in learners:
             raise StateError(f"unknown algorithm in bank state: {algorithm!r}")
         try:
             params = dict(state["params"])
             if params.get("active_sets") is not None:
                 params["active_sets"] = ActiveSetSchedule.from_dict(params["active_sets"])
             kappa = float(state["tau_pos_kappa"])
-            bank = cls(LEARNERS[str(algorithm)](**params),
+            bank = cls(learners[str(algorithm)](**params),
                        tau_pos_kappa=None if math.isnan(kappa) else kappa)  # fmt: skip
-            bank._load_state(state)
+            bank.load_state(state)
         except StateError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise StateError(f"incomplete or malformed model bank state: {exc}") from exc
         return bank
 
-    def _load_state(self, state: dict[str, Any]) -> None:
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Continue from ``state`` (:meth:`state_dict`'s) under this bank's parameters."""
         delta_value = float(state["delta_value"])
         self._delta_value = None if math.isnan(delta_value) else delta_value
         self._buffer = SharedReplayBuffer.from_state(state["buffer"])
@@ -812,11 +863,9 @@ class ModelBank:
         self._stats[:n, : stats.shape[1]] = stats
         self._positives = np.zeros(rows, dtype=np.int64)
         self._examples_seen = int(state["examples_seen"])
-        self._window_seen = int(state["window_seen"])
-        self._window_max_sqnorm = float(state["window_max_sqnorm"])
         pending = LabelledRows.from_arrays(_Arrays(state["pending"]))
         check_state_rows(state["buffer"]["features"]["indices"], self._n_features, pending)
-        self._pending = [pending] if pending.n_examples else []
+        self._window.load(state, pending)
         progressive = state.get("progressive")  # states written before it count from 0
         if progressive is not None:
             self._progressive = np.asarray(progressive, dtype=np.int64).reshape(2).copy()
@@ -827,10 +876,10 @@ class ModelBank:
         for label, saved in enumerate(state["learners"]):
             tau = float(saved["tau_pos"])
             learner = self._new_learner(None if math.isnan(tau) else tau)
-            learner._passes = int(saved["passes"])
-            learner._converged = bool(saved["converged"])
-            learner._examples_seen = int(saved["examples_seen"])
-            learner._load_extra_state(saved["extra"])
+            learner.state.passes = int(saved["passes"])
+            learner.state.converged = bool(saved["converged"])
+            learner.state.examples_seen = int(saved["examples_seen"])
+            learner.load_extra_state(saved["extra"])
             self._positives[label] = int(saved["positives"])
             self._learners.append(learner)
 
@@ -844,6 +893,21 @@ class _Arrays:
         self.values = np.asarray(values["values"], dtype=np.float64)
         self.label_ptr = np.asarray(values["label_ptr"], dtype=np.int64)
         self.labels = np.asarray(values["labels"], dtype=np.float64)
+
+
+def _labelled(rows: Examples | HasLabelSets) -> LabelledRows:
+    """Rows as label-set rows (a batch's +1/-1 labels as sets of one)."""
+    if isinstance(rows, LabelledRows):
+        return rows
+    if isinstance(rows, Batch):
+        n = rows.n_examples
+        ptr = np.arange(n + 1, dtype=np.int64)
+        return LabelledRows(rows.indptr, rows.indices, rows.values, ptr, rows.labels.astype(float))
+    return LabelledRows.from_arrays(rows)
+
+
+def _has_tau_pos(learner: LinearLearner) -> bool:
+    return "tau_pos" in learner.param_names()
 
 
 def _worst(gaps: list[float]) -> float:

@@ -1,23 +1,26 @@
-"""What every learner of the perceptron family shares: state, learning, replay, certificate.
+"""What every learner of the perceptron family shares: learning, replay, certificate.
 
-A learner is a thin class over one engine (:mod:`streamlearn._kernels.engine`). Its
-hyperparameters are exactly its ``__init__`` arguments, stored under the same names; it
-maps them to the kernel's rule code and parameters and owns the weights, the bias
-weight beta, the update count t, ||a||^2 and the replay buffer.
+A learner is a thin class over one engine (:mod:`streamlearn._kernels.engine`),
+generated from its entry in the table of learners (:mod:`streamlearn.learn.table`).
+Its hyperparameters are exactly its ``__init__`` arguments, stored under the same
+names; the entry maps them to the kernel's rule code and parameters. What it has
+learned is one public object, :attr:`LinearLearner.state`
+(:class:`~streamlearn.learn.state.LearnerState`): weights, scalars, counters and the
+replay buffer.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
-from typing import Any, ClassVar, Self
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
 
 from streamlearn._kernels import (
     all_ones,
-    buffer_certificate,
     check_rows,
     decision_values,
     learn_stream,
@@ -25,34 +28,39 @@ from streamlearn._kernels import (
     row_sqnorms,
     values_all_one,
 )
-from streamlearn._kernels.engine import N_STATS, STAT_LEVEL1, CompactSet, replay_kernel
-from streamlearn._kernels.rows import ROW_NOT_CANONICAL, ROW_OK
+from streamlearn._kernels.engine import STAT_LEVEL1, CompactSet, replay_kernel
 from streamlearn.errors import (
     DivergenceError,
-    InvalidParameterError,
+    InvalidInputError,
     StateError,
     check_state_header,
 )
+from streamlearn.learn import answers
+from streamlearn.learn.certificate import certificate
 from streamlearn.learn.inputs import as_batch, as_rows
+from streamlearn.learn.labelsets import LabelledRows
+from streamlearn.learn.model import Examples, ModelLimits
+from streamlearn.learn.model import learn_on_schedule as _learn_on_schedule
+from streamlearn.learn.params import REQUIRED, STATE_BUILT_WITH, count
+from streamlearn.learn.state import LearnerState
+from streamlearn.learn.window import AutoDeltaWindow
+from streamlearn.parse import ParsedRows, Rejected, binary_batch
 from streamlearn.replay import ActiveSetSchedule, ReplayBuffer, ReplaySchedule, pass_permutation
-from streamlearn.types import Batch, features_spanned
+from streamlearn.types import Batch, RowStatus
+
+if TYPE_CHECKING:
+    from streamlearn.learn.table import LearnerEntry
 
 STATE_FORMAT = "streamlearn.learner"
 STATE_VERSION = 1
-#: examples that fix Delta when ``delta='auto'`` (capped by the buffer size)
-AUTO_DELTA_WINDOW = 1000
-#: parameters a learner's state is built with (Delta, the augmentation rho, the buffer's
-#: capacities): a learned state cannot go on under other values of them, where it can
-#: under new values of the rule's own (eps, tau, ...)
-STATE_BUILT_WITH = ("delta", "rho", "buffer_size", "buffer_nnz")
-_BETA, _SQNORM, _UPDATES, _SCALE = range(4)
 
 
 class LinearLearner:
     """Base class: a linear classifier learned by a perceptron-family update rule.
 
-    Subclasses set ``algorithm`` and ``rule`` and implement :meth:`_rule_params`.
-    Common parameters (keyword-only in every subclass):
+    Each learner class comes from an entry of the table of learners
+    (:mod:`streamlearn.learn.table`): its rule's parameters, then these, keyword-only in
+    every class:
 
     rho
         Augmentation: each x becomes [x, rho]; the bias is rho * beta. Default 1.
@@ -71,49 +79,43 @@ class LinearLearner:
         Default bound on full replay passes per :meth:`replay` call.
     """
 
+    #: the table entry this class was made from
+    entry: ClassVar[LearnerEntry]
+    #: the algorithm's name (``pdm``, ``paum``, ...)
     algorithm: ClassVar[str] = ""
+    #: the engine's rule code (:mod:`streamlearn._kernels.rules`)
     rule: ClassVar[int] = -1
     #: multiple updates at once (PDM, PFM) are available to this rule
     supports_multiple_updates: ClassVar[bool] = False
+    rho: float
+    delta: float | str
+    buffer_size: int
+    buffer_nnz: int
+    seed: int
+    active_sets: ActiveSetSchedule | None
+    max_passes: int
 
-    def __init__(
-        self,
-        *,
-        rho: float = 1.0,
-        delta: float | str = "auto",
-        buffer_size: int = 100_000,
-        buffer_nnz: int = 10_000_000,
-        seed: int = 0,
-        active_sets: ActiveSetSchedule | None = None,
-        max_passes: int = 1000,
-    ) -> None:
-        self.rho = _positive("rho", rho)
-        if delta != "auto":
-            delta = _non_negative("delta", delta)
-        self.delta = delta
-        self.buffer_size = _count("buffer_size", buffer_size)
-        self.buffer_nnz = _count("buffer_nnz", buffer_nnz)
-        if not isinstance(seed, int | np.integer) or not 0 <= seed < 2**64:
-            raise InvalidParameterError(
-                f"seed must be an integer in [0, 2^64) (checkpoints hold 64 bits), got {seed!r}"
-            )
-        self.seed = int(seed)
-        if active_sets is not None and not isinstance(active_sets, ActiveSetSchedule):
-            raise InvalidParameterError("active_sets must be an ActiveSetSchedule")
-        self.active_sets = active_sets
-        self.max_passes = _count("max_passes", max_passes)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if not hasattr(type(self), "entry"):
+            raise TypeError("LinearLearner is abstract: use a learner class (PDM, PAUM, ...)")
+        entry = self.entry
+        bound = entry.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        for param in entry.all_params:
+            setattr(self, param.name, param.check(param.name, bound.arguments[param.name]))
+        entry.check_together(self.get_params())
         self._reset_state()
 
     # -- hyperparameters ---------------------------------------------------------------
 
     @classmethod
-    def _param_names(cls) -> list[str]:
-        signature = inspect.signature(cls.__init__)
-        return [name for name in signature.parameters if name != "self"]
+    def param_names(cls) -> list[str]:
+        """The names of the parameters, in the order of ``__init__``."""
+        return [param.name for param in cls.entry.all_params]
 
     def get_params(self) -> dict[str, Any]:
         """The hyperparameters, as passed to ``__init__``."""
-        return {name: getattr(self, name) for name in self._param_names()}
+        return {name: getattr(self, name) for name in self.param_names()}
 
     def plain_params(self) -> dict[str, Any]:
         """:meth:`get_params` with the active-set schedule as a plain dict (or None)."""
@@ -122,23 +124,38 @@ class LinearLearner:
             params["active_sets"] = self.active_sets.to_dict()
         return params
 
+    def learner_params(self) -> dict[str, Any]:
+        """:meth:`get_params` (the model interface's name for them)."""
+        return self.get_params()
+
+    def model_params(self) -> dict[str, Any]:
+        """:meth:`plain_params`: what defines this model."""
+        return self.plain_params()
+
+    def with_params(self, params: dict[str, Any]) -> Self:
+        """A learner that continues from this one's state under new parameters (those
+        of :data:`~streamlearn.learn.params.STATE_BUILT_WITH` cannot change)."""
+        state = self.state_dict()
+        state["params"] = type(self)(**params).plain_params()
+        return type(self).from_state(state)
+
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
 
-    def _rule_params(self) -> npt.NDArray[np.float64]:
-        """The kernel's float64 rule parameters for the current state."""
-        raise NotImplementedError
+    def rule_values(self) -> npt.NDArray[np.float64]:
+        """The kernel's two float64 rule parameters for the current state."""
+        return np.array(self.entry.rule_values(self), dtype=np.float64)
 
     def _kernel_rule(
         self, multi: bool, unit: bool
     ) -> tuple[int, npt.NDArray[np.float64], float, float, bool, bool]:
         """The engine's ``(code, rule_params, rho, delta_sq, multi, unit)``; ``unit``: every
         value of the examples to present is 1.0."""
-        return (self.rule, self._rule_params(), self.rho, self._delta_sq, multi, unit)
+        return (self.rule, self.rule_values(), self.rho, self.state.delta_sq, multi, unit)
 
     def _buffer_values_all_one(self, slots: npt.NDArray[np.int64]) -> bool:
-        buf = self._buffer
+        buf = self.state.buffer
         return bool(values_all_one(slots, buf.slot_start, buf.slot_len, buf.arena_val))
 
     def _multiple_updates(self) -> bool:
@@ -151,28 +168,28 @@ class LinearLearner:
     # -- state ---------------------------------------------------------------------------
 
     def _reset_state(self) -> None:
-        self._buffer = ReplayBuffer(self.buffer_size, self.buffer_nnz)
-        self._w = np.zeros(16, dtype=np.float64)
-        self._scalars = np.array([0.0, 0.0, 0.0, 1.0])
-        self._stats = np.zeros(N_STATS, dtype=np.int64)
-        self._n_features = 0
-        self._passes = 0
-        self._converged = False
-        self._examples_seen = 0
-        self._delta_value: float | None = None if self.delta == "auto" else float(self.delta)
-        self._pending: list[Batch] = []
-        self._window_seen = 0
-        self._window_max_sqnorm = 0.0
+        delta = None if self.delta == "auto" else float(self.delta)
+        #: what the learner has learned (see :class:`~streamlearn.learn.state.LearnerState`)
+        self.state = LearnerState.empty(self.buffer_size, self.buffer_nnz, delta)
+        #: the examples that fix Delta while ``delta='auto'`` waits for them
+        self.window: AutoDeltaWindow[Batch] = AutoDeltaWindow.for_buffer(
+            self.buffer_size, self.rho, Batch.concatenate
+        )
+
+    @property
+    def one_vs_rest(self) -> bool:
+        """False: one binary learner."""
+        return False
 
     @property
     def delta_(self) -> float | None:
         """The Delta in use; None while ``delta='auto'`` still waits for its examples."""
-        return self._delta_value
+        return self.state.delta
 
     @property
     def n_features_in_(self) -> int:
         """One more than the largest feature index seen."""
-        return self._n_features
+        return self.state.n_features
 
     def features_to_learn(self) -> int:
         """One more than the largest feature index the learner has weights for or will
@@ -183,48 +200,70 @@ class LinearLearner:
         >>> model.n_features_in_, model.features_to_learn()
         (0, 3)
         """
-        return max([self._n_features, *(features_spanned(b.indices) for b in self._pending)])
+        return max(self.state.n_features, self.window.features_spanned())
 
     @property
     def updates(self) -> float:
         """t, the number of updates (a multiple update of lambda counts lambda)."""
-        return float(self._scalars[_UPDATES])
+        return self.state.updates
 
     @property
     def examples_presented(self) -> int:
         """New examples presented so far (not those ``delta='auto'`` still holds)."""
-        return self._examples_seen
+        return self.state.examples_seen
+
+    @property
+    def stream_judged(self) -> int:
+        """New examples judged just before learning them: every one presented."""
+        return self.state.examples_seen
 
     @property
     def stream_mistakes(self) -> int:
         """New examples the model got wrong just before learning them (progressive)."""
-        return int(self._stats[3])
+        return int(self.state.stats[3])
 
     @property
-    def _output_scale(self) -> float:
-        """Factor from the engine's weights to the reported ones (PAUM's learning rate)."""
-        return float(self._scalars[_SCALE])
+    def output_scale(self) -> float:
+        """Factor from the engine's weights to the reported ones (for PAUM, times the
+        learning rate)."""
+        factor = self.entry.output_factor
+        return self.state.scale * (1.0 if factor is None else float(factor(self)))
 
     @property
     def coef_(self) -> npt.NDArray[np.float64]:
         """Dense weights w over features ``0 .. n_features_in_ - 1``."""
-        return self._w[: self._n_features] * self._output_scale
+        state = self.state
+        return state.weights[: state.n_features] * self.output_scale
 
     @property
     def intercept_(self) -> float:
         """The bias rho * beta."""
-        return float(self.rho * self._scalars[_BETA] * self._output_scale)
+        return float(self.rho * self.state.scalars[0] * self.output_scale)
 
     @property
     def alpha_(self) -> npt.NDArray[np.float64]:
         """Slack coordinates alpha_k of the buffered examples, oldest first, in the units of
         ``coef_`` (a . y_k = l_k (w . x_k + b) + Delta^2 alpha_k)."""
-        return self._buffer.alpha() * self._output_scale
+        return self.state.buffer.alpha() * self.output_scale
 
     @property
     def buffer(self) -> ReplayBuffer:
         """The replay buffer (read it, do not modify it)."""
-        return self._buffer
+        return self.state.buffer
+
+    def kept_every_example(self) -> bool:
+        """Whether the buffer holds every example learned (none evicted, none too large)."""
+        buf = self.state.buffer
+        return buf.evicted == 0 and buf.unbuffered == 0
+
+    def margin_unit(self) -> float:
+        """``||a||^2 / t`` in the engine's units (``||a||^2`` when a is a convex
+        combination, as Kozinec's): an upper bound on the smallest a . y_k of the learned
+        examples; NaN before the first update."""
+        state = self.state
+        if state.updates <= 0.0 or state.sqnorm <= 0.0:
+            return math.nan
+        return state.sqnorm if self.entry.convex_combination else state.sqnorm / state.updates
 
     # -- learning ------------------------------------------------------------------------
 
@@ -237,13 +276,30 @@ class LinearLearner:
         self.learn_batch(as_batch(X, y))
         return self
 
+    def admit(self, rows: ParsedRows, limits: ModelLimits) -> tuple[Examples, list[Rejected]]:
+        """Rows with exactly one label in {+1, -1, 0} (0 read as -1), as a batch; every
+        other row is rejected as ``bad label``, beside the parser's rejections."""
+        del limits  # the parser's feature bound is the only one a binary learner needs
+        return binary_batch(rows)
+
+    def learn_rows(self, rows: Examples) -> None:
+        """:meth:`learn_batch`; rows with label sets must hold one label of +1 or -1 (or 0)
+        each."""
+        self.learn_batch(rows if isinstance(rows, Batch) else _binary_rows(rows))
+
     def learn_batch(self, batch: Batch) -> None:
         """:meth:`learn` for a batch that is already checked (from the parser)."""
-        if self._delta_value is None:
-            batch = self._hold_for_auto_delta(batch)
-            if self._delta_value is None:
+        if self.state.delta is None:
+            released = self.window.hold(batch)
+            if released is None:
                 return
+            batch, self.state.delta = released
         self._present_stream(batch)
+
+    def learn_on_schedule(self, rows: Examples, schedule: ReplaySchedule, seen: int) -> int:
+        """:meth:`learn_rows`, replaying wherever ``schedule`` says once ``seen`` stream
+        examples came before; returns the new count."""
+        return _learn_on_schedule(self, rows, schedule, seen)
 
     def replay(self, max_passes: int | None = None) -> Self:
         """Cycle the buffer with the active sets until a full pass makes no update.
@@ -252,22 +308,9 @@ class LinearLearner:
         :attr:`converged` says whether the last full pass made no update.
         """
         self._flush_pending()
-        budget = self.max_passes if max_passes is None else _count("max_passes", max_passes)
+        budget = self.max_passes if max_passes is None else count("max_passes", max_passes)
         self._run_passes(budget)
         return self
-
-    def learn_on_schedule(self, batch: Batch, schedule: ReplaySchedule, examples_seen: int) -> int:
-        """:meth:`learn_batch`, replaying wherever ``schedule`` says once
-        ``examples_seen`` stream examples came before; returns the new count."""
-        start = 0
-        for size in schedule.split(examples_seen, batch.n_examples):
-            self.learn_batch(batch.slice(start, start + size))
-            passes = schedule.replays_after(examples_seen, size)
-            examples_seen += size
-            start += size
-            if passes:
-                self.replay(max_passes=passes)
-        return examples_seen
 
     def flush(self) -> Self:
         """Start learning the examples held back while ``delta='auto'`` waits for its
@@ -280,19 +323,20 @@ class LinearLearner:
         sets, no multiple updates (an epoch of the online algorithm). Returns whether it
         made no update."""
         self._flush_pending()
-        slots = self._buffer.live_slots()
+        state = self.state
+        slots = state.buffer.live_slots()
         if slots.shape[0] == 0:
             return True
-        level1, level2, level3 = _level_workspaces(slots.shape[0], self._buffer.nnz)
+        level1, level2, level3 = _level_workspaces(slots.shape[0], state.buffer.nnz)
         rule = self._kernel_rule(False, self._buffer_values_all_one(slots))
         events = replay_kernel(rule)(
-            slots, self._buffer.arrays(), self._w, self._scalars, rule,
-            ActiveSetSchedule(enabled=False).as_array(first_pass=False), self._stats,
+            slots, state.buffer.arrays(), state.weights, state.scalars, rule,
+            ActiveSetSchedule(enabled=False).as_array(first_pass=False), state.stats,
             level1, level2, level3,
         )  # fmt: skip
-        self._passes += 1
-        self._converged = events == 0
-        return self._converged
+        state.passes += 1
+        state.converged = events == 0
+        return state.converged
 
     def fit(self, X: Any, y: Any) -> Self:
         """Learn X, y once and replay to convergence: batch use, as in the papers."""
@@ -300,99 +344,66 @@ class LinearLearner:
 
     def _run_passes(self, budget: int) -> int:
         """Up to ``budget`` full replay passes; stops at convergence. Returns passes run."""
-        slots = self._buffer.live_slots()
+        state = self.state
+        buf = state.buffer
+        slots = buf.live_slots()
         if slots.shape[0] == 0:
-            self._converged = True
+            state.converged = True
             return 0
-        buf = self._buffer
         multi = self._multiple_updates()
         level1, level2, level3 = _level_workspaces(slots.shape[0], buf.nnz)
         rule = self._kernel_rule(multi, self._buffer_values_all_one(slots))
         replay = replay_kernel(rule)
         for done in range(budget):
-            order = slots[pass_permutation(self.seed, self._passes, slots.shape[0])]
-            schedule = self._schedule.as_array(first_pass=self._passes == 0)
+            order = slots[pass_permutation(self.seed, state.passes, slots.shape[0])]
+            schedule = self._schedule.as_array(first_pass=state.passes == 0)
             events = replay(
-                order, buf.arrays(), self._w, self._scalars, rule, schedule, self._stats,
+                order, buf.arrays(), state.weights, state.scalars, rule, schedule, state.stats,
                 level1, level2, level3,
             )  # fmt: skip
-            self._passes += 1
-            if not math.isfinite(self._scalars[_SQNORM]):
+            state.passes += 1
+            if not math.isfinite(state.sqnorm):
                 raise DivergenceError(
                     f"{self.algorithm}: the weights overflowed during replay pass "
-                    f"{self._passes}; {self._divergence_hint()}"
+                    f"{state.passes}; {self.entry.divergence_hint.format(**self.get_params())}"
                 )
             if events == 0:
-                self._converged = True
+                state.converged = True
                 return done + 1
-            self._converged = False
+            state.converged = False
         return budget
 
-    def _divergence_hint(self) -> str:
-        return "check the parameters"
-
-    @property
-    def _delta_sq(self) -> float:
-        delta = self._delta_value or 0.0
-        return delta * delta
-
-    def _hold_for_auto_delta(self, batch: Batch) -> Batch:
-        """Keep examples until the auto-Delta window is full; then return all of them."""
-        window = min(AUTO_DELTA_WINDOW, self.buffer_size)
-        take = min(window - self._window_seen, batch.n_examples)
-        if take > 0:
-            head = batch.slice(0, take)
-            sqnorms = row_sqnorms(head.indptr, head.values)
-            self._window_max_sqnorm = max(self._window_max_sqnorm, float(sqnorms.max()))
-            self._window_seen += take
-        self._pending.append(Batch.concatenate([batch]))  # a copy: the caller may reuse arrays
-        if self._window_seen < window:
-            return Batch.concatenate([])
-        return self._release_pending()
-
-    def _release_pending(self) -> Batch:
-        radius = math.sqrt(self._window_max_sqnorm + self.rho * self.rho)
-        self._delta_value = radius / 10.0
-        held = Batch.concatenate(self._pending)
-        self._pending = []
-        return held
-
     def _flush_pending(self) -> None:
-        if self._delta_value is None and self._window_seen > 0:
-            self._present_stream(self._release_pending())
+        if self.state.delta is None and self.window.seen > 0:
+            batch, self.state.delta = self.window.release()
+            self._present_stream(batch)
 
     def _present_stream(self, batch: Batch) -> None:
         if batch.n_examples == 0:
             return
-        self._grow_weights(batch.max_index + 1)
-        buf = self._buffer
+        state = self.state
+        state.grow_weights(batch.max_index + 1)
+        buf = state.buffer
         buf.reserve_for(batch.nnz + batch.n_examples)
-        updates_before = self._scalars[_UPDATES]
+        updates_before = state.updates
         sqnorms = row_sqnorms(batch.indptr, batch.values)
         rule = self._kernel_rule(False, bool(all_ones(batch.values)))
         first = 0
         while first < batch.n_examples:
             first = learn_stream(
                 batch.indptr, batch.indices, batch.values, batch.labels, sqnorms, buf.arrays(),
-                buf.ring, buf.max_nnz, self._w, self._scalars, rule, self._stats, first,
+                buf.ring, buf.max_nnz, state.weights, state.scalars, rule, state.stats, first,
             )  # fmt: skip
             if first < batch.n_examples:  # more nonzeros than the buffer can ever hold
                 present_unbuffered(
                     batch.indptr, batch.indices, batch.values, batch.labels, sqnorms, first,
-                    buf.ring, buf.slot_alpha, self._w, self._scalars, rule, self._stats,
+                    buf.ring, buf.slot_alpha, state.weights, state.scalars, rule, state.stats,
                     np.zeros(1),
                 )  # fmt: skip
                 first += 1
-        self._examples_seen += batch.n_examples
-        if self._scalars[_UPDATES] != updates_before:
-            self._converged = False
-
-    def _grow_weights(self, n_features: int) -> None:
-        if n_features > self._w.shape[0]:
-            grown = np.zeros(max(2 * self._w.shape[0], n_features), dtype=np.float64)
-            grown[: self._w.shape[0]] = self._w
-            self._w = grown
-        self._n_features = max(self._n_features, n_features)
+        state.examples_seen += batch.n_examples
+        if state.updates != updates_before:
+            state.converged = False
 
     # -- prediction ----------------------------------------------------------------------
 
@@ -400,64 +411,77 @@ class LinearLearner:
         """w . x + rho * beta for every row of X (features never seen weigh 0)."""
         indptr, indices, values = as_rows(X)
         return decision_values(
-            indptr, indices, values, self._w * self._output_scale, self.intercept_
+            indptr, indices, values, self.state.weights * self.output_scale, self.intercept_
         )
 
     def predict(self, X: Any) -> npt.NDArray[np.int64]:
         """+1 where the decision value is positive, -1 elsewhere."""
         return np.where(self.decision_function(X) > 0.0, 1, -1).astype(np.int64)
 
+    def learners(self) -> list[LinearLearner]:
+        """This learner, alone (the model interface's list of binary learners)."""
+        return [self]
+
+    #: what :meth:`prediction_lines` writes: decision values, or labels +1/-1
+    outputs: ClassVar[tuple[str, ...]] = answers.BINARY_OUTPUTS
+    label_output: ClassVar[str] = "labels"
+
+    def answers(self, X: Any) -> list[bytes]:
+        """Each row's prediction as the daemon sends it: ``"score label"`` (label +1
+        where the score is positive, else -1)."""
+        return answers.binary_answers(self.decision_function(X))
+
+    def prediction_lines(self, rows: ParsedRows, output: str) -> Iterator[str]:
+        """One line per parsed line: the decision value (``scores``) or the label
+        ``1``/``-1`` (``labels``); a rejected line gives ``nan`` (or ``0``)."""
+        scores = (
+            self.decision_function((rows.indptr, rows.indices, rows.values))
+            if rows.n_rows
+            else np.zeros(0)
+        )
+        return answers.binary_lines(rows, scores, output)
+
+    def evaluate(
+        self, parts: Iterable[ParsedRows], on_rejected: Callable[[list[Rejected]], None]
+    ) -> dict[str, Any]:
+        """Binary figures (accuracy, precision, recall, F1, average precision, AUC) on
+        labelled rows; rows without one binary label go to ``on_rejected``."""
+        return answers.evaluate_binary(self, parts, on_rejected)
+
+    def exported_weights(self) -> npt.NDArray[np.float64]:
+        """``coef_``."""
+        return self.coef_
+
+    def describe(self) -> dict[str, Any]:
+        """What ``inspect`` shows: algorithm, parameters, Delta, intercept and the summary."""
+        summary = self.summary()
+        return {
+            "algorithm": self.algorithm,
+            "params": self.plain_params(),
+            "delta": self.delta_,
+            "intercept": self.intercept_,
+            **{k: v for k, v in summary.items() if k not in ("algorithm", "delta")},
+        }
+
     # -- certificate ---------------------------------------------------------------------
-
-    def _certificate(self) -> tuple[float, float, float, float, float]:
-        """The figures behind the certificate, from one pass over the buffered examples.
-
-        Returns ``(||a||, ||h||, s, min_neg, min_pos)``: ``a`` restricted to the
-        coordinates the buffered examples live in (w, beta and their own slack
-        coordinates); the sum ``h = sum_k alpha_k y_k`` over the buffered examples with
-        ``s = sum_k alpha_k``; and the smallest a . y_k over the buffered negatives and
-        positives (+inf for a class with none). ``h / s`` lies in the convex hull of the
-        buffer, so ||h|| / s bounds the buffer's maximum margin from above even after
-        older examples were evicted (their contributions stay in the weights). Without
-        eviction ``h = a`` and ``s = t``.
-        """
-        buf = self._buffer
-        slots = buf.live_slots()
-        alpha = buf.slot_alpha[slots]
-        scale = float(self._scalars[_SCALE])
-        beta = float(self._scalars[_BETA])
-        slack_sq = self._delta_sq * float(alpha @ alpha)
-        weights = self._w[: self._n_features]
-        own = scale * math.sqrt(float(weights @ weights) + beta * beta + slack_sq)
-        coef = alpha * buf.slot_label[slots]
-        lowest = np.empty(2)
-        hull_w = np.zeros(self._n_features)
-        buffer_certificate(
-            slots, buf.slot_start, buf.slot_len, buf.slot_label, buf.slot_alpha, buf.arena_idx,
-            buf.arena_val, self._w, self._scalars, self.rho, self._delta_sq, coef, lowest, hull_w,
-        )  # fmt: skip
-        hull_beta = self.rho * float(coef.sum())
-        hull = math.sqrt(float(hull_w @ hull_w) + hull_beta * hull_beta + slack_sq)
-        return own, hull, float(alpha.sum()), float(lowest[0]), float(lowest[1])
 
     def margin_upper_bound(self) -> float:
         """An upper bound on the buffer's maximum directional margin.
 
         ||a|| / t for a run of perceptron updates without eviction; in general
-        ||h|| / s with h the buffered examples' share of a (see :meth:`_certificate`).
+        ||h|| / s with h the buffered examples' share of a (see
+        :class:`~streamlearn.learn.certificate.Certificate`).
         """
-        _, hull, total, _, _ = self._certificate()
-        return hull / total if total > 0 else math.inf
+        return certificate(self.state, self.rho).upper_bound
 
     def class_margins(self) -> tuple[float, float]:
         """min a . y_k / ||a|| over the buffered negatives and positives (inf if none)."""
-        own, _, _, negative, positive = self._certificate()
-        return _per_norm(negative, positive, own)
+        return certificate(self.state, self.rho).class_margins()
 
     @property
     def converged(self) -> bool:
         """True when the last full replay pass made no update and nothing changed since."""
-        return self._converged
+        return self.state.converged
 
     def summary(self) -> dict[str, Any]:
         """Counts and the margin certificate of the current solution on the buffer.
@@ -468,74 +492,78 @@ class LinearLearner:
         solution is from the maximum margin, relatively: it lies in [0, 1] while the
         achieved margin is positive (up to rounding), and exceeds 1 while some buffered
         example is still on the wrong side. All three are about the buffered examples;
-        they stay valid after eviction (see :meth:`_certificate`).
+        they stay valid after eviction (see
+        :class:`~streamlearn.learn.certificate.Certificate`).
         """
-        own, hull, total, lowest_negative, lowest_positive = self._certificate()
-        negative, positive = _per_norm(lowest_negative, lowest_positive, own)
-        achieved = min(negative, positive) if len(self._buffer) else math.nan
-        bound = hull / total if total > 0 else math.inf
+        state = self.state
+        stats = state.stats
+        found = certificate(state, self.rho)
+        negative, positive = found.class_margins()
+        achieved = min(negative, positive) if len(state.buffer) else math.nan
+        bound = found.upper_bound
         gap = 1.0 - achieved / bound if math.isfinite(bound) and bound > 0 else math.nan
         return {
             "algorithm": self.algorithm,
-            "examples": self._examples_seen,
+            "examples": state.examples_seen,
             "updates": self.updates,
-            "update_events": int(self._stats[0]),
-            "presentations": int(self._stats[1]),
-            "mini_epochs": int(self._stats[2]),
-            "stream_mistakes": int(self._stats[3]),
+            "update_events": int(stats[0]),
+            "presentations": int(stats[1]),
+            "mini_epochs": int(stats[2]),
+            "stream_mistakes": int(stats[3]),
             "active_set_examples": {
-                level: int(self._stats[STAT_LEVEL1 + level - 1]) for level in (1, 2, 3)
+                level: int(stats[STAT_LEVEL1 + level - 1]) for level in (1, 2, 3)
             },
-            "passes": self._passes,
-            "converged": self._converged,
+            "passes": state.passes,
+            "converged": state.converged,
             "margin_achieved": achieved,
             "margin_negative": negative,
             "margin_positive": positive,
             "margin_upper_bound": bound,
             "certified_gap": gap,
             "weight_norm": float(np.linalg.norm(self.coef_)),
-            "delta": self._delta_value,
-            "n_features": self._n_features,
-            "buffer_examples": len(self._buffer),
-            "buffer_nnz": self._buffer.nnz,
-            "buffer_evicted": self._buffer.evicted,
-            "pending_examples": sum(b.n_examples for b in self._pending),
+            "delta": state.delta,
+            "n_features": state.n_features,
+            "buffer_examples": len(state.buffer),
+            "buffer_nnz": state.buffer.nnz,
+            "buffer_evicted": state.buffer.evicted,
+            "pending_examples": self.window.held_examples,
         }
 
     # -- state dictionaries --------------------------------------------------------------
 
-    def _extra_state(self) -> dict[str, Any]:
+    def extra_state(self) -> dict[str, Any]:
+        """What a learner class keeps beyond :class:`LearnerState` (PDM-succ's run)."""
         return {}
 
-    def _load_extra_state(self, state: dict[str, Any]) -> None:
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        """Take back :meth:`extra_state`."""
         del state
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue exactly: plain numbers, strings and numpy arrays."""
-        params = self.plain_params()
-        pending = Batch.concatenate(self._pending)
+        learned = self.state.state_dict()
+        pending = Batch.concatenate(self.window.pending)
         return {
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
             "algorithm": self.algorithm,
-            "params": params,
-            "delta_value": math.nan if self._delta_value is None else self._delta_value,
-            "weights": self._w[: self._n_features].copy(),
-            "scalars": self._scalars.copy(),
-            "stats": self._stats.copy(),
-            "passes": self._passes,
-            "converged": self._converged,
-            "examples_seen": self._examples_seen,
-            "window_seen": self._window_seen,
-            "window_max_sqnorm": self._window_max_sqnorm,
+            "params": self.plain_params(),
+            "delta_value": learned["delta_value"],
+            "weights": learned["weights"],
+            "scalars": learned["scalars"],
+            "stats": learned["stats"],
+            "passes": learned["passes"],
+            "converged": learned["converged"],
+            "examples_seen": learned["examples_seen"],
+            **self.window.state_dict(),
             "pending": {
                 "indptr": pending.indptr,
                 "indices": pending.indices,
                 "values": pending.values,
                 "labels": pending.labels,
             },
-            "buffer": self._buffer.state_dict(),
-            "extra": self._extra_state(),
+            "buffer": learned["buffer"],
+            "extra": self.extra_state(),
         }
 
     @classmethod
@@ -551,43 +579,29 @@ class LinearLearner:
             if params.get("active_sets") is not None:
                 params["active_sets"] = ActiveSetSchedule.from_dict(params["active_sets"])
             learner = cls(**params)
-            learner._load_state(state)
+            learner.load_state(state)
         except StateError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise StateError(f"incomplete or malformed learner state: {exc}") from exc
         return learner
 
-    def _load_state(self, state: dict[str, Any]) -> None:
-        delta_value = float(state["delta_value"])
-        self._delta_value = None if math.isnan(delta_value) else delta_value
-        weights = np.asarray(state["weights"], dtype=np.float64)
-        if weights.ndim != 1:
-            raise StateError(f"weights must be one row, got shape {weights.shape}")
-        self._w = np.zeros(max(16, weights.shape[0]), dtype=np.float64)
-        self._w[: weights.shape[0]] = weights
-        self._n_features = int(weights.shape[0])
-        self._scalars = np.array(state["scalars"], dtype=np.float64)
-        stats = np.asarray(state["stats"], dtype=np.int64)
-        self._stats = np.zeros(N_STATS, dtype=np.int64)
-        self._stats[: stats.shape[0]] = stats  # states from before the level sizes: zeros
-        self._passes = int(state["passes"])
-        self._converged = bool(state["converged"])
-        self._examples_seen = int(state["examples_seen"])
-        self._window_seen = int(state["window_seen"])
-        self._window_max_sqnorm = float(state["window_max_sqnorm"])
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Continue from ``state`` (:meth:`state_dict`'s) under this learner's parameters."""
         pending = state["pending"]
         held = Batch.from_csr(
             pending["indptr"], pending["indices"], pending["values"], pending["labels"]
         )
-        self._pending = [held] if held.n_examples else []
-        self._buffer = ReplayBuffer.from_state(state["buffer"])
-        if self._buffer.max_examples != self.buffer_size or self._buffer.max_nnz != self.buffer_nnz:
+        learned = LearnerState.from_state(state)
+        if (
+            learned.buffer.max_examples != self.buffer_size
+            or learned.buffer.max_nnz != self.buffer_nnz
+        ):
             raise StateError("replay buffer capacity in the state differs from the parameters")
-        if self._scalars.shape != (4,):
-            raise StateError("scalars must hold beta, ||a||^2, t and the scale")
-        check_state_rows(state["buffer"]["indices"], self._n_features, held)
-        self._load_extra_state(state["extra"])
+        check_state_rows(state["buffer"]["indices"], learned.n_features, held)
+        self.state = learned
+        self.window.load(state, held)
+        self.load_extra_state(state["extra"])
 
 
 def check_state_rows(buffer_indices: Any, n_features: int, pending: Any) -> None:
@@ -607,8 +621,23 @@ def check_state_rows(buffer_indices: Any, n_features: int, pending: Any) -> None
     if pending.indptr.shape[0] == 1:
         return
     code, _ = check_rows(pending.indptr, pending.indices, pending.values)
-    if code not in (ROW_OK, ROW_NOT_CANONICAL):
+    if code not in (RowStatus.OK, RowStatus.NOT_CANONICAL):
         raise StateError("the pending examples hold a negative index or a non-finite value")
+
+
+def learner_signature(entry: LearnerEntry) -> inspect.Signature:
+    """The ``__init__`` signature of ``entry``'s class (``self`` first)."""
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return inspect.Signature([self_param, *(p.signature_parameter() for p in entry.all_params)])
+
+
+def _binary_rows(rows: LabelledRows) -> Batch:
+    """Rows with label sets as a batch: each must hold one label of +1, -1 or 0."""
+    counts = np.diff(rows.label_ptr)
+    if not np.all(counts == 1) or not np.all(np.isin(rows.labels, (-1.0, 0.0, 1.0))):
+        raise InvalidInputError("a binary learner takes rows with one label of +1 or -1 (or 0)")
+    labels = np.where(rows.labels == 1.0, 1, -1).astype(np.int8)
+    return Batch.from_csr(rows.indptr, rows.indices, rows.values, labels)
 
 
 def _level_workspaces(n_examples: int, nnz: int) -> tuple[CompactSet, CompactSet, CompactSet]:
@@ -630,50 +659,4 @@ def _level_workspaces(n_examples: int, nnz: int) -> tuple[CompactSet, CompactSet
     return compact(), compact(), compact()
 
 
-def _flag(name: str, value: Any) -> bool:
-    """A boolean parameter: True or False (numpy's too), not any value that has a truth.
-
-    >>> _flag("multiple_updates", "no")
-    Traceback (most recent call last):
-    ...
-    streamlearn.errors.InvalidParameterError: multiple_updates must be True or False, got 'no'
-    """
-    if not isinstance(value, bool | np.bool_):
-        raise InvalidParameterError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
-def _positive(name: str, value: Any) -> float:
-    number = _finite(name, value)
-    if number <= 0:
-        raise InvalidParameterError(f"{name} must be > 0, got {value!r}")
-    return number
-
-
-def _non_negative(name: str, value: Any) -> float:
-    number = _finite(name, value)
-    if number < 0:
-        raise InvalidParameterError(f"{name} must be >= 0, got {value!r}")
-    return number
-
-
-def _finite(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise InvalidParameterError(f"{name} must be a number, got {value!r}")
-    number = float(value)
-    if not math.isfinite(number):
-        raise InvalidParameterError(f"{name} must be finite, got {value!r}")
-    return number
-
-
-def _count(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise InvalidParameterError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
-
-
-def _per_norm(negative: float, positive: float, norm: float) -> tuple[float, float]:
-    """Smallest a . y_k per class over ||a|| (NaN when a = 0)."""
-    if norm == 0.0:
-        return (math.nan, math.nan)
-    return (negative / norm, positive / norm)
+__all__ = ["REQUIRED", "STATE_BUILT_WITH", "LinearLearner", "check_state_rows"]

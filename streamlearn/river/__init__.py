@@ -6,7 +6,10 @@
   multi-label (``PDMMultiLabelClassifier``, ...) classifiers over a one-vs-rest model
   bank.
 
-Every class is importable from here.
+Each family is made from the table of learners (:mod:`streamlearn.learn.table`):
+:func:`binary_classifier`, :func:`one_vs_rest_classifier` and
+:func:`multilabel_classifier` make the classes of any entry. Every class is importable
+from here.
 
 >>> from streamlearn.river import PDMClassifier, PDMOneVsRestClassifier
 >>> PDMClassifier.learner_class is PDMOneVsRestClassifier.learner_class
@@ -39,10 +42,11 @@ from streamlearn.river.bank import (
     PFMOneVsRestClassifier,
     TMargitronMultiLabelClassifier,
     TMargitronOneVsRestClassifier,
+    multilabel_classifier,
+    one_vs_rest_classifier,
 )
 from streamlearn.river.binary import (
     ADAPTERS,
-    HASH_CACHE_SIZE,
     STATE_FORMAT,
     STATE_VERSION,
     AMargitronClassifier,
@@ -55,8 +59,9 @@ from streamlearn.river.binary import (
     PerceptronClassifier,
     PFMClassifier,
     TMargitronClassifier,
-    stable_hash,
+    binary_classifier,
 )
+from streamlearn.river.features import HASH_CACHE_SIZE, stable_hash
 
 __all__ = [
     "ADAPTERS",
@@ -96,5 +101,8 @@ __all__ = [
     "TMargitronClassifier",
     "TMargitronMultiLabelClassifier",
     "TMargitronOneVsRestClassifier",
+    "binary_classifier",
+    "multilabel_classifier",
+    "one_vs_rest_classifier",
     "stable_hash",
 ]

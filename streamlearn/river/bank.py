@@ -40,6 +40,7 @@ z_l = 2 f_l(x) / u_l (0 for a learner not yet updated).
   with the binary adapters' logistic ``p_l = 1 / (1 + exp(-z_l))``.
 
 >>> from river import datasets
+>>> from streamlearn.river import PDMOneVsRestClassifier
 >>> model = PDMOneVsRestClassifier(eps=0.1, delta=1.0)
 >>> for x, y in datasets.ImageSegments().take(300):
 ...     model.learn_one(x, y)
@@ -57,8 +58,7 @@ from __future__ import annotations
 import inspect
 import struct
 from collections.abc import Hashable, Iterator, Mapping
-from types import SimpleNamespace
-from typing import Any, ClassVar, Self, cast
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -69,10 +69,11 @@ from streamlearn.errors import (
     InvalidParameterError,
     StateError,
 )
-from streamlearn.learn import PAUM, LinearLearner
+from streamlearn.learn import LEARNERS, LearnerEntry, LinearLearner
 from streamlearn.learn.bank import ModelBank
-from streamlearn.river import binary
-from streamlearn.river.binary import ADAPTERS, LearnerClassifier, _check_value, stable_hash
+from streamlearn.river.features import HASH_CACHE_SIZE, check_value, stable_hash
+from streamlearn.river.options import COMMON_OPTIONS, TAU_POS_KAPPA, check_options
+from streamlearn.river.roundtrip import StateRoundTrips
 
 STATE_FORMAT = "streamlearn.river.bank"
 STATE_VERSION = 1
@@ -91,17 +92,15 @@ def _doubles(n: int) -> struct.Struct:
     return packer
 
 
-class BankClassifierBase(binary.StateRoundTrips, base.Estimator):
+class BankClassifierBase(StateRoundTrips, base.Estimator):
     """What the multi-class and multi-label adapters share (see the module doc)."""
 
     #: the engine class of every label's learner
     learner_class: ClassVar[type[LinearLearner]] = LinearLearner
-    _state_format = STATE_FORMAT
-    _state_version = STATE_VERSION
-    _state_what = "river bank"
-    _model_key = "bank"
-    #: values for parameters without a default, for river's checks
-    _test_params: ClassVar[dict[str, Any]] = {}
+    state_format = STATE_FORMAT
+    state_version = STATE_VERSION
+    state_what = "river bank"
+    model_key = "bank"
     n_features: int | None
     replay_every: int | None
     replay_passes: int
@@ -117,26 +116,21 @@ class BankClassifierBase(binary.StateRoundTrips, base.Estimator):
             setattr(self, name, value)
         if not hasattr(self, "tau_pos_kappa"):
             self.tau_pos_kappa = None
-        self._check_options()
+        check_options({name: getattr(self, name) for name in _OPTIONS})
         self._start(self._new_bank(), names=[], labels=[], seen=0)
 
     @classmethod
     def _unit_test_params(cls) -> Iterator[dict[str, Any]]:
-        yield dict(cls._test_params)
+        yield dict(cls.learner_class.entry.test_params)
 
     def _learner_params(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.learner_class._param_names()}
+        return {name: getattr(self, name) for name in self.learner_class.param_names()}
 
     def _options(self) -> dict[str, Any]:
         options = {name: getattr(self, name) for name in _OPTIONS}
-        if self.learner_class is PAUM:
+        if _takes_kappa(self.learner_class.entry):
             options["tau_pos_kappa"] = self.tau_pos_kappa
         return options
-
-    def _check_options(self) -> None:
-        # the binary adapters' checks of the same options
-        options = {name: getattr(self, name) for name in _OPTIONS}
-        LearnerClassifier._check_options(cast(Any, SimpleNamespace(**options, pos_label=None)))
 
     def _new_bank(self) -> ModelBank:
         learner = self.learner_class(**self._learner_params())
@@ -218,7 +212,7 @@ class BankClassifierBase(binary.StateRoundTrips, base.Estimator):
         except (KeyError, TypeError):
             if learning:  # a refused example adds no name
                 for key, value in x.items():
-                    _check_value(key, value)
+                    check_value(key, value)
             indices = self._slow_indices(x, learning)
             if len(indices) != len(x):
                 complete = False
@@ -227,14 +221,14 @@ class BankClassifierBase(binary.StateRoundTrips, base.Estimator):
             raw = _doubles(len(x)).pack(*x.values())
         except (struct.error, TypeError):
             for key, value in x.items():
-                _check_value(key, value)
+                check_value(key, value)
             raise
         found = self._bank.canonical_decisions(
             np.array(indices, dtype=np.int64), np.frombuffer(raw, dtype=np.float64), decide
         )
         if found is None:
             for key, value in x.items():
-                _check_value(key, value)
+                check_value(key, value)
             raise InvalidInputError(f"cannot use example {dict(x)!r}")
         self._last = (dict(x), found[0], found[1]) if complete and decide else None
         return found
@@ -250,7 +244,7 @@ class BankClassifierBase(binary.StateRoundTrips, base.Estimator):
                 raise InvalidInputError(f"feature names must be hashable, got {key!r}") from exc
             if i is None:
                 if self._hashing:
-                    if len(self._index) >= binary.HASH_CACHE_SIZE:
+                    if len(self._index) >= HASH_CACHE_SIZE:
                         self._index.clear()
                     i = stable_hash(key) % int(self.n_features or 1)
                     self._index[key] = i
@@ -329,20 +323,26 @@ class BankClassifierBase(binary.StateRoundTrips, base.Estimator):
             "seen": self._seen,
         }
 
-    def _load(self, bank: ModelBank, state: dict[str, Any]) -> None:
-        if bank.algorithm != self.learner_class.algorithm:
-            raise StateError(f"the state's bank runs {bank.algorithm!r}")
-        self._start(bank, list(state["names"]), list(state["labels"]), int(state["seen"]))
+    def restore(self, model: Any, state: dict[str, Any]) -> None:
+        """Continue with the bank ``model`` and the names, labels and count of ``state``."""
+        if model.algorithm != self.learner_class.algorithm:
+            raise StateError(f"the state's bank runs {model.algorithm!r}")
+        self._start(model, list(state["names"]), list(state["labels"]), int(state["seen"]))
 
     @classmethod
-    def _model_from_state(cls, model_state: dict[str, Any]) -> ModelBank:
-        return ModelBank.from_state(model_state)
+    def model_from_state(cls, model_state: dict[str, Any]) -> ModelBank:
+        """The bank of a state."""
+        entry = cls.learner_class.entry
+        known = LEARNERS if entry.name in LEARNERS else LEARNERS.with_entry(entry)
+        return ModelBank.from_state(model_state, known)
 
     @staticmethod
-    def _model_params(model: Any) -> dict[str, Any]:
-        return dict(model.base.get_params())
+    def params_of(model: Any) -> dict[str, Any]:
+        """The parameters of the bank's learners."""
+        return dict(model.learner_params())
 
-    def _model_plain_params(self) -> dict[str, Any]:
+    def model_plain_params(self) -> dict[str, Any]:
+        """The bank's learners' plain parameters."""
         return self._bank.base.plain_params()
 
 
@@ -414,61 +414,69 @@ class MultiLabelClassifierBase(BankClassifierBase, base.MultiLabelClassifier):
         }
 
 
-def _make(
-    name: str, base_class: type[BankClassifierBase], learner_class: type[LinearLearner]
+def _takes_kappa(entry: LearnerEntry) -> bool:
+    """Whether a bank of these learners takes ``tau_pos_kappa`` (a margin of positives)."""
+    return any(param.name == "tau_pos" for param in entry.params)
+
+
+def _bank_classifier(
+    entry: LearnerEntry, base_class: type[BankClassifierBase], suffix: str, module: str
 ) -> type[BankClassifierBase]:
-    engine = list(inspect.signature(learner_class.__init__).parameters.values())[1:]
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    options = [
-        inspect.Parameter("n_features", keyword, default=None),
-        inspect.Parameter("replay_every", keyword, default=None),
-        inspect.Parameter("replay_passes", keyword, default=1),
-    ]
-    if learner_class is PAUM:
-        options.append(inspect.Parameter("tau_pos_kappa", keyword, default=None))
+    name = f"{entry.class_name}{suffix}"
+    engine = [param.signature_parameter() for param in entry.all_params]
+    options = [*COMMON_OPTIONS, *([TAU_POS_KAPPA] if _takes_kappa(entry) else [])]
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
     def init(self: BankClassifierBase, *args: Any, **kwargs: Any) -> None:
         BankClassifierBase.__init__(self, *args, **kwargs)
 
-    init.__name__ = init.__qualname__ = "__init__"
+    init.__name__ = "__init__"
+    init.__qualname__ = f"{name}.__init__"
     init.__signature__ = inspect.Signature([self_param, *engine, *options])  # type: ignore[attr-defined]
-    summary = (learner_class.__doc__ or "").strip().splitlines()[0]
     kind = "multi-class" if base_class is OneVsRestClassifierBase else "multi-label"
     doc = (
         f"river {kind} classifier: a one-vs-rest bank of "
-        f":class:`streamlearn.{learner_class.__name__}` learners: {summary}\n\n"
+        f":class:`streamlearn.{entry.class_name}` learners: {entry.summary}\n\n"
         "    Options (see :mod:`streamlearn.river.bank`): ``n_features``, ``replay_every``,\n"
-        "    ``replay_passes``" + (", ``tau_pos_kappa``.\n" if learner_class is PAUM else ".\n")
+        "    ``replay_passes``" + (", ``tau_pos_kappa``.\n" if _takes_kappa(entry) else ".\n")
     )
-    binary_adapter = ADAPTERS[learner_class.algorithm]
     namespace = {
         "__init__": init,
         "__doc__": doc,
-        "__module__": "streamlearn.river",
+        "__module__": module,
         "__qualname__": name,
-        "learner_class": learner_class,
-        "_test_params": dict(binary_adapter._test_params),
+        "learner_class": entry.learner_class,
     }
     return type(name, (base_class,), namespace)
 
 
-def _family(base_class: type[BankClassifierBase], suffix: str) -> dict[str, Any]:
-    classes = {}
-    for algorithm, adapter in ADAPTERS.items():
-        prefix = adapter.__name__.removesuffix("Classifier")
-        classes[algorithm] = _make(f"{prefix}{suffix}", base_class, adapter.learner_class)
-    return classes
+def one_vs_rest_classifier(
+    entry: LearnerEntry, module: str = "streamlearn.river"
+) -> type[OneVsRestClassifierBase]:
+    """The river multi-class classifier of a learner (``PDMOneVsRestClassifier``);
+    ``module`` is where the class is reachable by its name (pickle finds it there)."""
+    made = _bank_classifier(entry, OneVsRestClassifierBase, "OneVsRestClassifier", module)
+    assert issubclass(made, OneVsRestClassifierBase)
+    return made
+
+
+def multilabel_classifier(
+    entry: LearnerEntry, module: str = "streamlearn.river"
+) -> type[MultiLabelClassifierBase]:
+    """The river multi-label classifier of a learner (``PDMMultiLabelClassifier``)."""
+    made = _bank_classifier(entry, MultiLabelClassifierBase, "MultiLabelClassifier", module)
+    assert issubclass(made, MultiLabelClassifierBase)
+    return made
 
 
 #: the multi-class adapter of every learner, by the engine's ``algorithm`` name
-ONE_VS_REST_ADAPTERS: dict[str, type[OneVsRestClassifierBase]] = _family(
-    OneVsRestClassifierBase, "OneVsRestClassifier"
-)
+ONE_VS_REST_ADAPTERS: dict[str, type[OneVsRestClassifierBase]] = {
+    entry.name: one_vs_rest_classifier(entry) for entry in LEARNERS.entries()
+}
 #: the multi-label adapter of every learner, by the engine's ``algorithm`` name
-MULTILABEL_ADAPTERS: dict[str, type[MultiLabelClassifierBase]] = _family(
-    MultiLabelClassifierBase, "MultiLabelClassifier"
-)
+MULTILABEL_ADAPTERS: dict[str, type[MultiLabelClassifierBase]] = {
+    entry.name: multilabel_classifier(entry) for entry in LEARNERS.entries()
+}
 
 PerceptronOneVsRestClassifier = ONE_VS_REST_ADAPTERS["perceptron"]
 PAMOneVsRestClassifier = ONE_VS_REST_ADAPTERS["pam"]
@@ -513,4 +521,6 @@ __all__ = [
     "PerceptronOneVsRestClassifier",
     "TMargitronMultiLabelClassifier",
     "TMargitronOneVsRestClassifier",
+    "multilabel_classifier",
+    "one_vs_rest_classifier",
 ]

@@ -40,6 +40,7 @@ gets 0.5 (``{False: 0.5, True: 0.5}`` before any label is seen, river's binary
 convention).
 
 >>> from river import datasets
+>>> from streamlearn.river import PDMClassifier
 >>> model = PDMClassifier(eps=0.05, delta=1.0)
 >>> for x, y in datasets.Phishing().take(200):
 ...     model.learn_one(x, y)
@@ -53,9 +54,10 @@ state plus the feature map and the labels, in values that streamlearn's checkpoi
 codec stores.
 
 Speed: an example becomes indices and values packed with ``struct`` straight into the
-learner's state block, and one kernel of :mod:`streamlearn._kernels.single` both learns
-the example that ``predict_one`` just saw (``learn_one`` only notes its label) and
-predicts the next one: a progressive predict_one + learn_one costs one compiled call.
+learner's packed state (:class:`~streamlearn.learn.one_example.OneExamplePath`), and one
+compiled call both learns the example that ``predict_one`` just saw (``learn_one`` only
+notes its label) and predicts the next one: a progressive predict_one + learn_one costs
+one compiled call.
 """
 
 from __future__ import annotations
@@ -65,59 +67,29 @@ import math
 import numbers
 import reprlib
 import struct
-import zlib
 from collections.abc import Callable, Hashable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 from river import base
 
-from streamlearn._kernels import single
-from streamlearn.errors import (
-    InvalidInputError,
-    InvalidParameterError,
-    StateError,
-    check_state_header,
-)
-from streamlearn.learn import (
-    PAM,
-    PAUM,
-    PDM,
-    PFM,
-    AMargitron,
-    Kozinec,
-    LinearLearner,
-    PDMSucc,
-    Perceptron,
-    TMargitron,
-)
-from streamlearn.learn.base import AUTO_DELTA_WINDOW, STATE_BUILT_WITH
-from streamlearn.types import Batch
+from streamlearn.errors import InvalidInputError, InvalidParameterError
+from streamlearn.learn import LEARNERS, LearnerEntry, LinearLearner
+from streamlearn.learn.one_example import OneExamplePath
+from streamlearn.river.features import HASH_CACHE_SIZE, check_value, stable_hash
+from streamlearn.river.options import COMMON_OPTIONS, POS_LABEL, check_options
+from streamlearn.river.roundtrip import StateRoundTrips
+from streamlearn.types import RowStatus
 
 STATE_FORMAT = "streamlearn.river"
 STATE_VERSION = 1
-#: names cached with their hashed index before the cache starts over
-HASH_CACHE_SIZE = 1 << 20
-#: parameters a learned state is built with, which ``clone(new_params,
-#: include_attributes=True)`` cannot change: how names become indices, which label is
-#: positive, and the learner's own (:data:`~streamlearn.learn.base.STATE_BUILT_WITH`)
-FIXED_BY_STATE = ("n_features", "pos_label", *STATE_BUILT_WITH)
 _ADAPTER_OPTIONS = ("n_features", "pos_label", "replay_every", "replay_passes")
-_FIRST_WORKSPACE = 64
-
-# the hot kernels; _compile_hot_kernels swaps in their machine code for the fixed types
-_learn_kernel = single.learn_one
-_decision_kernel = single.decision
-_learn_last_then_decide = single.learn_last_then_decide
-_hot_kernels_compiled = False
-#: dtypes of (w, F, Z, slot_label, arena_idx, arena_val), the only ones the hot kernels get
-_KERNEL_DTYPES = (np.float64, np.float64, np.int64, np.int8, np.int32, np.float64)
 #: ``pack_into`` of n indices and n values as native doubles, by n
 _PACKERS: dict[int, Callable[..., None]] = {
-    n: struct.Struct(f"@{2 * n}d").pack_into for n in range(_FIRST_WORKSPACE + 1)
+    n: struct.Struct(f"@{2 * n}d").pack_into for n in range(65)
 }
 _PACK_ERRORS = (KeyError, TypeError, struct.error)
-_DOUBLE = struct.Struct("@d")
+_NEED_ARENA, _UNBUFFERED = -int(RowStatus.NEED_ARENA), -int(RowStatus.UNBUFFERED)
 
 
 def _packer(n: int) -> Callable[..., None]:
@@ -125,16 +97,6 @@ def _packer(n: int) -> Callable[..., None]:
     if packer is None:
         packer = _PACKERS[n] = struct.Struct(f"@{2 * n}d").pack_into
     return packer
-
-
-def stable_hash(name: Hashable) -> int:
-    """zlib.crc32 of the UTF-8 bytes of ``name`` (of ``repr(name)`` when not a str).
-
-    >>> stable_hash("age"), stable_hash(3) == stable_hash("3")
-    (2704281778, True)
-    """
-    text = name if isinstance(name, str) else repr(name)
-    return zlib.crc32(text.encode("utf-8"))
 
 
 def _natural_sign(label: Any) -> float | None:
@@ -148,100 +110,15 @@ def _natural_sign(label: Any) -> float | None:
     return None
 
 
-class StateRoundTrips:
-    """``from_state``, river's ``clone`` with attributes, and pickling, for an adapter
-    whose state (:meth:`state_dict`) holds its model's own state under ``_model_key``.
-
-    An adapter names its state (``_state_format``, ``_state_version``, ``_state_what``)
-    and says how its model comes back from a state (:meth:`_model_from_state`), which
-    parameters the model gives the adapter (:meth:`_model_params`) and what it does with
-    a restored model (``_load``).
-    """
-
-    _state_format: ClassVar[str]
-    _state_version: ClassVar[int]
-    _state_what: ClassVar[str]
-    _model_key: ClassVar[str]
-
-    if TYPE_CHECKING:  # given by the adapter, and by river's Estimator
-
-        def state_dict(self) -> dict[str, Any]: ...
-        def _load(self, model: Any, state: dict[str, Any]) -> None: ...
-        def _get_params(self) -> dict[str, Any]: ...
-
-    @classmethod
-    def _model_from_state(cls, model_state: dict[str, Any]) -> Any:
-        raise NotImplementedError
-
-    @staticmethod
-    def _model_params(model: Any) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def _model_plain_params(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> Self:
-        """An adapter that continues exactly where the one that made ``state`` stopped."""
-        check_state_header(state, cls._state_format, cls._state_version, cls._state_what)
-        if state.get("adapter") != cls.__name__:
-            raise StateError(f"state is for {state.get('adapter')!r}, not {cls.__name__!r}")
-        try:
-            model = cls._model_from_state(state[cls._model_key])
-            adapter = cls(**cls._model_params(model), **state["options"])
-            adapter._load(model, state)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise StateError(f"incomplete {cls._state_what} state: {exc}") from exc
-        return adapter
-
-    def clone(
-        self, new_params: dict[str, Any] | None = None, include_attributes: bool = False
-    ) -> Self:
-        """river's clone: a fresh model with the same parameters (updated by
-        ``new_params``); with ``include_attributes``, one that continues from this model's
-        state (through :meth:`state_dict`: the arrays it shares with its model would not
-        survive river's attribute-by-attribute copy). The learned state follows a new value
-        of any parameter but those of :data:`FIXED_BY_STATE`, which it was built with:
-        changing one of them with ``include_attributes`` is refused."""
-        if include_attributes and new_params:
-            fixed = sorted(
-                name
-                for name in FIXED_BY_STATE
-                if name in new_params and new_params[name] != getattr(self, name, None)
-            )
-            if fixed:
-                raise InvalidParameterError(
-                    f"clone(include_attributes=True) cannot change {', '.join(fixed)}: the "
-                    "learned state was built with the current value (clone without "
-                    "include_attributes to start afresh)"
-                )
-        clone: Self = super().clone(new_params)  # type: ignore[misc]
-        if include_attributes:
-            state = self.state_dict()
-            model_state = {**state[self._model_key], "params": clone._model_plain_params()}
-            clone._load(self._model_from_state(model_state), state)
-        return clone
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"params": self._get_params(), "state": self.state_dict()}
-
-    def __setstate__(self, pickled: dict[str, Any]) -> None:
-        type(self).__init__(self, **pickled["params"])
-        state = pickled["state"]
-        self._load(self._model_from_state(state[self._model_key]), state)
-
-
 class LearnerClassifier(StateRoundTrips, base.Classifier):
     """A river binary classifier over one learner of the engine (see the module doc)."""
 
     #: the engine class this adapter runs
     learner_class: ClassVar[type[LinearLearner]] = LinearLearner
-    _state_format = STATE_FORMAT
-    _state_version = STATE_VERSION
-    _state_what = "river"
-    _model_key = "learner"
-    #: values for parameters without a default, for river's checks
-    _test_params: ClassVar[dict[str, Any]] = {}
+    state_format = STATE_FORMAT
+    state_version = STATE_VERSION
+    state_what = "river"
+    model_key = "learner"
     n_features: int | None
     pos_label: Any
     replay_every: int | None
@@ -256,188 +133,67 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         bound.apply_defaults()
         for name, value in bound.arguments.items():
             setattr(self, name, value)
-        self._check_options()
+        check_options({name: getattr(self, name) for name in _ADAPTER_OPTIONS})
         self._new_learner()
 
     # -- parameters -------------------------------------------------------------------------
 
     @classmethod
     def _unit_test_params(cls) -> Iterator[dict[str, Any]]:
-        yield dict(cls._test_params)
+        yield dict(cls.learner_class.entry.test_params)
 
     @property
     def _multiclass(self) -> bool:
         return False
 
     def _learner_params(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.learner_class._param_names()}
-
-    def _check_options(self) -> None:
-        n_features = self.n_features
-        if n_features is not None and (
-            isinstance(n_features, bool)
-            or not isinstance(n_features, int | np.integer)
-            or not 1 <= n_features <= 2**31 - 1
-        ):
-            raise InvalidParameterError(
-                f"n_features must be None or an integer in [1, 2**31 - 1], got {n_features!r}"
-            )
-        every = self.replay_every
-        if every is not None and (
-            isinstance(every, bool) or not isinstance(every, int | np.integer) or every < 1
-        ):
-            raise InvalidParameterError(
-                f"replay_every must be None or an integer >= 1, got {every!r}"
-            )
-        passes = self.replay_passes
-        if isinstance(passes, bool) or not isinstance(passes, int | np.integer) or passes < 1:
-            raise InvalidParameterError(f"replay_passes must be an integer >= 1, got {passes!r}")
-        if self.pos_label is not None:
-            try:
-                hash(self.pos_label)
-            except TypeError as exc:
-                raise InvalidParameterError("pos_label must be hashable") from exc
+        return {name: getattr(self, name) for name in self.learner_class.param_names()}
 
     # -- state ----------------------------------------------------------------------------
 
     def _new_learner(self) -> None:
-        self._learner = self.learner_class(**self._learner_params())
         self._index: dict[Hashable, float] = {}
         self._signs: dict[Hashable, float] = {}
         self._labels: list[Hashable] = []
         self._seen = 0
-        self._start()
+        self._start(self.learner_class(**self._learner_params()))
 
-    def _start(self) -> None:
-        """Transient fields, blocks and views, from the learner and the maps."""
+    def _start(self, learner: LinearLearner) -> None:
+        """Transient fields and the packed path, from the learner and the maps."""
+        self._learner = learner
         self._hashing = self.n_features is not None
         self._lookup: Callable[[Hashable], float] = self._index.__getitem__
         self._replay_every = int(self.replay_every or 0)
+        self._convex = learner.entry.convex_combination
         self._last_x: dict[Hashable, Any] | None = None
         #: label of the last predicted example, learned at the next call (0: none)
         self._deferred = 0.0
-        self._held: list[tuple[np.ndarray, np.ndarray, float]] | None = None
-        self._F = np.zeros(0)
-        self._Z = np.zeros(0, dtype=np.int64)
-        self._work = _FIRST_WORKSPACE
         self._set_labels()
-        self._bind()
+        self._path = OneExamplePath(learner, self._take_path)
+        self._path.bind(self._names_room())
 
-    def _new_blocks(self) -> None:
-        learner = self._learner
-        buf = learner._buffer
-        F, Z = single.empty_blocks(buf.max_examples, self._work)
-        views = single.block_views(F, Z)
-        for name, source in (
-            ("scalars", learner._scalars),
-            ("stats", learner._stats),
-            ("ring", buf.ring),
-            ("slot_start", buf.slot_start),
-            ("slot_len", buf.slot_len),
-            ("slot_alpha", buf.slot_alpha),
-            ("slot_sqnorm", buf.slot_sqnorm),
-        ):
-            views[name][: source.shape[0]] = source
-        learner._scalars = views["scalars"]
-        learner._stats = views["stats"]
-        buf.ring = views["ring"]
-        buf.slot_start = views["slot_start"]
-        buf.slot_len = views["slot_len"]
-        buf.slot_alpha = views["slot_alpha"]
-        buf.slot_sqnorm = views["slot_sqnorm"]
-        self._F, self._Z = F, Z
-        self._work_indices = views["work_indices"]
-        self._work_values = views["work_values"]
-        self._raw_at = 8 * single.raw_offset(buf.max_examples, self._work)
-        self._last_x = None
+    def _names_room(self) -> int:
+        """Weights the feature names need before any example has them."""
+        return int((self.n_features if self._hashing else len(self._index)) or 0)
 
-    def _bind(self) -> None:
-        """Point the fast path at the learner's arrays after the learner itself ran."""
-        learner = self._learner
-        buf = learner._buffer
-        F, Z = self._F, self._Z
-        if not all(
-            array_.base is block
-            for array_, block in (
-                (learner._scalars, F),
-                (learner._stats, Z),
-                (buf.ring, Z),
-                (buf.slot_start, Z),
-                (buf.slot_len, Z),
-                (buf.slot_alpha, F),
-                (buf.slot_sqnorm, F),
-            )
-        ):
-            self._new_blocks()
-            F, Z = self._F, self._Z
-        F[single.F_RULE : single.F_RULE + 2] = learner._rule_params()
-        F[single.F_RHO] = learner.rho
-        F[single.F_DELTA_SQ] = learner._delta_sq
-        Z[single.Z_CODE] = learner.rule
-        Z[single.Z_MAX_NNZ] = buf.max_nnz
-        Z[single.Z_EXAMPLES] = learner._examples_seen
-        Z[single.Z_N_FEATURES] = learner._n_features
-        Z[single.Z_CHANGED] = 0
-        needed = self.n_features if self._hashing else len(self._index)
-        self._ensure_weights(int(needed or 0))
-        if learner.delta_ is None:
-            if self._held is None:
-                self._held = []
-            window = min(AUTO_DELTA_WINDOW, learner.buffer_size)
-            self._hold_room = window - learner._window_seen
-        else:
-            self._held = None
-        self._refresh_arrays()
-
-    def _refresh_arrays(self) -> None:
-        learner = self._learner
-        buf = learner._buffer
-        self._w = learner._w
-        args: single.State = (
-            learner._w, self._F, self._Z, buf.slot_label, buf.arena_idx, buf.arena_val
-        )  # fmt: skip
-        for array_, dtype in zip(args, _KERNEL_DTYPES, strict=True):
-            flags = array_.flags
-            if (
-                array_.dtype != dtype
-                or array_.ndim != 1
-                or not (flags.c_contiguous and flags.writeable)
-            ):
-                raise StateError(f"a learner array is {array_.dtype}[{array_.shape}], not {dtype}")
-        self._state = args
-        _compile_hot_kernels(args)
-
-    def _ensure_weights(self, n: int) -> None:
-        learner = self._learner
-        if n > learner._w.shape[0]:
-            grown = np.zeros(max(2 * learner._w.shape[0], n), dtype=np.float64)
-            grown[: learner._w.shape[0]] = learner._w
-            learner._w = grown
-            self._refresh_arrays()
+    def _take_path(self, new_blocks: bool) -> None:
+        """Keep what the hot loop reads of the path (it changed)."""
+        path = self._path
+        self._F = path.F
+        self._raw_at = path.raw_offset
+        self._state = path.state
+        self._decide = path.kernels.decision
+        self._learn = path.kernels.learn_one
+        self._learn_then_decide = path.kernels.learn_last_then_decide
+        self._holding = path.held is not None
+        if new_blocks:
+            self._last_x = None
 
     def _sync(self) -> None:
         """Hand the fast path's counts (and held examples) to the learner."""
         if self._deferred:
             self._learn_deferred()
-        learner = self._learner
-        Z = self._Z
-        learner._examples_seen = int(Z[single.Z_EXAMPLES])
-        learner._n_features = max(learner._n_features, int(Z[single.Z_N_FEATURES]))
-        if Z[single.Z_CHANGED]:
-            learner._converged = False
-            Z[single.Z_CHANGED] = 0
-        if self._held:
-            held, self._held = self._held, []
-            lengths = [len(idx) for idx, _, _ in held]
-            learner.learn_batch(
-                Batch.from_csr(
-                    np.concatenate([[0], np.cumsum(lengths)]),
-                    np.concatenate([idx for idx, _, _ in held]),
-                    np.concatenate([val for _, val, _ in held]),
-                    np.array([label for _, _, label in held]),
-                )
-            )
-            self._bind()
+        self._path.sync()
 
     @property
     def learner(self) -> LinearLearner:
@@ -451,7 +207,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         try:
             self._learner.replay(max_passes)
         finally:
-            self._bind()
+            self._path.bind()
         return self
 
     def summary(self) -> dict[str, Any]:
@@ -533,7 +289,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         keys = list(x)
         values = list(x.values())
         for key, value in zip(keys, values, strict=True):
-            _check_value(key, value)
+            check_value(key, value)
         indices: list[float] = []
         kept: list[Any] = []
         for key, value in zip(keys, values, strict=True):
@@ -542,8 +298,9 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
                 indices.append(i)
                 kept.append(value)
         n = len(indices)
-        if n > self._work:
-            self._grow_workspace(n)
+        if n > self._path.work:
+            self._sync()
+            self._path.grow_workspace(n)
         _packer(n)(self._F, self._raw_at, *indices, *kept)
         return n, n == len(keys)
 
@@ -560,7 +317,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             i = float(stable_hash(key) % int(self.n_features or 1))
         elif learning:
             i = float(len(self._index))
-            self._ensure_weights(len(self._index) + 1)
+            self._path.ensure_weights(len(self._index) + 1)
         else:
             return None
         self._index[key] = i
@@ -568,24 +325,15 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
 
     def _reject(self, x: Mapping[Hashable, Any], status: int) -> None:
         for key, value in x.items():
-            _check_value(key, value)
-        if status == single.BAD_INDEX:
+            check_value(key, value)
+        if status == RowStatus.BAD_INDEX:
             raise InvalidInputError("a feature index is out of range")  # not reachable from dicts
-        if status == single.TOO_LARGE:
+        if status == RowStatus.TOO_LARGE:
             raise InvalidInputError(
                 f"the values of {reprlib.repr(dict(x))} are too large: the sum of their squares "
                 "overflows float64"
             )
         raise InvalidInputError(f"cannot use example {dict(x)!r} (status {status})")
-
-    def _grow_workspace(self, n: int) -> None:
-        self._sync()
-        work = self._work
-        while work < n:
-            work *= 2
-        self._work = work
-        self._new_blocks()
-        self._bind()
 
     # -- learning --------------------------------------------------------------------
 
@@ -600,7 +348,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             y, sign = self._sign_of_new_label(y)
         else:
             sign = known
-        if x == self._last_x and self._held is None:
+        if x == self._last_x and not self._holding:
             # just predicted: its canonical form waits in the workspaces and the next
             # call learns it, so that predict_one + learn_one cost one kernel call (a
             # prediction leaves nothing deferred: _deferred is 0 whenever _last_x is set)
@@ -615,14 +363,16 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
                 _PACKERS[n](self._F, self._raw_at, *map(self._lookup, x), *x.values())
             except _PACK_ERRORS:
                 n = self._pack_slow(x, learning=True)[0]
-            if self._held is None:
-                status = _learn_kernel(n, sign, self._state)
+            if self._holding:
+                status = self._path.hold(n, sign)
                 if status:
-                    if status not in (-single.NEED_ARENA, -single.UNBUFFERED):
-                        self._reject(x, -status)
-                    self._settle(sign, status)
+                    self._reject(x, -status)
             else:
-                self._hold(n, sign, x)
+                status = self._learn(n, sign, self._state)
+                if status:
+                    if status not in (_NEED_ARENA, _UNBUFFERED):
+                        self._reject(x, -status)
+                    self._path.settle(sign, status)
         if new_label:  # only now: a refused example leaves no label behind
             self._add_label(y, sign)
         if self._replay_every:
@@ -632,32 +382,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
 
     def _learn_deferred(self) -> None:
         sign, self._deferred = self._deferred, 0.0
-        self._settle(sign, single.learn_last(sign, self._state))
-
-    def _settle(self, sign: float, status: int) -> None:
-        """Finish learning the example in the workspaces after a kernel said ``status``:
-        grow the arena while it is short; present an example larger than the buffer
-        can ever hold without storing it."""
-        while status == -single.NEED_ARENA:
-            self._grow_arena()
-            status = single.learn_last(sign, self._state)
-        if status == -single.UNBUFFERED:
-            single.learn_last_unbuffered(sign, self._state)
-
-    def _grow_arena(self) -> None:
-        self._learner._buffer.reserve_for(int(self._Z[single.Z_WHERE]) + 1)
-        self._refresh_arrays()
-
-    def _hold(self, n: int, sign: float, x: Mapping[Hashable, Any]) -> None:
-        """Keep an example while ``delta='auto'`` waits for its window."""
-        held = self._held
-        assert held is not None
-        m = single.canonical(n, self._w.shape[0], self._F, self._Z)
-        if m < 0:
-            self._reject(x, -m)
-        held.append((self._work_indices[:m].copy(), self._work_values[:m].copy(), sign))
-        if len(held) >= self._hold_room:
-            self._sync()
+        self._path.learn_last(sign)
 
     # -- prediction ---------------------------------------------------------------------
 
@@ -672,9 +397,9 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         deferred = self._deferred
         if deferred:
             self._deferred = 0.0
-            f: float = _learn_last_then_decide(deferred, n, self._state)
+            f: float = self._learn_then_decide(deferred, n, self._state)
         else:
-            f = _decision_kernel(n, self._state)
+            f = self._decide(n, self._state)
         if f != f:
             f = self._decide_again(x, n, deferred)
         self._last_x = dict(x) if complete else None
@@ -682,15 +407,15 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
 
     def _decide_again(self, x: Mapping[Hashable, Any], n: int, deferred: float) -> float:
         """After a kernel said NaN: finish learning the deferred example (see
-        :meth:`_settle`) and decide again, or name what is wrong with ``x``."""
+        :meth:`OneExamplePath.settle`) and decide again, or name what is wrong with ``x``."""
         self._last_x = None
-        status = int(self._Z[single.Z_STATUS])
-        if deferred and status in (single.NEED_ARENA, single.UNBUFFERED):
-            self._settle(deferred, -status)  # the deferred example, then x
-            f: float = _decision_kernel(n, self._state)
+        status = self._path.status
+        if deferred and status in (RowStatus.NEED_ARENA, RowStatus.UNBUFFERED):
+            self._path.settle(deferred, -status)  # the deferred example, then x
+            f: float = self._decide(n, self._state)
             if f == f:
                 return f
-        self._reject(x, int(self._Z[single.Z_STATUS]))
+        self._reject(x, int(self._path.status))
         return math.nan
 
     def predict_one(self, x: dict[Hashable, Any], **kwargs: Any) -> Any:
@@ -704,9 +429,9 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         deferred = self._deferred
         if deferred:
             self._deferred = 0.0
-            f: float = _learn_last_then_decide(deferred, n, self._state)
+            f: float = self._learn_then_decide(deferred, n, self._state)
         else:
-            f = _decision_kernel(n, self._state)
+            f = self._decide(n, self._state)
         if f != f:
             f = self._decide_again(x, n, deferred)
         self._last_x = dict(x)
@@ -721,7 +446,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         updates = float(self._F[2])
         positive = 0.5
         if updates > 0.0 and sqnorm > 0.0:
-            unit = sqnorm if self.learner_class is Kozinec else sqnorm / updates
+            unit = sqnorm if self._convex else sqnorm / updates
             positive = 0.5 * (1.0 + math.tanh(f / unit))
         if self._pos == self._neg and len(self._labels) == 1:
             return {self._pos: 1.0}
@@ -748,9 +473,10 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             "seen": self._seen,
         }
 
-    def _load(self, learner: LinearLearner, state: dict[str, Any]) -> None:
-        self._learner = learner
-        names = [] if self._hashing else state["names"]
+    def restore(self, model: Any, state: dict[str, Any]) -> None:
+        """Continue with the learner ``model`` and the names, labels and count of
+        ``state``."""
+        names = [] if self.n_features is not None else state["names"]
         self._index = {name: float(i) for i, name in enumerate(names)}
         self._signs = {}
         self._labels = []
@@ -758,43 +484,21 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             self._signs[label] = float(sign)
             self._labels.append(label)
         self._seen = int(state["seen"])
-        self._start()
+        self._start(model)
 
     @classmethod
-    def _model_from_state(cls, model_state: dict[str, Any]) -> LinearLearner:
+    def model_from_state(cls, model_state: dict[str, Any]) -> LinearLearner:
+        """The engine learner of a state."""
         return cls.learner_class.from_state(model_state)
 
     @staticmethod
-    def _model_params(model: Any) -> dict[str, Any]:
+    def params_of(model: Any) -> dict[str, Any]:
+        """The learner's parameters."""
         return dict(model.get_params())
 
-    def _model_plain_params(self) -> dict[str, Any]:
+    def model_plain_params(self) -> dict[str, Any]:
+        """The learner's plain parameters."""
         return self._learner.plain_params()
-
-
-def _compile_hot_kernels(args: single.State) -> None:
-    """Call the per-example kernels without numba's type dispatch from now on: every
-    caller passes a Python int, a Python float and the state tuple, whose arrays
-    ``_refresh_arrays`` checks to be of ``_KERNEL_DTYPES``."""
-    global _learn_kernel, _decision_kernel, _learn_last_then_decide, _hot_kernels_compiled
-    if _hot_kernels_compiled:
-        return
-    _decision_kernel = single.compiled(single.decision, 0, args)
-    _learn_kernel = single.compiled(single.learn_one, 0, 1.0, args)
-    _learn_last_then_decide = single.compiled(single.learn_last_then_decide, 1.0, 0, args)
-    _hot_kernels_compiled = True
-
-
-def _check_value(key: Hashable, value: Any) -> None:
-    """Refuse what the fast path refuses (struct's conversion to a double), by name."""
-    try:
-        (number,) = _DOUBLE.unpack(_DOUBLE.pack(value))
-    except (struct.error, TypeError, ValueError, OverflowError):
-        raise InvalidInputError(
-            f"feature {key!r} has the value {value!r}: values must be real numbers"
-        ) from None
-    if not math.isfinite(number):
-        raise InvalidInputError(f"feature {key!r} has the value {value!r}: not finite")
 
 
 _OPTIONS_DOC = """
@@ -804,70 +508,46 @@ _OPTIONS_DOC = """
 """
 
 
-def _adapter(
-    name: str, learner_class: type[LinearLearner], test_params: dict[str, Any] | None = None
+def binary_classifier(
+    entry: LearnerEntry, module: str = "streamlearn.river"
 ) -> type[LearnerClassifier]:
-    """The adapter class of one learner: its parameters, then the adapter options."""
-    engine = list(inspect.signature(learner_class.__init__).parameters.values())[1:]
-    options = [
-        inspect.Parameter("n_features", inspect.Parameter.KEYWORD_ONLY, default=None),
-        inspect.Parameter("pos_label", inspect.Parameter.KEYWORD_ONLY, default=None),
-        inspect.Parameter("replay_every", inspect.Parameter.KEYWORD_ONLY, default=None),
-        inspect.Parameter("replay_passes", inspect.Parameter.KEYWORD_ONLY, default=1),
-    ]
+    """The river binary classifier of a learner (``PDMClassifier`` for PDM): the learner's
+    parameters, then the adapter options. ``module`` is where the class is reachable by
+    its name (pickle finds it there)."""
+    name = f"{entry.class_name}Classifier"
+    engine = [param.signature_parameter() for param in entry.all_params]
+    n_features, replay_every, replay_passes = COMMON_OPTIONS
+    options = [n_features, POS_LABEL, replay_every, replay_passes]
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
     def init(self: LearnerClassifier, *args: Any, **kwargs: Any) -> None:
         LearnerClassifier.__init__(self, *args, **kwargs)
 
-    init.__name__ = init.__qualname__ = "__init__"
+    init.__name__ = "__init__"
+    init.__qualname__ = f"{name}.__init__"
     init.__signature__ = inspect.Signature([self_param, *engine, *options])  # type: ignore[attr-defined]
-    summary = (learner_class.__doc__ or "").strip().splitlines()[0]
-    doc = (
-        f"river classifier over :class:`streamlearn.{learner_class.__name__}`: {summary}\n"
-        f"{_OPTIONS_DOC}"
-    )
+    doc = f"river classifier over :class:`streamlearn.{entry.class_name}`: {entry.summary}\n"
     namespace = {
         "__init__": init,
-        "__doc__": doc,
-        "__module__": "streamlearn.river",
+        "__doc__": doc + _OPTIONS_DOC,
+        "__module__": module,
         "__qualname__": name,
-        "learner_class": learner_class,
-        "_test_params": test_params or {},
+        "learner_class": entry.learner_class,
     }
     return type(name, (LearnerClassifier,), namespace)
 
 
-PerceptronClassifier = _adapter("PerceptronClassifier", Perceptron)
-PAMClassifier = _adapter("PAMClassifier", PAM)
-PAUMClassifier = _adapter("PAUMClassifier", PAUM)
-PFMClassifier = _adapter("PFMClassifier", PFM, {"beta": 0.01})
-PDMClassifier = _adapter("PDMClassifier", PDM)
-PDMSuccClassifier = _adapter("PDMSuccClassifier", PDMSucc)
-TMargitronClassifier = _adapter("TMargitronClassifier", TMargitron)
-AMargitronClassifier = _adapter("AMargitronClassifier", AMargitron)
-KozinecClassifier = _adapter("KozinecClassifier", Kozinec)
-
-#: every adapter class by the engine's ``algorithm`` name
+#: every binary adapter class by the engine's ``algorithm`` name
 ADAPTERS: dict[str, type[LearnerClassifier]] = {
-    cls.learner_class.algorithm: cls
-    for cls in (
-        PerceptronClassifier, PAMClassifier, PAUMClassifier, PFMClassifier, PDMClassifier,
-        PDMSuccClassifier, TMargitronClassifier, AMargitronClassifier, KozinecClassifier,
-    )
-}  # fmt: skip
+    entry.name: binary_classifier(entry) for entry in LEARNERS.entries()
+}
 
-__all__ = [
-    "ADAPTERS",
-    "AMargitronClassifier",
-    "KozinecClassifier",
-    "LearnerClassifier",
-    "PAMClassifier",
-    "PAUMClassifier",
-    "PDMClassifier",
-    "PDMSuccClassifier",
-    "PFMClassifier",
-    "PerceptronClassifier",
-    "TMargitronClassifier",
-    "stable_hash",
-]
+PerceptronClassifier = ADAPTERS["perceptron"]
+PAMClassifier = ADAPTERS["pam"]
+PAUMClassifier = ADAPTERS["paum"]
+PFMClassifier = ADAPTERS["pfm"]
+PDMClassifier = ADAPTERS["pdm"]
+PDMSuccClassifier = ADAPTERS["pdm-succ"]
+TMargitronClassifier = ADAPTERS["t-margitron"]
+AMargitronClassifier = ADAPTERS["a-margitron"]
+KozinecClassifier = ADAPTERS["kozinec"]

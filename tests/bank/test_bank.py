@@ -38,8 +38,8 @@ def assert_same_learner(
     np.testing.assert_array_equal(ours.coef_, theirs.coef_)
     assert ours.intercept_ == theirs.intercept_
     np.testing.assert_array_equal(ours.alpha_, theirs.alpha_)
-    np.testing.assert_array_equal(ours._scalars, theirs._scalars)
-    np.testing.assert_array_equal(ours._stats, theirs._stats)
+    np.testing.assert_array_equal(ours.state.scalars, theirs.state.scalars)
+    np.testing.assert_array_equal(ours.state.stats, theirs.state.stats)
     assert ours.examples_presented == theirs.examples_presented
     mine, other = ours.summary(), theirs.summary()
     assert {k: v for k, v in mine.items() if k not in ignore} == {
@@ -78,7 +78,7 @@ def test_examples_too_large_for_the_arena_are_learned_as_the_standalone_learner_
     bank.declare_labels([10, 20, 30, 40])  # every learner sees the whole stream
     bank.learn(X[:100], label_sets[:100]).learn(X[100:], label_sets[100:]).flush()
     assert bank.summary()["buffer_examples"] <= 7
-    assert bank._buffer.features.unbuffered == too_large
+    assert bank.buffer.unbuffered == too_large
     assert bank.stream_judged == sum(1 for members in label_sets if members)
     for value in (10, 20, 30, 40):
         alone = standalone(base).learn(X, one_label_targets(label_sets, value))

@@ -37,7 +37,7 @@ def test_every_label_matches_the_twin(case: str) -> None:
         learner = bank.learner(value)
         alpha = learner.buffer.alpha()
         if isinstance(learner, Kozinec):
-            alpha = alpha * float(learner._scalars[3])
+            alpha = alpha * float(learner.state.scalars[3])
         np.testing.assert_allclose(learner.coef_, twin.coef_, rtol=RTOL, atol=ATOL)
         np.testing.assert_allclose(learner.intercept_, twin.intercept_, rtol=RTOL, atol=ATOL)
         np.testing.assert_allclose(learner.updates, twin.t, rtol=RTOL, atol=ATOL)

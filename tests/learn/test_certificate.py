@@ -151,9 +151,11 @@ def test_kozinec_bound_is_the_norm_of_a(delta: float) -> None:
     learner = fit("kozinec", SEPARABLE, delta=delta, max_passes=200)
     summary = learner.summary()
     assert summary["converged"] is True
-    assert summary["margin_upper_bound"] == pytest.approx(math.sqrt(learner._scalars[1]), rel=1e-9)
+    assert summary["margin_upper_bound"] == pytest.approx(
+        math.sqrt(learner.state.scalars[1]), rel=1e-9
+    )
     # recomputed with the slack of a itself (the engine stores it divided by a scale)
-    alpha = learner.buffer.alpha() * learner._scalars[3]
+    alpha = learner.buffer.alpha() * learner.state.scalars[3]
     w, beta = learner.coef_, learner.intercept_ / learner.rho
     norm = math.sqrt(float(w @ w) + beta**2 + delta**2 * float(alpha @ alpha))
     assert summary["margin_upper_bound"] == pytest.approx(norm, rel=1e-9)

@@ -39,7 +39,7 @@ def assert_identical(a: LinearLearner, b: LinearLearner) -> None:
     """Bit-identical weights, bias, counts, slack and summary."""
     assert np.array_equal(a.coef_, b.coef_)
     assert a.intercept_ == b.intercept_
-    assert np.array_equal(a._scalars, b._scalars)
+    assert np.array_equal(a.state.scalars, b.state.scalars)
     assert np.array_equal(a.buffer.alpha(), b.buffer.alpha())
     summary_a, summary_b = a.summary(), b.summary()
     assert summary_a.keys() == summary_b.keys()

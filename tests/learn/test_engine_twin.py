@@ -88,7 +88,7 @@ def engine_alpha(learner: LinearLearner) -> npt.NDArray[np.float64]:
     """alpha_k of the buffered examples; Kozinec's are stored divided by its scale."""
     alpha: npt.NDArray[np.float64] = learner.buffer.alpha()
     if isinstance(learner, Kozinec):
-        alpha = alpha * float(learner._scalars[3])
+        alpha = alpha * float(learner.state.scalars[3])
     return alpha
 
 
@@ -98,7 +98,7 @@ def assert_same(learner: LinearLearner, twin: ReferenceLearner) -> None:
     np.testing.assert_allclose(learner.updates, twin.t, rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(engine_alpha(learner), twin.alpha(), rtol=RTOL, atol=ATOL)
     # ||a||^2 in the engine's units (PAUM's engine runs a / lr)
-    engine_sqnorm = learner._scalars[1] * twin.learning_rate**2
+    engine_sqnorm = learner.state.scalars[1] * twin.learning_rate**2
     np.testing.assert_allclose(engine_sqnorm, twin.sqnorm, rtol=RTOL, atol=ATOL)
     summary = learner.summary()
     counts = twin.counts

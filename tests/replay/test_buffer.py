@@ -198,7 +198,7 @@ def test_evicted_examples_stay_in_the_weights_and_the_norm() -> None:
     feed(keeping, examples)
     assert evicting.buffer.evicted == 30
     # the stream pass does not depend on the buffer: same state
-    assert np.array_equal(evicting._scalars, keeping._scalars)
+    assert np.array_equal(evicting.state.scalars, keeping.state.scalars)
     assert np.array_equal(evicting.coef_, keeping.coef_)
     stream_alpha = keeping.buffer.alpha()
     assert stream_alpha[:30].sum() > 0
@@ -222,7 +222,7 @@ def assert_norm_and_weights(
     np.testing.assert_allclose(learner.intercept_, beta, rtol=1e-12, atol=1e-9)
     assert learner.updates == alpha.sum()
     sqnorm = float(w @ w + beta**2 + delta**2 * (alpha**2).sum())
-    np.testing.assert_allclose(learner._scalars[1], sqnorm, rtol=1e-10)
+    np.testing.assert_allclose(learner.state.scalars[1], sqnorm, rtol=1e-10)
 
 
 @pytest.mark.parametrize(

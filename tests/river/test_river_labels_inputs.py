@@ -127,7 +127,7 @@ def test_proba_is_a_monotone_map_of_the_decision_value(name: str) -> None:
     for x, y in phishing()[:400]:
         model.learn_one(x, y)
     learner = model.learner
-    scale = learner._scalars[3]
+    scale = learner.state.scalars[3]
     points = []
     for x, _ in phishing()[400:700]:
         proba = model.predict_proba_one(x)
@@ -137,7 +137,7 @@ def test_proba_is_a_monotone_map_of_the_decision_value(name: str) -> None:
         assert (proba[True] > 0.5) == (f > 0) or f == 0
         assert model.predict_one(x) == (f > 0)
         # the documented map: 1 / (1 + exp(-2 f / u)), u = ||a||^2 / t (||a||^2 for Kozinec)
-        sqnorm, t = learner._scalars[1], learner._scalars[2]
+        sqnorm, t = learner.state.scalars[1], learner.state.scalars[2]
         unit = sqnorm if model.learner_class.algorithm == "kozinec" else sqnorm / t
         assert math.isclose(proba[True], 1.0 / (1.0 + math.exp(-2.0 * f / unit)), rel_tol=1e-9)
     assert scale > 0
@@ -152,7 +152,7 @@ def test_proba_of_the_margin_unit() -> None:
     model = KozinecClassifier(delta=1.0)
     for x, y in phishing()[:300]:
         model.learn_one(x, y)
-    unit = float(model.learner._scalars[1])
+    unit = float(model.learner.state.scalars[1])
     assert math.isclose(model._proba(unit)[True], 1 / (1 + math.exp(-2)))
 
 
@@ -211,7 +211,7 @@ def test_bad_values_are_refused_by_name(x: dict[str, Any], message: str, method:
     model = _learned((True, False))
     model._index.setdefault("a", float(len(model._index)))  # known names: the fast path
     model._index.setdefault("b", float(len(model._index)))
-    model._ensure_weights(len(model._index))
+    model._path.ensure_weights(len(model._index))
     before = model.state_dict()
     with pytest.raises(InvalidInputError, match=message.replace("(", r"\(").replace("+", r"\+")):
         getattr(model, method)(*((x, True) if method == "learn_one" else (x,)))
@@ -338,6 +338,6 @@ def test_kernel_arrays_of_another_dtype_are_refused() -> None:
 
     model = PDMClassifier(delta=1.0)
     model.learn_one({"a": 1.0}, True)
-    model._learner._w = model._learner._w.astype(np.float32)
+    model._learner.state.weights = model._learner.state.weights.astype(np.float32)
     with pytest.raises(StateError, match="float32"):
-        model._refresh_arrays()
+        model._path.refresh()

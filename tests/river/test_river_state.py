@@ -86,7 +86,7 @@ def test_pdm_succ_stage_survives_a_checkpoint() -> None:
         model.learn_one(x, y)
     model.replay(max_passes=30)
     restored = _checkpointed(model)
-    assert restored.learner._stage == model.learner._stage > 0
+    assert restored.learner.extra_state()["stage"] == model.learner.extra_state()["stage"] > 0
     for x, y in phishing()[600:]:
         model.learn_one(x, y)
         restored.learn_one(x, y)

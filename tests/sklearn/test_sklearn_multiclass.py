@@ -35,7 +35,7 @@ def _iris() -> tuple[npt.NDArray[np.float64], npt.NDArray[Any]]:
 
 
 def _bank_twin(estimator: Any, X: Any, y: npt.NDArray[Any]) -> ModelBank:
-    learner = estimator._learner_class(**estimator.get_params())
+    learner = estimator.learner_class(**estimator.get_params())
     bank = ModelBank(learner).declare_labels(np.arange(len(np.unique(y))))
     return bank.learn(X, np.searchsorted(np.unique(y), y).astype(float))
 

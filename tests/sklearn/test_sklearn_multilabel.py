@@ -39,7 +39,7 @@ def _tagged() -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
 
 def _bank_twin(estimator: Any, X: Any, Y: npt.NDArray[Any]) -> ModelBank:
     """The bank learning the label sets Y writes, with every column declared first."""
-    learner = estimator._learner_class(**estimator.get_params())
+    learner = estimator.learner_class(**estimator.get_params())
     bank = ModelBank(learner).declare_labels(np.arange(Y.shape[1]))
     return bank.learn(X, [np.flatnonzero(row).tolist() for row in Y])
 

@@ -1,0 +1,210 @@
+"""The one interface of a model, whichever it is: a binary learner or a one-vs-rest bank.
+
+The daemon, the jobs and the adapters hold a :class:`Model` and call it; they never ask
+which kind it is. :class:`~streamlearn.learn.base.LinearLearner` (one binary learner) and
+:class:`~streamlearn.learn.bank.ModelBank` (one learner per label) implement it. What
+differs between the two (which labels a row may carry, how a prediction is written, which
+figures evaluate it) is behind these methods.
+
+>>> import numpy as np
+>>> from streamlearn.learn import PDM, ModelBank
+>>> models: list[Model] = [PDM(delta=0.0), ModelBank(PDM(delta=0.0))]
+>>> [model.fit(np.eye(2), [1, -1]).decision_function(np.eye(2)).shape for model in models]
+[(2,), (2, 2)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from streamlearn.learn.labelsets import LabelledRows
+from streamlearn.parse import ParsedRows, Rejected
+from streamlearn.replay import ReplaySchedule
+from streamlearn.types import Batch
+
+if TYPE_CHECKING:
+    from streamlearn.learn.base import LinearLearner
+
+#: examples as a model learns them: a binary learner's batches, a bank's label sets
+Examples = Batch | LabelledRows
+
+
+@dataclass(frozen=True)
+class ModelLimits:
+    """Bounds on what a stream may make a model hold (a bank's labels and weights; a
+    binary learner's weights are bounded by the parser's feature bound)."""
+
+    max_labels: int | None = None
+    max_weights: int | None = None
+
+
+class Model(Protocol):
+    """What every model offers (see the module doc)."""
+
+    @property
+    def algorithm(self) -> str:
+        """The learners' algorithm name (``pdm``, ``paum``, ...)."""
+        ...
+
+    @property
+    def converged(self) -> bool:
+        """Whether the last full replay pass made no update (every learner's)."""
+        ...
+
+    @property
+    def stream_judged(self) -> int:
+        """Stream examples judged before they were learned (progressive validation)."""
+        ...
+
+    @property
+    def stream_mistakes(self) -> int:
+        """Those of :attr:`stream_judged` the model got wrong."""
+        ...
+
+    @property
+    def n_features_in_(self) -> int:
+        """One more than the largest feature index learned."""
+        ...
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """What :meth:`prediction_lines` can write, the default first."""
+        ...
+
+    @property
+    def label_output(self) -> str:
+        """The output that writes labels rather than scores."""
+        ...
+
+    # -- learning ----------------------------------------------------------------------
+
+    def learn(self, X: Any, y: Any) -> Self:
+        """Present each example once, in order."""
+        ...
+
+    def admit(self, rows: ParsedRows, limits: ModelLimits) -> tuple[Examples, list[Rejected]]:
+        """The parsed rows this model can learn, in its own form, and every rejection
+        (the parser's, and the rows whose labels or size the model refuses)."""
+        ...
+
+    def learn_rows(self, rows: Examples) -> None:
+        """:meth:`learn` for rows from :meth:`admit` (already checked)."""
+        ...
+
+    def learn_on_schedule(self, rows: Examples, schedule: ReplaySchedule, seen: int) -> int:
+        """:meth:`learn_rows`, replaying where ``schedule`` says once ``seen`` stream
+        examples came before; returns the new count."""
+        ...
+
+    def replay(self, max_passes: int | None = None) -> Self:
+        """Replay the buffer until a full pass makes no update (at most ``max_passes``)."""
+        ...
+
+    def flush(self) -> Self:
+        """Learn the examples ``delta='auto'`` holds back, fixing Delta from them."""
+        ...
+
+    def epoch_pass(self) -> bool:
+        """One plain pass over the buffer in arrival order; whether it made no update."""
+        ...
+
+    def fit(self, X: Any, y: Any) -> Self:
+        """Learn X, y once and replay to convergence."""
+        ...
+
+    def kept_every_example(self) -> bool:
+        """Whether the buffer holds every example learned (none evicted or too large)."""
+        ...
+
+    def features_to_learn(self) -> int:
+        """Features the model has weights for or will have: held examples' too."""
+        ...
+
+    # -- answers -----------------------------------------------------------------------
+
+    def decision_function(self, X: Any) -> npt.NDArray[np.float64]:
+        """Decision values: one per row (binary), or one column per label (bank)."""
+        ...
+
+    def learners(self) -> list[LinearLearner]:
+        """The binary learners (one, or one per label id)."""
+        ...
+
+    def answers(self, X: Any) -> list[bytes]:
+        """Each row's prediction as the daemon sends it."""
+        ...
+
+    def prediction_lines(self, rows: ParsedRows, output: str) -> Iterator[str]:
+        """One line per parsed line, in line order, as ``output`` (one of
+        :attr:`outputs`) writes it; a rejected line gets the output's missing value."""
+        ...
+
+    def evaluate(
+        self, parts: Iterable[ParsedRows], on_rejected: Callable[[list[Rejected]], None]
+    ) -> dict[str, Any]:
+        """Figures of the model on labelled rows (rejected rows go to ``on_rejected``)."""
+        ...
+
+    def exported_weights(self) -> npt.NDArray[np.float64]:
+        """``coef_`` (binary), or one row of weights per label id (bank)."""
+        ...
+
+    # -- reports and state ---------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        """Counts and the margin certificate."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """What ``inspect`` shows of the model."""
+        ...
+
+    def model_params(self) -> dict[str, Any]:
+        """The parameters that define the model (plain values): the learner's, and for a
+        bank ``one_vs_rest`` (and ``tau_pos_kappa`` when set)."""
+        ...
+
+    def learner_params(self) -> dict[str, Any]:
+        """The learners' parameters, as passed to their class."""
+        ...
+
+    def with_params(self, params: dict[str, Any]) -> Self:
+        """This model's state under new learner parameters (refused for those the state
+        was built with)."""
+        ...
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue exactly: plain numbers, strings and arrays."""
+        ...
+
+
+def learn_on_schedule(model: Model, rows: Examples, schedule: ReplaySchedule, seen: int) -> int:
+    """:meth:`Model.learn_on_schedule` for any model: learn ``rows`` in the pieces the
+    count-based ``schedule`` cuts them into, replaying after each as it says."""
+    start = 0
+    for size in schedule.split(seen, rows.n_examples):
+        model.learn_rows(rows.slice(start, start + size))
+        passes = schedule.replays_after(seen, size)
+        seen += size
+        start += size
+        if passes:
+            model.replay(max_passes=passes)
+    return seen
+
+
+def in_line_order(rows: ParsedRows, texts: list[str], missing: str) -> Iterator[str]:
+    """``texts`` (one per parsed row) with ``missing`` where the parser rejected a line,
+    in line order."""
+    rejected_lines = sorted(r.line for r in rows.rejected)
+    r = 0
+    for line, text in zip(rows.line_numbers.tolist(), texts, strict=True):
+        while r < len(rejected_lines) and rejected_lines[r] < line:
+            yield missing
+            r += 1
+        yield text
+    yield from (missing for _ in rejected_lines[r:])

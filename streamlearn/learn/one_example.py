@@ -1,0 +1,212 @@
+"""One example at a time: a learner packed for the per-example kernels.
+
+An online caller (the river adapters) holds one example per call; numba's dispatch on
+every argument of every call would cost as much as the learning. :class:`OneExamplePath`
+packs the learner's small arrays into the two blocks of :mod:`streamlearn._kernels.single`
+(:meth:`~streamlearn.learn.state.LearnerState.pack`), writes the rule into their header
+and hands the caller what its hot loop needs: the float block ``F`` with the offset where
+the raw example goes, the kernels' argument tuple and the kernels compiled for it. The
+weights, buffer and counters stay the learner's own, so the batch paths (replay, a
+checkpoint) work on the very same state; :meth:`OneExamplePath.sync` hands the counts the
+kernels keep back to the learner.
+
+>>> import struct
+>>> from streamlearn.learn import PDM
+>>> path = OneExamplePath(PDM(delta=1.0), on_refresh=lambda new_blocks: None)
+>>> path.bind(min_weights=3)
+>>> struct.pack_into("@4d", path.F, path.raw_offset, 0.0, 2.0, 1.0, 1.0)  # x = {0: 1, 2: 1}
+>>> path.kernels.learn_one(2, 1.0, path.state)
+0
+>>> path.sync()
+>>> path.learner.coef_.tolist(), path.learner.examples_presented
+([1.0, 0.0, 1.0], 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from streamlearn._kernels import single
+from streamlearn.errors import StateError
+from streamlearn.learn.base import LinearLearner
+from streamlearn.learn.state import PackedBlocks
+from streamlearn.types import Batch, RowStatus
+
+#: entries of an example the workspaces hold at first (they grow for longer ones)
+FIRST_WORKSPACE = 64
+#: dtypes of the kernels' arrays (w, F, Z, slot_label, arena_idx, arena_val)
+KERNEL_DTYPES = (np.float64, np.float64, np.int64, np.int8, np.int32, np.float64)
+
+
+class OneExamplePath:
+    """``learner`` packed for the per-example kernels (see the module doc); usable once
+    :meth:`bind` has run.
+
+    ``on_refresh(new_blocks)`` is called whenever :attr:`F`, :attr:`raw_offset`,
+    :attr:`state` or :attr:`kernels` change (a grown arena, workspace or weight array):
+    a caller that keeps them in its own attributes takes them again then.
+    ``new_blocks`` says that the workspaces were made anew (what a kernel left in them
+    is gone).
+    """
+
+    def __init__(self, learner: LinearLearner, on_refresh: Callable[[bool], None]) -> None:
+        self.learner = learner
+        self.on_refresh = on_refresh
+        self.work = FIRST_WORKSPACE
+        self._blocks: PackedBlocks | None = None
+        #: examples held while ``delta='auto'`` waits (None when Delta is fixed)
+        self.held: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], float]] | None
+        self.held = None
+
+    # -- what the caller's hot loop reads ------------------------------------------------
+
+    F: npt.NDArray[np.float64]
+    #: byte offset in ``F`` of the raw example ``[index_0 .. index_(n-1), value_0 ..]``
+    raw_offset: int
+    #: the kernels' argument tuple ``(w, F, Z, slot_label, arena_idx, arena_val)``
+    state: single.State
+    #: the hot kernels compiled for :attr:`state`'s types
+    kernels: single.HotKernels
+
+    @property
+    def status(self) -> RowStatus:
+        """Why the last kernel that returned NaN did."""
+        return RowStatus(int(self._counts[single.Z_STATUS]))
+
+    @property
+    def work_indices(self) -> npt.NDArray[np.int64]:
+        """The workspace of the canonical example's indices."""
+        return self._packed.work_indices
+
+    # -- binding ---------------------------------------------------------------------------
+
+    def bind(self, min_weights: int = 0) -> None:
+        """Point the path at the learner's arrays after the learner itself ran (replay,
+        batch learning, a load), with room for at least ``min_weights`` weights."""
+        learner = self.learner
+        state = learner.state
+        blocks = self._blocks
+        new_blocks = blocks is None or not state.packed_in(blocks)
+        if blocks is None or new_blocks:
+            blocks = self._blocks = state.pack(self.work)
+        F, Z = blocks.F, blocks.Z
+        F[single.F_RULE : single.F_RULE + 2] = learner.rule_values()
+        F[single.F_RHO] = learner.rho
+        F[single.F_DELTA_SQ] = state.delta_sq
+        Z[single.Z_CODE] = learner.rule
+        Z[single.Z_MAX_NNZ] = state.buffer.max_nnz
+        Z[single.Z_EXAMPLES] = state.examples_seen
+        Z[single.Z_N_FEATURES] = state.n_features
+        Z[single.Z_CHANGED] = 0
+        state.reserve_weights(min_weights)
+        if state.delta is None:
+            if self.held is None:
+                self.held = []
+        else:
+            self.held = None
+        self.refresh(new_blocks)
+
+    def refresh(self, new_blocks: bool = False) -> None:
+        """Take the learner's arrays again (after one of them was replaced)."""
+        state = self.learner.state
+        buf = state.buffer
+        blocks = self._packed
+        args: single.State = (
+            state.weights, blocks.F, blocks.Z, buf.slot_label, buf.arena_idx, buf.arena_val
+        )  # fmt: skip
+        for array, dtype in zip(args, KERNEL_DTYPES, strict=True):
+            flags = array.flags
+            if (
+                array.dtype != dtype
+                or array.ndim != 1
+                or not (flags.c_contiguous and flags.writeable)
+            ):
+                raise StateError(f"a learner array is {array.dtype}[{array.shape}], not {dtype}")
+        self.F = blocks.F
+        self.raw_offset = blocks.raw_offset
+        self.state = args
+        self.kernels = single.hot_kernels(args)
+        self.on_refresh(new_blocks)
+
+    def ensure_weights(self, n: int) -> None:
+        """Room for ``n`` weights (a feature name's index before any example has it)."""
+        state = self.learner.state
+        if n > state.weights.shape[0]:
+            state.reserve_weights(n)
+            self.refresh()
+
+    def grow_workspace(self, n: int) -> None:
+        """Workspaces for examples of ``n`` entries."""
+        self.sync()
+        work = self.work
+        while work < n:
+            work *= 2
+        self.work = work
+        self._blocks = None
+        self.bind()
+
+    # -- learning --------------------------------------------------------------------------
+
+    def settle(self, sign: float, status: int) -> None:
+        """Finish learning the example in the workspaces after a kernel returned
+        ``status`` (negated): grow the arena while it is short; learn an example larger
+        than the buffer can ever hold without storing it."""
+        while status == -single.NEED_ARENA:
+            self.learner.state.buffer.reserve_for(int(self._counts[single.Z_WHERE]) + 1)
+            self.refresh()
+            status = single.learn_last(sign, self.state)
+        if status == -single.UNBUFFERED:
+            single.learn_last_unbuffered(sign, self.state)
+
+    def learn_last(self, sign: float) -> None:
+        """Learn the example whose canonical form the last kernel call left in the
+        workspaces."""
+        self.settle(sign, single.learn_last(sign, self.state))
+
+    def hold(self, n: int, sign: float) -> int:
+        """Keep the raw example of ``n`` entries while ``delta='auto'`` waits: 0, or the
+        negated status of a refused example (nothing kept)."""
+        held = self.held
+        assert held is not None
+        m = single.canonical(n, self.state[0].shape[0], self.F, self._counts)
+        if m < 0:
+            return m
+        blocks = self._packed
+        held.append((blocks.work_indices[:m].copy(), blocks.work_values[:m].copy(), sign))
+        if len(held) >= self.learner.window.room:
+            self.sync()
+        return 0
+
+    def sync(self) -> None:
+        """Hand the counts the kernels keep (and the held examples) to the learner."""
+        state = self.learner.state
+        Z = self._counts
+        state.examples_seen = int(Z[single.Z_EXAMPLES])
+        state.n_features = max(state.n_features, int(Z[single.Z_N_FEATURES]))
+        if Z[single.Z_CHANGED]:
+            state.converged = False
+            Z[single.Z_CHANGED] = 0
+        if self.held:
+            held, self.held = self.held, []
+            lengths = [len(idx) for idx, _, _ in held]
+            self.learner.learn_batch(
+                Batch.from_csr(
+                    np.concatenate([[0], np.cumsum(lengths)]),
+                    np.concatenate([idx for idx, _, _ in held]),
+                    np.concatenate([val for _, val, _ in held]),
+                    np.array([label for _, _, label in held]),
+                )
+            )
+            self.bind()
+
+    @property
+    def _packed(self) -> PackedBlocks:
+        assert self._blocks is not None
+        return self._blocks
+
+    @property
+    def _counts(self) -> npt.NDArray[np.int64]:
+        return self._packed.Z

@@ -1,0 +1,188 @@
+"""Learner parameters, each described once: its name, default, constraint and docs.
+
+A :class:`Param` is what the learner classes, the command line, the scikit-learn
+estimators and the river classifiers all read a parameter from. Its ``check`` turns a
+given value into the value stored (or raises :class:`InvalidParameterError`).
+
+>>> eps = Param("eps", 0.01, unit_interval, "Accuracy, in (0, 1].", float, keyword_only=False)
+>>> eps.check("eps", 0.5), eps.signature_parameter()
+(0.5, <Parameter "eps=0.01">)
+>>> eps.check("eps", 2)
+Traceback (most recent call last):
+...
+streamlearn.errors.InvalidParameterError: eps must be in (0, 1], got 2
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from streamlearn.errors import InvalidParameterError
+from streamlearn.replay import ActiveSetSchedule
+
+#: the default of a parameter that has none (it must be given)
+REQUIRED: Any = inspect.Parameter.empty
+
+Check = Callable[[str, Any], Any]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a learner.
+
+    ``check(name, value)`` returns the value to store or raises; ``kind`` is the type
+    the command line reads (``str`` for ``delta``, which takes ``'auto'`` or a number);
+    ``keyword_only`` parameters come after the ``*`` of the signature; ``cli=False``
+    keeps a parameter off the command line (the active-set schedule, which has
+    ``--shrink`` instead).
+    """
+
+    name: str
+    default: Any
+    check: Check
+    doc: str
+    kind: type = float
+    keyword_only: bool = True
+    cli: bool = True
+
+    def signature_parameter(self) -> inspect.Parameter:
+        """The parameter as ``inspect`` shows it in a generated ``__init__``."""
+        kind = (
+            inspect.Parameter.KEYWORD_ONLY
+            if self.keyword_only
+            else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        )
+        return inspect.Parameter(self.name, kind, default=self.default)
+
+
+def finite(name: str, value: Any) -> float:
+    """A real number (not a bool, not NaN or infinite), as a float."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise InvalidParameterError(f"{name} must be a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise InvalidParameterError(f"{name} must be finite, got {value!r}")
+    return number
+
+
+def positive(name: str, value: Any) -> float:
+    """A finite number > 0."""
+    number = finite(name, value)
+    if number <= 0:
+        raise InvalidParameterError(f"{name} must be > 0, got {value!r}")
+    return number
+
+
+def non_negative(name: str, value: Any) -> float:
+    """A finite number >= 0."""
+    number = finite(name, value)
+    if number < 0:
+        raise InvalidParameterError(f"{name} must be >= 0, got {value!r}")
+    return number
+
+
+def unit_interval(name: str, value: Any) -> float:
+    """A number in (0, 1] (PDM's eps)."""
+    number = finite(name, value)
+    if not 0.0 < number <= 1.0:
+        raise InvalidParameterError(f"{name} must be in (0, 1], got {value!r}")
+    return number
+
+
+def above_one(name: str, value: Any) -> float:
+    """A finite number > 1."""
+    number = positive(name, value)
+    if number <= 1.0:
+        raise InvalidParameterError(f"{name} must be > 1, got {value!r}")
+    return number
+
+
+def below_two(name: str, value: Any) -> float:
+    """A number in (0, 2) (the margitrons' zeta)."""
+    number = finite(name, value)
+    if not 0.0 < number < 2.0:
+        raise InvalidParameterError(f"{name} must be in (0, 2), got {value!r}")
+    return number
+
+
+def count(name: str, value: Any) -> int:
+    """An integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise InvalidParameterError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def flag(name: str, value: Any) -> bool:
+    """True or False (numpy's too), not any value that has a truth.
+
+    >>> flag("multiple_updates", "no")
+    Traceback (most recent call last):
+    ...
+    streamlearn.errors.InvalidParameterError: multiple_updates must be True or False, got 'no'
+    """
+    if not isinstance(value, bool | np.bool_):
+        raise InvalidParameterError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def delta_value(name: str, value: Any) -> float | str:
+    """Delta: ``'auto'`` or a number >= 0."""
+    if isinstance(value, str) and value == "auto":
+        return value
+    return non_negative(name, value)
+
+
+def seed_value(name: str, value: Any) -> int:
+    """An integer in [0, 2^64): checkpoints hold 64 bits."""
+    if not isinstance(value, int | np.integer) or not 0 <= value < 2**64:
+        raise InvalidParameterError(
+            f"{name} must be an integer in [0, 2^64) (checkpoints hold 64 bits), got {value!r}"
+        )
+    return int(value)
+
+
+def schedule_value(name: str, value: Any) -> ActiveSetSchedule | None:
+    """An :class:`ActiveSetSchedule`, or None for the default one."""
+    if value is not None and not isinstance(value, ActiveSetSchedule):
+        raise InvalidParameterError(f"{name} must be an ActiveSetSchedule")
+    return value
+
+
+#: the parameters every learner takes, after its rule's own (keyword-only)
+COMMON_PARAMS: tuple[Param, ...] = (
+    Param("rho", 1.0, positive, "Augmentation: each x becomes [x, rho]; the bias is rho * beta."),
+    Param(
+        "delta",
+        "auto",
+        delta_value,
+        "2-norm soft margin Delta >= 0, or 'auto': the first min(1000, buffer_size) "
+        "examples fix Delta = R/10 (R their largest ||[x, rho]||), and learning starts "
+        "once they have arrived; 0 is the hard margin.",
+        str,
+    ),
+    Param("buffer_size", 100_000, count, "Replay buffer capacity in examples.", int),
+    Param(
+        "buffer_nnz", 10_000_000, count, "Replay buffer capacity in nonzeros (12 bytes each).", int
+    ),
+    Param("seed", 0, seed_value, "Seed of the replay passes' orders.", int),
+    Param(
+        "active_sets",
+        None,
+        schedule_value,
+        "The nested active-set schedule of replay passes (None: the PDM paper's).",
+        ActiveSetSchedule,
+        cli=False,
+    ),
+    Param("max_passes", 1000, count, "Default bound on full replay passes per replay.", int),
+)
+
+#: parameters a learner's state is built with (Delta, the augmentation rho, the buffer's
+#: capacities): a learned state cannot go on under other values of them, where it can
+#: under new values of the rule's own (eps, tau, ...)
+STATE_BUILT_WITH = ("delta", "rho", "buffer_size", "buffer_nnz")

@@ -1,0 +1,276 @@
+"""What a learner has learned, as one public object: weights, scalars, counters, buffer.
+
+:class:`LearnerState` is the one place that says what a learner's state is. The learner
+runs the engine's kernels on its arrays; a one-vs-rest bank makes each label's state of
+rows of its own matrices (:meth:`LearnerState.borrow`); the per-example path of the river
+adapters moves the small arrays into two packed blocks (:meth:`LearnerState.pack`).
+Nothing else reaches into a learner.
+
+>>> state = LearnerState.empty(buffer_size=4, buffer_nnz=100, delta=1.0)
+>>> state.updates, state.delta_sq, state.weights.shape
+(0.0, 1.0, (16,))
+>>> state.grow_weights(40)
+>>> state.n_features, state.weights.shape
+(40, (40,))
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from streamlearn._kernels.engine import BETA, N_STATS, SCALE, SQNORM, UPDATES
+from streamlearn._kernels.single import block_views, empty_blocks, raw_offset
+from streamlearn.errors import StateError
+from streamlearn.replay import ReplayBuffer
+
+#: room for weights a new state starts with
+FIRST_WEIGHTS = 16
+
+__all__ = [
+    "BETA",
+    "FIRST_WEIGHTS",
+    "SCALE",
+    "SQNORM",
+    "UPDATES",
+    "LearnerState",
+    "PackedBlocks",
+    "grown_weights",
+]
+
+
+def grown_weights(weights: npt.NDArray[np.float64], n_features: int) -> npt.NDArray[np.float64]:
+    """``weights`` with room for ``n_features`` along its last axis: the array itself when
+    it has room, else a copy of max(twice its room, ``n_features``) columns, zero beyond
+    the old ones. Every weight array grows this way (a learner's row, a bank's matrix).
+
+    >>> grown_weights(np.ones((2, 3)), 4).shape, grown_weights(np.ones(8), 9).shape
+    ((2, 6), (16,))
+    """
+    columns = weights.shape[-1]
+    if n_features <= columns:
+        return weights
+    grown = np.zeros((*weights.shape[:-1], max(2 * columns, n_features)), dtype=np.float64)
+    grown[..., :columns] = weights
+    return grown
+
+
+@dataclass(eq=False)
+class PackedBlocks:
+    """A learner's small arrays packed into the two blocks of the per-example kernels
+    (:mod:`streamlearn._kernels.single`): ``F`` (float64) and ``Z`` (int64) hold the
+    scalars, the counters, the buffer's ring and slot arrays, and workspaces for one
+    example of up to ``work`` entries; ``raw_offset`` is the byte offset in ``F`` where
+    a caller writes the raw example ``[indices..., values...]``."""
+
+    F: npt.NDArray[np.float64]
+    Z: npt.NDArray[np.int64]
+    work: int
+    raw_offset: int
+    work_indices: npt.NDArray[np.int64]
+    work_values: npt.NDArray[np.float64]
+
+
+class LearnerState:
+    """Everything a learner learns, in arrays the engine's kernels update in place.
+
+    weights
+        float64 weights w, with room for at least ``n_features`` (grown by
+        :func:`grown_weights`); in the engine's units (see ``scale``).
+    scalars
+        float64 ``[beta, ||a||^2, t, scale]``: the augmented coordinate's weight, the
+        squared norm of the extended vector a, the update count and the factor that
+        multiplies w, beta and the slack counts (1 except for Kozinec).
+    stats
+        int64 counters of the kernels (update events, presentations, mini-epochs, stream
+        mistakes, then the sizes of the last pass's active-set levels).
+    buffer
+        The replay buffer, whose ``slot_alpha`` holds each buffered example's slack.
+    n_features, examples_seen, passes, converged
+        One more than the largest feature index learned; stream examples presented;
+        full replay passes run; whether the last full pass made no update (and nothing
+        changed since).
+    delta
+        The Delta in use; None while ``delta='auto'`` waits for its examples.
+    """
+
+    def __init__(
+        self,
+        buffer: ReplayBuffer,
+        *,
+        weights: npt.NDArray[np.float64],
+        scalars: npt.NDArray[np.float64],
+        stats: npt.NDArray[np.int64],
+        delta: float | None,
+        n_features: int = 0,
+        examples_seen: int = 0,
+        passes: int = 0,
+        converged: bool = False,
+    ) -> None:
+        self.buffer = buffer
+        self.weights = weights
+        self.scalars = scalars
+        self.stats = stats
+        self.delta = delta
+        self.n_features = n_features
+        self.examples_seen = examples_seen
+        self.passes = passes
+        self.converged = converged
+
+    @classmethod
+    def empty(cls, buffer_size: int, buffer_nnz: int, delta: float | None) -> LearnerState:
+        """A state that has learned nothing."""
+        return cls(
+            ReplayBuffer(buffer_size, buffer_nnz),
+            weights=np.zeros(FIRST_WEIGHTS, dtype=np.float64),
+            scalars=np.array([0.0, 0.0, 0.0, 1.0]),
+            stats=np.zeros(N_STATS, dtype=np.int64),
+            delta=delta,
+        )
+
+    # -- named scalars ---------------------------------------------------------------
+
+    @property
+    def beta(self) -> float:
+        """The augmented coordinate's weight (engine units)."""
+        return float(self.scalars[BETA])
+
+    @property
+    def sqnorm(self) -> float:
+        """||a||^2 of the extended vector (engine units, evicted examples' slack included)."""
+        return float(self.scalars[SQNORM])
+
+    @property
+    def updates(self) -> float:
+        """t, the number of updates (a multiple update of lambda counts lambda)."""
+        return float(self.scalars[UPDATES])
+
+    @property
+    def scale(self) -> float:
+        """The factor from the engine's weights to w (1 except for Kozinec)."""
+        return float(self.scalars[SCALE])
+
+    @property
+    def delta_sq(self) -> float:
+        """Delta^2 (0 while Delta is not fixed)."""
+        delta = self.delta or 0.0
+        return delta * delta
+
+    # -- changes -----------------------------------------------------------------------
+
+    def grow_weights(self, n_features: int) -> None:
+        """Room for ``n_features`` weights, and count them as learned."""
+        self.reserve_weights(n_features)
+        self.n_features = max(self.n_features, n_features)
+
+    def reserve_weights(self, n_features: int) -> None:
+        """Room for ``n_features`` weights, not counted as learned yet."""
+        self.weights = grown_weights(self.weights, n_features)
+
+    def borrow(
+        self,
+        *,
+        weights: npt.NDArray[np.float64],
+        scalars: npt.NDArray[np.float64],
+        stats: npt.NDArray[np.int64],
+        buffer: ReplayBuffer,
+    ) -> None:
+        """Work on these arrays from now on (a bank's rows for one label, with a view of
+        its shared buffer): their owner keeps them, this state reads and updates them."""
+        self.weights = weights
+        self.scalars = scalars
+        self.stats = stats
+        self.buffer = buffer
+
+    def pack(self, work: int) -> PackedBlocks:
+        """Move the scalars, the counters and the buffer's ring and slot arrays into new
+        blocks for the per-example kernels, with workspaces for ``work`` entries; from
+        then on this state's arrays are views into them."""
+        buf = self.buffer
+        F, Z = empty_blocks(buf.max_examples, work)
+        views = block_views(F, Z)
+        for name, source in self._packed_arrays().items():
+            views[name][: source.shape[0]] = source
+        self.scalars = views["scalars"]
+        self.stats = views["stats"]
+        buf.ring = views["ring"]
+        buf.slot_start = views["slot_start"]
+        buf.slot_len = views["slot_len"]
+        buf.slot_alpha = views["slot_alpha"]
+        buf.slot_sqnorm = views["slot_sqnorm"]
+        return PackedBlocks(
+            F,
+            Z,
+            work,
+            8 * raw_offset(buf.max_examples, work),
+            views["work_indices"],
+            views["work_values"],
+        )
+
+    def packed_in(self, blocks: PackedBlocks) -> bool:
+        """Whether the arrays :meth:`pack` moved are still views into ``blocks`` (a state
+        loaded or reset since has arrays of its own)."""
+        F, Z = blocks.F, blocks.Z
+        homes = {"scalars": F, "stats": Z, "ring": Z, "slot_start": Z, "slot_len": Z,
+                 "slot_alpha": F, "slot_sqnorm": F}  # fmt: skip
+        arrays = self._packed_arrays()
+        return all(arrays[name].base is block for name, block in homes.items())
+
+    def _packed_arrays(self) -> dict[str, npt.NDArray[Any]]:
+        buf = self.buffer
+        return {
+            "scalars": self.scalars,
+            "stats": self.stats,
+            "ring": buf.ring,
+            "slot_start": buf.slot_start,
+            "slot_len": buf.slot_len,
+            "slot_alpha": buf.slot_alpha,
+            "slot_sqnorm": buf.slot_sqnorm,
+        }
+
+    # -- state dictionaries ------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """The learned values as plain numbers and arrays (the buffer's included)."""
+        return {
+            "delta_value": math.nan if self.delta is None else self.delta,
+            "weights": self.weights[: self.n_features].copy(),
+            "scalars": self.scalars.copy(),
+            "stats": self.stats.copy(),
+            "passes": self.passes,
+            "converged": self.converged,
+            "examples_seen": self.examples_seen,
+            "buffer": self.buffer.state_dict(),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> LearnerState:
+        """The state :meth:`state_dict` wrote (KeyError, TypeError or ValueError on a
+        malformed one; :class:`StateError` on arrays of the wrong shape)."""
+        delta_value = float(state["delta_value"])
+        weights = np.asarray(state["weights"], dtype=np.float64)
+        if weights.ndim != 1:
+            raise StateError(f"weights must be one row, got shape {weights.shape}")
+        room = np.zeros(max(FIRST_WEIGHTS, weights.shape[0]), dtype=np.float64)
+        room[: weights.shape[0]] = weights
+        scalars = np.array(state["scalars"], dtype=np.float64)
+        if scalars.shape != (4,):
+            raise StateError("scalars must hold beta, ||a||^2, t and the scale")
+        saved = np.asarray(state["stats"], dtype=np.int64)
+        stats = np.zeros(N_STATS, dtype=np.int64)
+        stats[: saved.shape[0]] = saved  # states from before the level sizes: zeros
+        return cls(
+            ReplayBuffer.from_state(state["buffer"]),
+            weights=room,
+            scalars=scalars,
+            stats=stats,
+            delta=None if math.isnan(delta_value) else delta_value,
+            n_features=int(weights.shape[0]),
+            examples_seen=int(state["examples_seen"]),
+            passes=int(state["passes"]),
+            converged=bool(state["converged"]),
+        )

@@ -1,0 +1,121 @@
+"""``delta='auto'``: the first examples fix Delta, and wait until they have.
+
+A learner (or a bank) with ``delta='auto'`` holds its first min(1000, buffer_size)
+examples here. Once they have all arrived, Delta = R/10 with R their largest
+||[x, rho]||, and they are handed back to be learned in order; :meth:`AutoDeltaWindow.release`
+fixes Delta from fewer when the stream ends first.
+
+>>> import numpy as np
+>>> from streamlearn.types import Batch
+>>> window = AutoDeltaWindow(size=2, rho=1.0, concatenate=Batch.concatenate)
+>>> one = Batch.from_csr([0, 1], [0], [3.0], [1])
+>>> window.hold(one) is None, window.room
+(True, 1)
+>>> released, delta = window.hold(one)
+>>> released.n_examples, delta
+(2, 0.31622776601683794)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, Generic, Protocol, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from streamlearn._kernels import row_sqnorms
+from streamlearn.types import features_spanned
+
+#: examples that fix Delta when ``delta='auto'`` (capped by the buffer size)
+AUTO_DELTA_WINDOW = 1000
+
+
+class Rows(Protocol):
+    """What the window holds: examples as CSR rows (a :class:`~streamlearn.types.Batch`,
+    or rows with label sets)."""
+
+    @property
+    def indptr(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def indices(self) -> npt.NDArray[np.int32]: ...
+    @property
+    def values(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def n_examples(self) -> int: ...
+    def slice(self, start: int, stop: int) -> Any: ...
+
+
+R = TypeVar("R", bound=Rows)
+
+
+class AutoDeltaWindow(Generic[R]):
+    """The examples that fix Delta, held until there are ``size`` of them.
+
+    ``concatenate`` joins held rows into one (``Batch.concatenate``, or the label-set
+    rows' own); it copies, so callers may reuse the arrays they hand in.
+    """
+
+    def __init__(self, size: int, rho: float, concatenate: Callable[[list[R]], R]) -> None:
+        self.size = size
+        self.rho = rho
+        self.concatenate = concatenate
+        #: examples that arrived (at most ``size`` count)
+        self.seen = 0
+        #: the largest ||x||^2 among them
+        self.max_sqnorm = 0.0
+        #: the rows held, in arrival order
+        self.pending: list[R] = []
+
+    @classmethod
+    def for_buffer(
+        cls, buffer_size: int, rho: float, concatenate: Callable[[list[R]], R]
+    ) -> AutoDeltaWindow[R]:
+        """The window of a learner whose buffer holds ``buffer_size`` examples."""
+        return cls(min(AUTO_DELTA_WINDOW, buffer_size), rho, concatenate)
+
+    @property
+    def room(self) -> int:
+        """Examples still to arrive before Delta is fixed."""
+        return self.size - self.seen
+
+    @property
+    def held_examples(self) -> int:
+        """Examples held now."""
+        return sum(rows.n_examples for rows in self.pending)
+
+    def features_spanned(self) -> int:
+        """One more than the largest feature index among the held examples."""
+        return max([0, *(features_spanned(rows.indices) for rows in self.pending)])
+
+    def hold(self, rows: R) -> tuple[R, float] | None:
+        """Keep ``rows`` (a copy); once ``size`` examples have arrived, return every held
+        row, in order, and Delta. None while the window is not full."""
+        take = min(self.room, rows.n_examples)
+        if take > 0:
+            head = rows.slice(0, take)
+            sqnorms = row_sqnorms(head.indptr, head.values)
+            self.max_sqnorm = max(self.max_sqnorm, float(sqnorms.max()))
+            self.seen += take
+        self.pending.append(self.concatenate([rows]))
+        if self.seen < self.size:
+            return None
+        return self.release()
+
+    def release(self) -> tuple[R, float]:
+        """Every example held, in order, and Delta = R/10 from those that arrived."""
+        delta = math.sqrt(self.max_sqnorm + self.rho * self.rho) / 10.0
+        held = self.concatenate(self.pending)
+        self.pending = []
+        return held, delta
+
+    def state_dict(self) -> dict[str, Any]:
+        """The counts; the owner stores the held rows (their format is its own)."""
+        return {"window_seen": self.seen, "window_max_sqnorm": self.max_sqnorm}
+
+    def load(self, state: dict[str, Any], held: R) -> None:
+        """Take back :meth:`state_dict`'s counts and the held rows."""
+        self.seen = int(state["window_seen"])
+        self.max_sqnorm = float(state["window_max_sqnorm"])
+        self.pending = [held] if held.n_examples else []

@@ -1,0 +1,55 @@
+"""The river adapters' own options, beside the learner's parameters: described once,
+checked once (:func:`check_options`)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+from streamlearn.errors import InvalidParameterError
+
+KEYWORD = inspect.Parameter.KEYWORD_ONLY
+#: every adapter's options: how names become indices, and the replay schedule
+COMMON_OPTIONS = (
+    inspect.Parameter("n_features", KEYWORD, default=None),
+    inspect.Parameter("replay_every", KEYWORD, default=None),
+    inspect.Parameter("replay_passes", KEYWORD, default=1),
+)
+#: the binary adapters' option: which label is learned as +1
+POS_LABEL = inspect.Parameter("pos_label", KEYWORD, default=None)
+#: the bank adapters' option for learners with a margin of positives (PAUM)
+TAU_POS_KAPPA = inspect.Parameter("tau_pos_kappa", KEYWORD, default=None)
+
+
+def check_options(options: dict[str, Any]) -> None:
+    """Refuse option values the adapters cannot use (those given in ``options``).
+
+    >>> check_options({"n_features": 0})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    streamlearn.errors.InvalidParameterError: n_features must be None or an integer in ...
+    """
+    n_features = options.get("n_features")
+    if n_features is not None and (
+        isinstance(n_features, bool)
+        or not isinstance(n_features, int | np.integer)
+        or not 1 <= n_features <= 2**31 - 1
+    ):
+        raise InvalidParameterError(
+            f"n_features must be None or an integer in [1, 2**31 - 1], got {n_features!r}"
+        )
+    every = options.get("replay_every")
+    if every is not None and (
+        isinstance(every, bool) or not isinstance(every, int | np.integer) or every < 1
+    ):
+        raise InvalidParameterError(f"replay_every must be None or an integer >= 1, got {every!r}")
+    passes = options.get("replay_passes", 1)
+    if isinstance(passes, bool) or not isinstance(passes, int | np.integer) or passes < 1:
+        raise InvalidParameterError(f"replay_passes must be an integer >= 1, got {passes!r}")
+    if options.get("pos_label") is not None:
+        try:
+            hash(options["pos_label"])
+        except TypeError as exc:
+            raise InvalidParameterError("pos_label must be hashable") from exc
