@@ -374,13 +374,14 @@ def _targets(y: npt.NDArray[Any], classes: npt.NDArray[Any]) -> npt.NDArray[Any]
 
 
 def estimator_class(
-    entry: LearnerEntry, module: str = "streamlearn.sklearn"
+    entry: LearnerEntry, module: str = "streamlearn.sklearn", name: str | None = None
 ) -> type[LinearClassifier]:
     """The scikit-learn estimator of a learner (``PDMClassifier`` for PDM): its
     ``__init__`` takes the learner's parameters, under the same names and defaults, and
     stores them as given (scikit-learn's convention; the learner checks them at ``fit``).
-    ``module`` is where the class is reachable by its name (pickle finds it there)."""
-    name = f"{entry.class_name}Classifier"
+    ``module`` and ``name`` (default: the learner's class name and ``Classifier``) are
+    where the class is reachable (pickle finds it there)."""
+    name = name or f"{entry.class_name}Classifier"
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
     signature = inspect.Signature(
         [self_param, *(param.signature_parameter() for param in entry.all_params)]

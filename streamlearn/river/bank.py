@@ -420,9 +420,13 @@ def _takes_kappa(entry: LearnerEntry) -> bool:
 
 
 def _bank_classifier(
-    entry: LearnerEntry, base_class: type[BankClassifierBase], suffix: str, module: str
+    entry: LearnerEntry,
+    base_class: type[BankClassifierBase],
+    suffix: str,
+    module: str,
+    name: str | None,
 ) -> type[BankClassifierBase]:
-    name = f"{entry.class_name}{suffix}"
+    name = name or f"{entry.class_name}{suffix}"
     engine = [param.signature_parameter() for param in entry.all_params]
     options = [*COMMON_OPTIONS, *([TAU_POS_KAPPA] if _takes_kappa(entry) else [])]
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -451,20 +455,21 @@ def _bank_classifier(
 
 
 def one_vs_rest_classifier(
-    entry: LearnerEntry, module: str = "streamlearn.river"
+    entry: LearnerEntry, module: str = "streamlearn.river", name: str | None = None
 ) -> type[OneVsRestClassifierBase]:
     """The river multi-class classifier of a learner (``PDMOneVsRestClassifier``);
-    ``module`` is where the class is reachable by its name (pickle finds it there)."""
-    made = _bank_classifier(entry, OneVsRestClassifierBase, "OneVsRestClassifier", module)
+    ``module`` and ``name`` are where the class is reachable (pickle finds it there)."""
+    made = _bank_classifier(entry, OneVsRestClassifierBase, "OneVsRestClassifier", module, name)
     assert issubclass(made, OneVsRestClassifierBase)
     return made
 
 
 def multilabel_classifier(
-    entry: LearnerEntry, module: str = "streamlearn.river"
+    entry: LearnerEntry, module: str = "streamlearn.river", name: str | None = None
 ) -> type[MultiLabelClassifierBase]:
-    """The river multi-label classifier of a learner (``PDMMultiLabelClassifier``)."""
-    made = _bank_classifier(entry, MultiLabelClassifierBase, "MultiLabelClassifier", module)
+    """The river multi-label classifier of a learner (``PDMMultiLabelClassifier``);
+    ``module`` and ``name`` are where the class is reachable (pickle finds it there)."""
+    made = _bank_classifier(entry, MultiLabelClassifierBase, "MultiLabelClassifier", module, name)
     assert issubclass(made, MultiLabelClassifierBase)
     return made
 

@@ -509,12 +509,13 @@ _OPTIONS_DOC = """
 
 
 def binary_classifier(
-    entry: LearnerEntry, module: str = "streamlearn.river"
+    entry: LearnerEntry, module: str = "streamlearn.river", name: str | None = None
 ) -> type[LearnerClassifier]:
     """The river binary classifier of a learner (``PDMClassifier`` for PDM): the learner's
-    parameters, then the adapter options. ``module`` is where the class is reachable by
-    its name (pickle finds it there)."""
-    name = f"{entry.class_name}Classifier"
+    parameters, then the adapter options. ``module`` and ``name`` (default: the learner's
+    class name and ``Classifier``) are where the class is reachable (pickle finds it
+    there)."""
+    name = name or f"{entry.class_name}Classifier"
     engine = [param.signature_parameter() for param in entry.all_params]
     n_features, replay_every, replay_passes = COMMON_OPTIONS
     options = [n_features, POS_LABEL, replay_every, replay_passes]
