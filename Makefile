@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run lint test bench clean clean-kernels
+.PHONY: install run lint test test-fast bench clean clean-kernels
 
 $(STAMP): pyproject.toml
 	command -v prometheus >/dev/null || (apt-get update -qq && \
@@ -28,6 +28,10 @@ lint: $(STAMP)
 
 test: lint
 	$(BIN)/pytest -q
+
+# the loop while working: everything but the tests that start a Kafka broker or Prometheus
+test-fast: lint
+	$(BIN)/pytest -q -m "not kafka and not prometheus"
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[dev,bench]"
