@@ -24,7 +24,7 @@ CPU seconds (all threads, the broker excluded) over the same windows are printed
 each rate: on this shared 2-core machine the rates follow the load of other processes,
 the CPU cost per line does much less.
 
-Targets (from the issue): at least 1M examples/s with 100 lines per message and 150k/s with
+Targets: at least 1M examples/s with 100 lines per message and 150k/s with
 one example per message, learning included, measured with ``--replay-every 0`` (online
 learning alone; with the daemon's default replay schedule, replay passes dominate).
 
@@ -32,7 +32,7 @@ The three are interleaved, ``--repeats`` times each in turn; medians and ratios 
 
 ``--one-vs-rest`` measures ``serve --one-vs-rest`` instead, on yeast's label sets (14
 labels, 103 dense features a line, lines about eight times as long as a9a's): a bank of
-14 learners over one buffer. The issue's targets are for one binary learner, so none is
+14 learners over one buffer. The targets are for one binary learner, so none is
 printed then.
 
 Run: .venv/bin/python benchmarks/bench_serve_kafka.py [--examples N] [--single-examples N]
@@ -58,8 +58,8 @@ from typing import Any
 
 from _common import data_file
 
-TARGET_BATCHED = 1_000_000.0  # examples/s, 100 lines per message (the issue)
-TARGET_SINGLE = 150_000.0  # examples/s, one line per message (the issue)
+TARGET_BATCHED = 1_000_000.0  # examples/s, 100 lines per message
+TARGET_SINGLE = 150_000.0  # examples/s, one line per message
 LEARNED = re.compile(rb'^streamlearn_examples_total\{outcome="learned"\} (\S+)$', re.M)
 
 
@@ -362,7 +362,7 @@ def main() -> None:
 
     path = data_file("yeast/yeast.all" if args.one_vs_rest else "adult/a9a.train")
     targets: tuple[float | None, float | None] = (TARGET_BATCHED, TARGET_SINGLE)
-    if args.one_vs_rest:  # the issue's targets are for one binary learner
+    if args.one_vs_rest:  # the targets are for one binary learner
         os.environ["STREAMLEARN_ONE_VS_REST"] = "true"
         targets = (None, None)
     if args.replay_every != 0:  # and for online learning, without replay passes
