@@ -43,7 +43,6 @@ This module needs scikit-learn; ``import streamlearn`` does not.
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from typing import Any, ClassVar, Self
 
@@ -63,7 +62,7 @@ from streamlearn.learn import (
     ModelBank,
     model_from_state,
 )
-from streamlearn.learn.params import STATE_BUILT_WITH
+from streamlearn.learn.params import STATE_BUILT_WITH, init_function
 
 STATE_FORMAT = "streamlearn.sklearn"
 STATE_VERSION = 1
@@ -382,20 +381,12 @@ def estimator_class(
     ``module`` and ``name`` (default: the learner's class name and ``Classifier``) are
     where the class is reachable (pickle finds it there)."""
     name = name or f"{entry.class_name}Classifier"
-    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    signature = inspect.Signature(
-        [self_param, *(param.signature_parameter() for param in entry.all_params)]
-    )
 
-    def init(self: LinearClassifier, *args: Any, **kwargs: Any) -> None:
-        bound = signature.bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        for param, value in list(bound.arguments.items())[1:]:
+    def store(self: LinearClassifier, **values: Any) -> None:
+        for param, value in values.items():
             setattr(self, param, value)
 
-    init.__name__ = "__init__"
-    init.__qualname__ = f"{name}.__init__"
-    init.__signature__ = signature  # type: ignore[attr-defined]
+    init = init_function(f"{name}.__init__", entry.signature, store)
     doc = f"{entry.summary} (:class:`streamlearn.{entry.class_name}`)."
     namespace = {
         "__init__": init,

@@ -61,6 +61,52 @@ class Param:
         return inspect.Parameter(self.name, kind, default=self.default)
 
 
+def init_function(
+    qualname: str, signature: inspect.Signature, body: Callable[..., None]
+) -> Callable[..., None]:
+    """An ``__init__`` whose parameters are exactly ``signature``'s (after ``self``) and
+    that calls ``body(self, name=value, ...)`` with every one of them.
+
+    A real function rather than one that binds ``*args, **kwargs`` itself: Python checks
+    the arguments, so a wrong call raises the ``TypeError`` a hand-written class would,
+    naming the class (``PDM.__init__() got an unexpected keyword argument 'foo'``).
+
+    >>> eps = Param("eps", 0.01, finite, "", keyword_only=False)
+    >>> sig = inspect.Signature([eps.signature_parameter()])
+    >>> init = init_function("Demo.__init__", sig, lambda self, **values: print(values))
+    >>> init(None, 0.5)
+    {'eps': 0.5}
+    >>> init(None, tau=1.0)
+    Traceback (most recent call last):
+    ...
+    TypeError: Demo.__init__() got an unexpected keyword argument 'tau'
+    """
+    parameters = list(signature.parameters.values())
+    written = []
+    for i, param in enumerate(parameters):
+        if not param.name.isidentifier() or param.kind not in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.KEYWORD_ONLY,
+        ):
+            raise InvalidParameterError(f"cannot make an __init__ with parameter {param}")
+        if param.kind is inspect.Parameter.KEYWORD_ONLY and (
+            i == 0 or parameters[i - 1].kind is not inspect.Parameter.KEYWORD_ONLY
+        ):
+            written.append("*")
+        default = "" if param.default is param.empty else f"=_defaults[{param.name!r}]"
+        written.append(f"{param.name}{default}")
+    passed = ", ".join(f"{param.name}={param.name}" for param in parameters)
+    source = f"def __init__(self, {', '.join(written)}):\n    _body(self, {passed})\n"
+    namespace: dict[str, Any] = {
+        "_defaults": {param.name: param.default for param in parameters},
+        "_body": body,
+    }
+    exec(source, namespace)  # the only way to a function with these parameters
+    init: Callable[..., None] = namespace["__init__"]
+    init.__qualname__ = qualname
+    return init
+
+
 def finite(name: str, value: Any) -> float:
     """A real number (not a bool, not NaN or infinite), as a float."""
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):

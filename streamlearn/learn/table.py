@@ -48,6 +48,7 @@ from streamlearn.learn.params import (
     below_two,
     finite,
     flag,
+    init_function,
     non_negative,
     positive,
     unit_interval,
@@ -162,16 +163,7 @@ class LearnerEntry:
 def learner_class(entry: LearnerEntry) -> type[LinearLearner]:
     """A learner class for ``entry``: ``entry.behaviour`` with the entry's parameters as
     its ``__init__`` signature."""
-    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-
-    def init(self: LinearLearner, *args: Any, **kwargs: Any) -> None:
-        LinearLearner.__init__(self, *args, **kwargs)
-
-    init.__name__ = "__init__"
-    init.__qualname__ = f"{entry.class_name}.__init__"
-    init.__signature__ = entry.signature.replace(  # type: ignore[attr-defined]
-        parameters=[self_param, *entry.signature.parameters.values()]
-    )
+    init = init_function(f"{entry.class_name}.__init__", entry.signature, LinearLearner.__init__)
     namespace = {
         "__init__": init,
         "__doc__": entry.docstring(),

@@ -354,3 +354,27 @@ def test_checkpoint_keeps_active_sets_and_held_examples() -> None:
         model.partial_fit(X[300:], y[300:])
         model.learner_.replay()
     np.testing.assert_array_equal(restored.learner_.coef_, estimator.learner_.coef_)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda: PDMClassifier(foo=1),
+            "PDMClassifier.__init__() got an unexpected keyword argument 'foo'",
+        ),
+        (
+            lambda: PFMClassifier(foo=1),
+            "PFMClassifier.__init__() got an unexpected keyword argument 'foo'",
+        ),
+        (
+            lambda: PAUMClassifier(1.0, 2.0, 3.0, 4.0),
+            "PAUMClassifier.__init__() takes from 1 to 4 positional arguments but 5 were given",
+        ),
+    ],
+)
+def test_a_wrong_call_names_the_estimator(call: Any, message: str) -> None:
+    """As the hand-written estimators of 0.1.0 did: Python's own words, with the class."""
+    with pytest.raises(TypeError) as caught:
+        call()
+    assert str(caught.value) == message
