@@ -190,8 +190,8 @@ def test_certificate_after_eviction_describes_the_buffer() -> None:
 
 
 def test_pfm_above_the_maximum_margin_never_claims_convergence() -> None:
-    """PFM(beta) with beta above gamma_d "never converges" (the PFM entry of learn/table.py): it must not report
-    convergence, least of all with weights that are no longer numbers."""
+    """PFM(beta) with beta above gamma_d "never converges" (its entry in learn/table.py): it
+    must not report convergence, least of all with weights that are no longer numbers."""
     gamma = fit("pdm", OVERLAP, delta=0.0).summary()["margin_upper_bound"]
     learner = PFM(beta=2 * gamma, delta=0.0, max_passes=500)
     with pytest.raises(DivergenceError, match=r"beta=.* is above the maximum margin"):
