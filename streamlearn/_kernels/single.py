@@ -314,24 +314,24 @@ class HotKernels:
     learn_last_then_decide: Callable[[float, int, State], float]
 
 
-def hot_kernels(state: State) -> HotKernels:
-    """:class:`HotKernels` for exactly the types of ``state``'s arrays (made once per set
-    of types). Only for states of exactly those types, every time: an array of another
-    dtype would be misread."""
-    return _hot_kernels(_typeof(state))
+#: dtypes of the kernels' arrays ``(w, F, Z, slot_label, arena_idx, arena_val)``; each is
+#: one-dimensional, C-contiguous, aligned and writeable
+STATE_DTYPES = (np.float64, np.float64, np.int64, np.int8, np.int32, np.float64)
 
 
-@functools.lru_cache(maxsize=8)
-def _hot_kernels(state: Any) -> HotKernels:
-    integer, real = _typeof(0), _typeof(1.0)
+@functools.cache
+def hot_kernels() -> HotKernels:
+    """:class:`HotKernels` for states of :data:`STATE_DTYPES` (made once). Only for such
+    states, every time: an array of another dtype or layout would be misread, so callers
+    check theirs first."""
+    types: Any = numba.types  # untyped: numba has no stubs
+    state = types.Tuple([types.Array(numba.from_dtype(np.dtype(d)), 1, "C") for d in STATE_DTYPES])
+    integer, real = numba.types.int64, numba.types.float64
     return HotKernels(
         _compiled(decision, (integer, state)),
         _compiled(learn_one, (integer, real, state)),
         _compiled(learn_last_then_decide, (real, integer, state)),
     )
-
-
-_typeof: Callable[[Any], Any] = numba.typeof
 
 
 def _compiled(dispatcher: Any, signature: tuple[Any, ...]) -> Callable[..., Any]:

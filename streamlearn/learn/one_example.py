@@ -37,8 +37,6 @@ from streamlearn.types import Batch, RowStatus
 
 #: entries of an example the workspaces hold at first (they grow for longer ones)
 FIRST_WORKSPACE = 64
-#: dtypes of the kernels' arrays (w, F, Z, slot_label, arena_idx, arena_val)
-KERNEL_DTYPES = (np.float64, np.float64, np.int64, np.int8, np.int32, np.float64)
 
 
 class OneExamplePath:
@@ -117,18 +115,18 @@ class OneExamplePath:
         args: single.State = (
             state.weights, blocks.F, blocks.Z, buf.slot_label, buf.arena_idx, buf.arena_val
         )  # fmt: skip
-        for array, dtype in zip(args, KERNEL_DTYPES, strict=True):
+        for array, dtype in zip(args, single.STATE_DTYPES, strict=True):
             flags = array.flags
             if (
                 array.dtype != dtype
                 or array.ndim != 1
-                or not (flags.c_contiguous and flags.writeable)
+                or not (flags.c_contiguous and flags.writeable and flags.aligned)
             ):
                 raise StateError(f"a learner array is {array.dtype}[{array.shape}], not {dtype}")
         self.F = blocks.F
         self.raw_offset = blocks.raw_offset
         self.state = args
-        self.kernels = single.hot_kernels(args)
+        self.kernels = single.hot_kernels()
         self.on_refresh(new_blocks)
 
     def ensure_weights(self, n: int) -> None:

@@ -177,7 +177,10 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         return int((self.n_features if self._hashing else len(self._index)) or 0)
 
     def _take_path(self, new_blocks: bool) -> None:
-        """Keep what the hot loop reads of the path (it changed)."""
+        """Keep what the hot loop reads of the path (it changed). The loop calls the
+        kernels through a local name: ``self._decide(...)`` would be a method call, which
+        CPython does not specialize for an attribute that holds a compiled function (about
+        a tenth of an example's time), where it does a plain attribute load."""
         path = self._path
         self._F = path.F
         self._raw_at = path.raw_offset
@@ -368,7 +371,8 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
                 if status:
                     self._reject(x, -status)
             else:
-                status = self._learn(n, sign, self._state)
+                learn = self._learn  # a local: see _take_path
+                status = learn(n, sign, self._state)
                 if status:
                     if status not in (_NEED_ARENA, _UNBUFFERED):
                         self._reject(x, -status)
@@ -397,9 +401,11 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         deferred = self._deferred
         if deferred:
             self._deferred = 0.0
-            f: float = self._learn_then_decide(deferred, n, self._state)
+            learn_then_decide = self._learn_then_decide  # a local: see _take_path
+            f: float = learn_then_decide(deferred, n, self._state)
         else:
-            f = self._decide(n, self._state)
+            decide = self._decide
+            f = decide(n, self._state)
         if f != f:
             f = self._decide_again(x, n, deferred)
         self._last_x = dict(x) if complete else None
@@ -412,7 +418,8 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         status = self._path.status
         if deferred and status in (RowStatus.NEED_ARENA, RowStatus.UNBUFFERED):
             self._path.settle(deferred, -status)  # the deferred example, then x
-            f: float = self._decide(n, self._state)
+            decide = self._decide
+            f: float = decide(n, self._state)
             if f == f:
                 return f
         self._reject(x, int(self._path.status))
@@ -429,9 +436,11 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         deferred = self._deferred
         if deferred:
             self._deferred = 0.0
-            f: float = self._learn_then_decide(deferred, n, self._state)
+            learn_then_decide = self._learn_then_decide  # a local: see _take_path
+            f: float = learn_then_decide(deferred, n, self._state)
         else:
-            f = self._decide(n, self._state)
+            decide = self._decide
+            f = decide(n, self._state)
         if f != f:
             f = self._decide_again(x, n, deferred)
         self._last_x = dict(x)
