@@ -20,6 +20,7 @@ from streamlearn.learn import (
     ModelLimits,
     model_from_state,
 )
+from streamlearn.learn.params import REQUIRED
 from streamlearn.replay import ActiveSetSchedule, ReplaySchedule
 
 #: options that shape the active-set schedule rather than being learner parameters
@@ -81,7 +82,19 @@ class LearnerSpec:
         return cls(algorithm=algorithm, params=params, learners=learners)
 
     def build(self) -> LinearLearner:
-        """A new learner with these parameters."""
+        """A new learner with these parameters; a parameter without a default must have
+        been given (PFM's ``beta``).
+
+        >>> LearnerSpec("pfm").build()
+        Traceback (most recent call last):
+        ...
+        streamlearn.errors.InvalidParameterError: pfm needs --beta (it has no default)
+        """
+        entry = self.learners.entry(self.algorithm)
+        for param in entry.params:
+            if param.default is REQUIRED and param.name not in self.params:
+                flag = "--" + param.name.replace("_", "-")
+                raise InvalidParameterError(f"{self.algorithm} needs {flag} (it has no default)")
         return self.learners[self.algorithm](**self.params)
 
     def conflicts_with(self, model: Model) -> list[str]:

@@ -11,7 +11,6 @@ replay buffer.
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Self
@@ -41,7 +40,7 @@ from streamlearn.learn.inputs import as_batch, as_rows
 from streamlearn.learn.labelsets import LabelledRows
 from streamlearn.learn.model import Examples, ModelLimits
 from streamlearn.learn.model import learn_on_schedule as _learn_on_schedule
-from streamlearn.learn.params import REQUIRED, STATE_BUILT_WITH, count
+from streamlearn.learn.params import count
 from streamlearn.learn.state import LearnerState
 from streamlearn.learn.window import AutoDeltaWindow
 from streamlearn.parse import ParsedRows, Rejected, binary_batch
@@ -625,12 +624,6 @@ def check_state_rows(buffer_indices: Any, n_features: int, pending: Any) -> None
         raise StateError("the pending examples hold a negative index or a non-finite value")
 
 
-def learner_signature(entry: LearnerEntry) -> inspect.Signature:
-    """The ``__init__`` signature of ``entry``'s class (``self`` first)."""
-    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return inspect.Signature([self_param, *(p.signature_parameter() for p in entry.all_params)])
-
-
 def _binary_rows(rows: LabelledRows) -> Batch:
     """Rows with label sets as a batch: each must hold one label of +1, -1 or 0."""
     counts = np.diff(rows.label_ptr)
@@ -659,4 +652,4 @@ def _level_workspaces(n_examples: int, nnz: int) -> tuple[CompactSet, CompactSet
     return compact(), compact(), compact()
 
 
-__all__ = ["REQUIRED", "STATE_BUILT_WITH", "LinearLearner", "check_state_rows"]
+__all__ = ["LinearLearner", "check_state_rows"]

@@ -465,3 +465,9 @@ def test_running_out_of_memory_is_a_message_not_a_traceback(
     result = runner.invoke(app, ["learn", "--quiet", str(train_file)])
     assert result.exit_code == 1
     assert result.stderr.startswith("error: out of memory (Unable to allocate 16.0 GiB)")
+
+
+def test_a_learner_parameter_without_default_must_be_given(train_file: Path) -> None:
+    result = runner.invoke(app, ["learn", "--quiet", str(train_file), "--algo", "pfm"])
+    assert result.exit_code == 1
+    assert "pfm needs --beta" in result.stderr and "Traceback" not in result.output
