@@ -167,12 +167,11 @@ class OneExamplePath:
     def hold(self, n: int, sign: float) -> int:
         """Keep the raw example of ``n`` entries while ``delta='auto'`` waits: 0, or the
         negated status of a refused example (nothing kept)."""
-        held = self.held
-        assert held is not None
-        m = single.canonical(n, self.state[0].shape[0], self.F, self._counts)
+        held, blocks = self.held, self._blocks
+        assert held is not None and blocks is not None
+        m = single.canonical(n, self.state[0].shape[0], blocks.F, blocks.Z)
         if m < 0:
             return m
-        blocks = self._packed
         held.append((blocks.work_indices[:m].copy(), blocks.work_values[:m].copy(), sign))
         if len(held) >= self.learner.window.room:
             self.sync()
