@@ -29,6 +29,11 @@ def kernel(
     other Python threads run during a call (e.g. a network client's I/O thread while a
     large buffer is parsed); only for kernels whose arrays no other thread touches.
     """
+    # ``_nrt`` is numba's own target option, the one used here that its documentation does
+    # not list: with reference counting on, PDM's replay on Adult takes five times as
+    # long (bench_engine_a9a: 2.2 s against 0.44 s), every array passed to a helper being
+    # counted in and out. This is the one place that sets it; a numba without it refuses
+    # the option by name at the first call of every kernel, so it cannot be lost quietly.
     options: dict[str, Any] = {"cache": True, "_nrt": allocates}
     if inline:
         options["inline"] = "always"
