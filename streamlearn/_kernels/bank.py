@@ -27,9 +27,11 @@ from streamlearn._kernels.engine import (
     SQNORM,
     UPDATES,
     count_new,
+    forget_example,
     present,
+    sparse_dot,
 )
-from streamlearn._kernels.ring import UNBUFFERED, ring_append
+from streamlearn._kernels.ring import FIRST, UNBUFFERED, evictions_for, ring_append
 
 #: what the stream kernels read and write of the bank's learners, travelling together:
 #: ``(alphas, weights, scalars, rule_code, rule_params, rho, delta_sq, stats,
@@ -83,6 +85,36 @@ def _present_to_labels(
 
 
 @kernel()
+def _forget_evicted(
+    evicted: int,
+    slot_start: np.ndarray,
+    slot_len: np.ndarray,
+    slot_sqnorm: np.ndarray,
+    arena_idx: np.ndarray,
+    arena_val: np.ndarray,
+    ring: np.ndarray,
+    signs: np.ndarray,
+    n_labels: int,
+    learners: Learners,
+) -> None:
+    """Take the ``evicted`` oldest examples out of every learner's a, as a standalone
+    learner does (:func:`~streamlearn._kernels.engine.forget_example`)."""
+    alphas, weights, scalars, rule_code, _, rho, delta_sq, _, _ = learners
+    capacity = slot_start.shape[0]
+    for e in range(evicted):
+        k = (ring[FIRST] + e) % capacity
+        start = slot_start[k]
+        for lab in range(n_labels):
+            row = scalars[lab]
+            state = (row[BETA], row[SQNORM], row[UPDATES], row[SCALE])
+            state = forget_example(
+                arena_idx, arena_val, start, start + slot_len[k], float(signs[lab, k]),
+                alphas[lab], k, slot_sqnorm[k], weights[lab], state, rule_code, rho, delta_sq,
+            )  # fmt: skip
+            row[BETA], row[SQNORM], row[UPDATES], row[SCALE] = state
+
+
+@kernel()
 def bank_learn_stream(
     indptr: np.ndarray,
     indices: np.ndarray,
@@ -100,10 +132,12 @@ def bank_learn_stream(
     learners: Learners,
     first_candidates: int,
     first: int,
+    forget: bool,
 ) -> int:
     """Store each example of the batch from position ``first`` on once in the shared
     buffer, then present it to every learner ``l < example_signs.shape[1]`` with its sign
-    ``example_signs[i, l]``.
+    ``example_signs[i, l]``. With ``forget``, the examples the buffer evicts to make room
+    leave every learner first (:func:`_forget_evicted`).
 
     Stops before an example too large for the arena and returns its position (the
     number of examples at the end): :func:`bank_present_unbuffered` presents it from the
@@ -124,6 +158,10 @@ def bank_learn_stream(
         if hi - lo > max_nnz:
             return i
         buffer = (slot_start, slot_len, signs[0], alphas[0], slot_sqnorm, arena_idx, arena_val)
+        if forget:
+            evicted = evictions_for(max(hi - lo, 1), slot_start, arena_idx.shape[0], ring)
+            _forget_evicted(evicted, slot_start, slot_len, slot_sqnorm, arena_idx, arena_val,
+                            ring, signs, example_signs.shape[1], learners)  # fmt: skip
         slot = ring_append(indices, values, lo, hi, 1.0, x_sqnorms[i], buffer, ring)
         for lab in range(example_signs.shape[1]):
             signs[lab, slot] = example_signs[i, lab]
@@ -148,17 +186,55 @@ def bank_present_unbuffered(
     learners: Learners,
     first_candidates: int,
     loose: np.ndarray,
+    forget: bool,
 ) -> None:
     """Present example ``i`` of the batch to every learner from the batch itself, without
     storing it (it has more nonzeros than the arena); ``loose[l, 0]`` holds learner l's
-    slack meanwhile. Judged and counted as :func:`bank_learn_stream` does."""
+    slack meanwhile. Judged and counted as :func:`bank_learn_stream` does. With
+    ``forget`` it is judged but not learned: it could never be in the buffer."""
     for lab in range(loose.shape[0]):
         loose[lab, 0] = 0.0
     ring[UNBUFFERED] += 1
+    if forget:
+        _judge_only(i, indices, values, indptr[i], indptr[i + 1], example_signs, learners,
+                    first_candidates if i == 0 else example_signs.shape[1])  # fmt: skip
+        return
     _present_to_labels(
         i, indices, values, indptr[i], indptr[i + 1], loose, 0, example_signs, x_sqnorms[i],
         learners, first_candidates if i == 0 else example_signs.shape[1],
     )  # fmt: skip
+
+
+@kernel()
+def _judge_only(
+    i: int,
+    idx: np.ndarray,
+    val: np.ndarray,
+    start: int,
+    stop: int,
+    example_signs: np.ndarray,
+    learners: Learners,
+    candidates: int,
+) -> None:
+    """Count example ``i`` as presented to every learner and judge it, without learning."""
+    _, weights, scalars, _, _, rho, _, stats, progressive = learners
+    best = -np.inf
+    best_sign = -1.0
+    labelled = False
+    for lab in range(example_signs.shape[1]):
+        sign = float(example_signs[i, lab])
+        row = scalars[lab]
+        p = sign * row[SCALE] * (sparse_dot(idx, val, start, stop, weights[lab]) + rho * row[BETA])
+        count_new(stats[lab], 0.0, p)
+        if sign > 0.0:
+            labelled = True
+        if lab < candidates and sign * p > best:
+            best = sign * p
+            best_sign = sign
+    if labelled:
+        progressive[0] += 1
+        if best_sign < 0.0:
+            progressive[1] += 1
 
 
 @kernel()

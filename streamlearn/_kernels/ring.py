@@ -6,7 +6,9 @@ in the arena, how many there are, its label, its slack count alpha_k and ||x_k||
 kept in arrival order; each reserves max(nnz, 1) contiguous arena cells, so arena
 positions strictly increase from the oldest example to the newest, wrapping at most once.
 Adding an example evicts the oldest ones until there is a free slot and a free
-contiguous stretch of arena, so memory never exceeds what was allocated.
+contiguous stretch of arena, so memory never exceeds what was allocated;
+:func:`evictions_for` says beforehand which, so that a learner can take their
+contributions out of its weights while their nonzeros are still there.
 """
 
 from __future__ import annotations
@@ -28,22 +30,46 @@ def _evict_oldest(ring: np.ndarray, capacity: int) -> None:
 
 
 @kernel(inline=True)
-def _free_position(reserve: int, slot_start: np.ndarray, arena_size: int, ring: np.ndarray) -> int:
-    """Where ``reserve`` cells fit without eviction, or -1."""
+def _free_at(
+    reserve: int, slot_start: np.ndarray, arena_size: int, first: int, count: int, write_pos: int
+) -> int:
+    """Where ``reserve`` cells fit without eviction, or -1, for a ring whose oldest slot
+    is ``first`` and which holds ``count`` examples."""
     capacity = slot_start.shape[0]
-    count = ring[COUNT]
     if count == capacity:
         return -1
     if count == 0:
         return 0
-    oldest = slot_start[ring[FIRST]]
-    newest = slot_start[(ring[FIRST] + count - 1) % capacity]
-    write_pos = ring[WRITE_POS]
+    oldest = slot_start[first]
+    newest = slot_start[(first + count - 1) % capacity]
     if newest < oldest:  # wrapped: the only free stretch is [write_pos, oldest)
         return write_pos if oldest - write_pos >= reserve else -1
     if arena_size - write_pos >= reserve:
         return write_pos
     return 0 if oldest >= reserve else -1
+
+
+@kernel(inline=True)
+def _free_position(reserve: int, slot_start: np.ndarray, arena_size: int, ring: np.ndarray) -> int:
+    """Where ``reserve`` cells fit without eviction, or -1."""
+    return _free_at(reserve, slot_start, arena_size, ring[FIRST], ring[COUNT], ring[WRITE_POS])
+
+
+@kernel(inline=True)
+def evictions_for(reserve: int, slot_start: np.ndarray, arena_size: int, ring: np.ndarray) -> int:
+    """How many of the oldest examples :func:`ring_append` will evict to store one of
+    ``reserve`` cells: they are slots ``ring[FIRST]``, ``ring[FIRST] + 1``, ... (modulo
+    the capacity), still intact until then."""
+    capacity = slot_start.shape[0]
+    first = ring[FIRST]
+    count = ring[COUNT]
+    write_pos = ring[WRITE_POS]
+    n = 0
+    while _free_at(reserve, slot_start, arena_size, first, count, write_pos) < 0:
+        first = (first + 1) % capacity
+        count -= 1
+        n += 1
+    return n
 
 
 @kernel(inline=True)

@@ -38,6 +38,7 @@ from streamlearn._kernels.engine import (
     N_STATS,
     SCALE,
     count_new,
+    forget_evicted,
     present,
     sparse_dot,
 )
@@ -71,7 +72,9 @@ Z_WHERE = Z_WORK + 1
 Z_LAST = Z_WHERE + 1
 #: why the last call returned NaN
 Z_STATUS = Z_LAST + 1
-Z_HEAD = Z_STATUS + 1
+#: 1 when evicting an example takes its contribution out of the model (``forget='window'``)
+Z_FORGET = Z_STATUS + 1
+Z_HEAD = Z_FORGET + 1
 
 #: what the per-example kernels take: ``(w, F, Z, slot_label, arena_idx, arena_val)``
 State = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -221,11 +224,17 @@ def _learn_last(
     slot_sqnorm = F[F_HEAD + cap : F_HEAD + 2 * cap]
     ring = Z[Z_RING : Z_RING + 5]
     buffer = (slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm, arena_idx, arena_val)
+    rule = _rule(F, Z)
+    state = (F[0], F[1], F[2], F[3])
+    if Z[Z_FORGET]:
+        state = forget_evicted(max(m, 1), buffer, ring, w, state, rule)
+        if state[1] != F[1] or state[3] != F[3]:
+            Z[Z_CHANGED] = 1
     slot = ring_append(idx, val, 0, m, label, x_sqnorm, buffer, ring)
     start = slot_start[slot]
     lam, p, _, state = present(
         arena_idx, arena_val, start, start + m, label, slot_alpha, slot, x_sqnorm, w,
-        (F[0], F[1], F[2], F[3]), F, slot_alpha, _rule(F, Z),
+        state, F, slot_alpha, rule,
     )  # fmt: skip
     F[0], F[1], F[2], F[3] = state
     _count_learned(lam, p, idx, m, Z)
@@ -240,6 +249,11 @@ def learn_last_unbuffered(label: float, state: State) -> None:
     A kernel of its own, so it is compiled only when such an example comes."""
     w, F, Z = state[0], state[1], state[2]
     idx, val, m, x_sqnorm = _workspace(F, Z)
+    Z[Z_RING + RING_UNBUFFERED] += 1
+    if Z[Z_FORGET]:  # it could never be in the buffer: judged, not learned
+        dot = sparse_dot(idx, val, 0, m, w)
+        _count_learned(0.0, label * F[SCALE] * (dot + F[F_RHO] * F[BETA]), idx, m, Z)
+        return
     cap = Z[Z_CAPACITY]
     slot_alpha = F[F_HEAD : F_HEAD + cap]
     loose = F[F_LOOSE : F_LOOSE + 1]
@@ -249,7 +263,6 @@ def learn_last_unbuffered(label: float, state: State) -> None:
         slot_alpha, _rule(F, Z),
     )  # fmt: skip
     F[0], F[1], F[2], F[3] = new_state
-    Z[Z_RING + RING_UNBUFFERED] += 1
     _count_learned(lam, p, idx, m, Z)
 
 

@@ -72,7 +72,7 @@ from streamlearn.errors import (
     check_state_header,
 )
 from streamlearn.learn import bank_answers
-from streamlearn.learn.base import LinearLearner, check_state_rows
+from streamlearn.learn.base import LinearLearner, check_state_rows, refuse_rebuilding
 from streamlearn.learn.inputs import as_rows
 from streamlearn.learn.labelsets import (
     HasLabelSets,
@@ -82,7 +82,7 @@ from streamlearn.learn.labelsets import (
     indicator_columns,
 )
 from streamlearn.learn.model import Examples, ModelLimits, learn_on_schedule
-from streamlearn.learn.params import finite
+from streamlearn.learn.params import FORGET_OF_OLD_STATES, finite
 from streamlearn.learn.state import BETA, SCALE, SQNORM, UPDATES, grown_weights
 from streamlearn.learn.table import LEARNERS, LearnerTable
 from streamlearn.learn.window import AutoDeltaWindow
@@ -461,17 +461,18 @@ class ModelBank:
             self._rule_params(), self.base.rho, self._delta_sq, self._stats, self._progressive,
         )  # fmt: skip
         n = indptr.shape[0] - 1
+        forget = self.base.forget == "window"
         first = 0
         while first < n:
             first = bank_learn_stream(
                 indptr, indices, values, signs, sqnorms, buf.slot_start, buf.slot_len,
                 buf.slot_sqnorm, buf.arena_idx, buf.arena_val, buf.ring, buf.max_nnz,
-                self._buffer.signs, learners, first_candidates, first,
+                self._buffer.signs, learners, first_candidates, first, forget,
             )  # fmt: skip
             if first < n:  # more nonzeros than the arena can ever hold
                 bank_present_unbuffered(
                     indptr, indices, values, signs, sqnorms, first, buf.ring, learners,
-                    first_candidates, np.zeros((max(signs.shape[1], 1), 1)),
+                    first_candidates, np.zeros((max(signs.shape[1], 1), 1)), forget,
                 )  # fmt: skip
                 first += 1
 
@@ -767,6 +768,7 @@ class ModelBank:
     def with_params(self, params: dict[str, Any]) -> Self:
         """A bank that continues from this one's state with learners of new parameters
         (those the state was built with cannot change)."""
+        refuse_rebuilding(self.base.get_params(), params)
         state = self.state_dict()
         state["params"] = type(self.base)(**params).plain_params()
         return type(self).from_state(state, LearnerTable([self.base.entry]))
@@ -827,6 +829,7 @@ class ModelBank:
             params = dict(state["params"])
             if params.get("active_sets") is not None:
                 params["active_sets"] = ActiveSetSchedule.from_dict(params["active_sets"])
+            params.setdefault("forget", FORGET_OF_OLD_STATES)
             kappa = float(state["tau_pos_kappa"])
             bank = cls(learners[str(algorithm)](**params),
                        tau_pos_kappa=None if math.isnan(kappa) else kappa)  # fmt: skip

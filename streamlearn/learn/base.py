@@ -31,6 +31,7 @@ from streamlearn._kernels.engine import STAT_LEVEL1, CompactSet, replay_kernel
 from streamlearn.errors import (
     DivergenceError,
     InvalidInputError,
+    InvalidParameterError,
     StateError,
     check_state_header,
 )
@@ -40,7 +41,7 @@ from streamlearn.learn.inputs import as_batch, as_rows
 from streamlearn.learn.labelsets import LabelledRows
 from streamlearn.learn.model import Examples, ModelLimits
 from streamlearn.learn.model import learn_on_schedule as _learn_on_schedule
-from streamlearn.learn.params import count
+from streamlearn.learn.params import FORGET_OF_OLD_STATES, STATE_BUILT_WITH, count
 from streamlearn.learn.state import LearnerState
 from streamlearn.learn.window import AutoDeltaWindow
 from streamlearn.parse import ParsedRows, Rejected, binary_batch
@@ -76,6 +77,12 @@ class LinearLearner:
         The nested active-set schedule of replay passes.
     max_passes
         Default bound on full replay passes per :meth:`replay` call.
+    forget
+        ``'window'`` (default): evicting an example from the buffer takes its
+        contribution out of the model (a -= alpha_k y_k), so that the model is a
+        combination of the buffered examples and its certificate is about them (the
+        buffer is the model's window). ``'never'``: evicted examples stay in the weights
+        and go on voting; the certificate is still about the buffered examples.
     """
 
     #: the table entry this class was made from
@@ -93,6 +100,7 @@ class LinearLearner:
     seed: int
     active_sets: ActiveSetSchedule | None
     max_passes: int
+    forget: str
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if not hasattr(type(self), "entry"):
@@ -134,6 +142,7 @@ class LinearLearner:
     def with_params(self, params: dict[str, Any]) -> Self:
         """A learner that continues from this one's state under new parameters (those
         of :data:`~streamlearn.learn.params.STATE_BUILT_WITH` cannot change)."""
+        refuse_rebuilding(self.get_params(), params)
         state = self.state_dict()
         state["params"] = type(self)(**params).plain_params()
         return type(self).from_state(state)
@@ -327,6 +336,7 @@ class LinearLearner:
         if slots.shape[0] == 0:
             return True
         level1, level2, level3 = _level_workspaces(slots.shape[0], state.buffer.nnz)
+        self._renormalize()
         rule = self._kernel_rule(False, self._buffer_values_all_one(slots))
         events = replay_kernel(rule)(
             slots, state.buffer.arrays(), state.weights, state.scalars, rule,
@@ -350,6 +360,7 @@ class LinearLearner:
             state.converged = True
             return 0
         multi = self._multiple_updates()
+        self._renormalize()
         level1, level2, level3 = _level_workspaces(slots.shape[0], buf.nnz)
         rule = self._kernel_rule(multi, self._buffer_values_all_one(slots))
         replay = replay_kernel(rule)
@@ -377,6 +388,25 @@ class LinearLearner:
             batch, self.state.delta = self.window.release()
             self._present_stream(batch)
 
+    @property
+    def _forgets(self) -> bool:
+        return self.forget == "window"
+
+    def _renormalize(self) -> None:
+        """Recompute ||a||^2 from w, beta and the buffered slack counts: once examples
+        have been evicted and forgotten, the incremental updates of their removal would
+        otherwise let rounding drift (only with ``forget='window'``, where a holds the
+        buffered examples alone)."""
+        state = self.state
+        if not (self._forgets and state.buffer.evicted):
+            return
+        buf = state.buffer
+        alpha = buf.slot_alpha[buf.live_slots()]
+        weights = state.weights
+        beta = state.beta
+        own = float(weights @ weights) + beta * beta + state.delta_sq * float(alpha @ alpha)
+        state.scalars[1] = state.scale * state.scale * own
+
     def _present_stream(self, batch: Batch) -> None:
         if batch.n_examples == 0:
             return
@@ -384,7 +414,8 @@ class LinearLearner:
         state.grow_weights(batch.max_index + 1)
         buf = state.buffer
         buf.reserve_for(batch.nnz + batch.n_examples)
-        updates_before = state.updates
+        before = (state.updates, state.sqnorm)
+        forget = self._forgets
         sqnorms = row_sqnorms(batch.indptr, batch.values)
         rule = self._kernel_rule(False, bool(all_ones(batch.values)))
         first = 0
@@ -392,16 +423,17 @@ class LinearLearner:
             first = learn_stream(
                 batch.indptr, batch.indices, batch.values, batch.labels, sqnorms, buf.arrays(),
                 buf.ring, buf.max_nnz, state.weights, state.scalars, rule, state.stats, first,
+                forget,
             )  # fmt: skip
             if first < batch.n_examples:  # more nonzeros than the buffer can ever hold
                 present_unbuffered(
                     batch.indptr, batch.indices, batch.values, batch.labels, sqnorms, first,
                     buf.ring, buf.slot_alpha, state.weights, state.scalars, rule, state.stats,
-                    np.zeros(1),
+                    np.zeros(1), forget,
                 )  # fmt: skip
                 first += 1
         state.examples_seen += batch.n_examples
-        if state.updates != updates_before:
+        if (state.updates, state.sqnorm) != before:
             state.converged = False
 
     # -- prediction ----------------------------------------------------------------------
@@ -577,6 +609,7 @@ class LinearLearner:
             params = dict(state["params"])
             if params.get("active_sets") is not None:
                 params["active_sets"] = ActiveSetSchedule.from_dict(params["active_sets"])
+            params.setdefault("forget", FORGET_OF_OLD_STATES)
             learner = cls(**params)
             learner.load_state(state)
         except StateError:
@@ -601,6 +634,22 @@ class LinearLearner:
         self.state = learned
         self.window.load(state, held)
         self.load_extra_state(state["extra"])
+
+
+def refuse_rebuilding(held: dict[str, Any], params: dict[str, Any]) -> None:
+    """Refuse new values of the parameters a learned state was built with.
+
+    >>> refuse_rebuilding({"delta": 1.0}, {"delta": 2.0})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    streamlearn.errors.InvalidParameterError: cannot change delta of a learned state: ...
+    """
+    for name in STATE_BUILT_WITH:
+        if name in params and params[name] != held.get(name):
+            raise InvalidParameterError(
+                f"cannot change {name} of a learned state: it was built with "
+                f"{name}={held.get(name)!r}"
+            )
 
 
 def check_state_rows(buffer_indices: Any, n_features: int, pending: Any) -> None:
@@ -652,4 +701,4 @@ def _level_workspaces(n_examples: int, nnz: int) -> tuple[CompactSet, CompactSet
     return compact(), compact(), compact()
 
 
-__all__ = ["LinearLearner", "check_state_rows"]
+__all__ = ["LinearLearner", "check_state_rows", "refuse_rebuilding"]

@@ -99,6 +99,7 @@ class OneExamplePath:
         Z[single.Z_EXAMPLES] = state.examples_seen
         Z[single.Z_N_FEATURES] = state.n_features
         Z[single.Z_CHANGED] = 0
+        Z[single.Z_FORGET] = learner.forget == "window"
         state.reserve_weights(min_weights)
         if state.delta is None:
             if self.held is None:

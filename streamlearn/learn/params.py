@@ -193,6 +193,17 @@ def seed_value(name: str, value: Any) -> int:
     return int(value)
 
 
+#: what evicting an example from the replay buffer does to the model (see ``forget``)
+FORGET_CHOICES = ("window", "never")
+
+
+def forget_value(name: str, value: Any) -> str:
+    """``'window'`` or ``'never'``."""
+    if not isinstance(value, str) or value not in FORGET_CHOICES:
+        raise InvalidParameterError(f"{name} must be 'window' or 'never', got {value!r}")
+    return value
+
+
 def schedule_value(name: str, value: Any) -> ActiveSetSchedule | None:
     """An :class:`ActiveSetSchedule`, or None for the default one."""
     if value is not None and not isinstance(value, ActiveSetSchedule):
@@ -226,9 +237,21 @@ COMMON_PARAMS: tuple[Param, ...] = (
         cli=False,
     ),
     Param("max_passes", 1000, count, "Default bound on full replay passes per replay.", int),
+    Param(
+        "forget",
+        "window",
+        forget_value,
+        "What evicting an example from the replay buffer does: 'window' takes its "
+        "contribution out of the model, which is then a combination of the buffered "
+        "examples and certified on them; 'never' leaves it in, so that evicted examples "
+        "go on voting.",
+        str,
+    ),
 )
 
 #: parameters a learner's state is built with (Delta, the augmentation rho, the buffer's
 #: capacities): a learned state cannot go on under other values of them, where it can
 #: under new values of the rule's own (eps, tau, ...)
-STATE_BUILT_WITH = ("delta", "rho", "buffer_size", "buffer_nnz")
+STATE_BUILT_WITH = ("delta", "rho", "buffer_size", "buffer_nnz", "forget")
+#: what a state written before ``forget`` existed was learned with
+FORGET_OF_OLD_STATES = "never"

@@ -154,7 +154,7 @@ def test_capacity_in_nonzeros_wraps_around(
 
 
 def test_example_longer_than_the_arena_is_learned_but_not_stored() -> None:
-    learner = Perceptron(delta=0.0, buffer_nnz=10)
+    learner = Perceptron(delta=0.0, buffer_nnz=10, forget="never")
     long_row = (np.array([0, 12]), np.arange(12), np.arange(1.0, 13.0))
     learner.learn(long_row, [-1])
     assert len(learner.buffer) == 0
@@ -192,8 +192,8 @@ def test_buffer_copies_its_input(delta: float | str) -> None:
 def test_evicted_examples_stay_in_the_weights_and_the_norm() -> None:
     examples = random_examples(40, seed=6, max_len=10)
     delta = 0.7
-    evicting = PDM(eps=0.1, delta=delta, buffer_size=10)
-    keeping = PDM(eps=0.1, delta=delta, buffer_size=1000)
+    evicting = PDM(eps=0.1, delta=delta, buffer_size=10, forget="never")
+    keeping = PDM(eps=0.1, delta=delta, buffer_size=1000, forget="never")
     feed(evicting, examples)
     feed(keeping, examples)
     assert evicting.buffer.evicted == 30

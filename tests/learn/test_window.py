@@ -1,0 +1,118 @@
+"""Window semantics (``forget='window'``, the default): evicting an example from the
+replay buffer takes its contribution out of the model, so that a is always the
+combination of the buffered examples, sum_k alpha_k y_k, and t = sum_k alpha_k."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from streamlearn import PAUM, PDM, Kozinec, LinearLearner, ModelBank, Perceptron
+from streamlearn.learn import LEARNERS, learner_from_state
+
+
+def stream(n: int, seed: int, flip: float = 0.1) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6)) * (rng.random((n, 6)) < 0.7)
+    y = np.where(X @ np.arange(1.0, 7.0) + 0.5 > 0, 1, -1)
+    y[rng.random(n) < flip] *= -1
+    return X, y
+
+
+def buffered_combination(learner: LinearLearner) -> tuple[npt.NDArray[Any], float, float]:
+    """sum over the buffer of alpha_k l_k x_k, of alpha_k l_k rho, and of alpha_k^2, in the
+    engine's units."""
+    batch = learner.buffer.examples()
+    alpha = learner.buffer.alpha()
+    w = np.zeros(learner.state.weights.shape[0])
+    for i in range(batch.n_examples):
+        lo, hi = batch.indptr[i], batch.indptr[i + 1]
+        w[batch.indices[lo:hi]] += alpha[i] * batch.labels[i] * batch.values[lo:hi]
+    beta = float(alpha @ batch.labels) * learner.rho
+    return w, beta, float(alpha @ alpha)
+
+
+@pytest.mark.parametrize("name", sorted(set(LEARNERS) - {"kozinec"}))
+def test_the_model_is_the_combination_of_the_buffered_examples(name: str) -> None:
+    X, y = stream(300, seed=1)
+    learner = LEARNERS[name](delta=0.5, buffer_size=40, **LEARNERS.entry(name).test_params)
+    learner.learn(X, y)
+    assert learner.buffer.evicted == 260
+    for _ in range(2):  # after the stream, and after replay
+        w, beta, alpha_sq = buffered_combination(learner)
+        state = learner.state
+        np.testing.assert_allclose(state.weights, w, atol=1e-9)
+        assert math.isclose(state.beta, beta, abs_tol=1e-9)
+        assert math.isclose(state.updates, float(learner.buffer.alpha().sum()), abs_tol=1e-9)
+        sqnorm = float(w @ w) + beta * beta + 0.25 * alpha_sq
+        assert math.isclose(state.sqnorm, sqnorm, rel_tol=1e-9, abs_tol=1e-9)
+        learner.replay(max_passes=50)
+
+
+def test_kozinec_stays_a_convex_combination_of_the_buffer() -> None:
+    X, y = stream(200, seed=2, flip=0.0)
+    learner = Kozinec(eps=0.01, delta=0.5, buffer_size=30).learn(X, y)
+    w, beta, alpha_sq = buffered_combination(learner)
+    scale = learner.state.scale
+    # a = scale (w, beta, Delta alpha) with the weights scale alpha_k summing to 1
+    assert math.isclose(scale * float(learner.buffer.alpha().sum()), 1.0, rel_tol=1e-9)
+    np.testing.assert_allclose(learner.state.weights, w, atol=1e-9)
+    sqnorm = scale * scale * (float(w @ w) + beta * beta + 0.25 * alpha_sq)
+    assert math.isclose(learner.state.sqnorm, sqnorm, rel_tol=1e-9)
+
+
+def test_without_eviction_window_and_never_are_the_same_model() -> None:
+    X, y = stream(120, seed=3)
+    window = PDM(eps=0.05, delta=0.5).fit(X, y)
+    never = PDM(eps=0.05, delta=0.5, forget="never").fit(X, y)
+    np.testing.assert_array_equal(window.coef_, never.coef_)
+    np.testing.assert_array_equal(window.state.scalars, never.state.scalars)
+
+
+def test_never_keeps_evicted_examples_voting() -> None:
+    X, y = stream(300, seed=4)
+    window = PDM(eps=0.05, delta=0.5, buffer_size=40).learn(X, y)
+    never = PDM(eps=0.05, delta=0.5, buffer_size=40, forget="never").learn(X, y)
+    assert never.updates > window.updates
+    assert not np.allclose(window.coef_, never.coef_)
+
+
+def test_an_example_larger_than_the_buffer_is_judged_not_learned() -> None:
+    learner = Perceptron(delta=0.0, buffer_nnz=10)
+    long_row = (np.array([0, 12]), np.arange(12), np.arange(1.0, 13.0))
+    learner.learn(long_row, [-1])
+    assert learner.buffer.unbuffered == 1 and learner.examples_presented == 1
+    assert learner.updates == 0.0 and not learner.coef_.any()
+    assert learner.stream_mistakes == 1  # judged with the zero model: a . y = 0
+
+
+def test_a_bank_forgets_for_every_label_as_its_learners_alone() -> None:
+    X, y = stream(200, seed=5)
+    labels = np.where(y > 0, 1, 2)
+    bank = ModelBank(PAUM(delta=0.5, buffer_size=30)).learn(X, labels)
+    for label, learner in zip(bank.labels_.tolist(), bank.learners(), strict=True):
+        alone = PAUM(delta=0.5, buffer_size=30).learn(X, np.where(labels == label, 1, -1))
+        np.testing.assert_array_equal(learner.coef_, alone.coef_)
+        np.testing.assert_array_equal(learner.state.scalars, alone.state.scalars)
+
+
+def test_states_written_before_forget_existed_load_as_never() -> None:
+    learner = PDM(eps=0.1, delta=0.5).learn(*stream(30, seed=6))
+    state = learner.state_dict()
+    del state["params"]["forget"]
+    assert learner_from_state(state).forget == "never"
+    bank_state = ModelBank(PDM(delta=0.5)).learn(np.eye(2), [1, 2]).state_dict()
+    del bank_state["params"]["forget"]
+    assert ModelBank.from_state(bank_state).base.forget == "never"
+
+
+def test_forget_is_checked_and_fixed_by_the_state() -> None:
+    with pytest.raises(ValueError, match="forget must be 'window' or 'never'"):
+        PDM(forget="sometimes")
+    learner = PDM(delta=0.5).learn(*stream(30, seed=7))
+    with pytest.raises(ValueError, match="forget"):
+        learner.with_params({**learner.get_params(), "forget": "never"})
