@@ -83,7 +83,7 @@ from streamlearn.learn.labelsets import (
 )
 from streamlearn.learn.model import Examples, ModelLimits, learn_on_schedule
 from streamlearn.learn.params import FORGET_OF_OLD_STATES, finite
-from streamlearn.learn.state import BETA, SCALE, SQNORM, UPDATES, grown_weights
+from streamlearn.learn.state import BETA, SCALE, SQNORM, UPDATES, grown_weights, stopped_by
 from streamlearn.learn.table import LEARNERS, LearnerTable
 from streamlearn.learn.window import AutoDeltaWindow
 from streamlearn.parse import ParsedRows, Rejected
@@ -786,6 +786,7 @@ class ModelBank:
                     "positives": int(self._positives[label]),
                     "passes": learner.state.passes,
                     "converged": learner.state.converged,
+                    "stopped_by": learner.state.stopped_by,
                     "examples_seen": learner.state.examples_seen,
                     "extra": learner.extra_state(),
                 }
@@ -881,6 +882,7 @@ class ModelBank:
             learner = self._new_learner(None if math.isnan(tau) else tau)
             learner.state.passes = int(saved["passes"])
             learner.state.converged = bool(saved["converged"])
+            learner.state.stopped_by = stopped_by(saved.get("stopped_by"))
             learner.state.examples_seen = int(saved["examples_seen"])
             learner.load_extra_state(saved["extra"])
             self._positives[label] = int(saved["positives"])

@@ -345,6 +345,7 @@ class LinearLearner:
         )  # fmt: skip
         state.passes += 1
         state.converged = events == 0
+        state.stopped_by = "no update" if state.converged else None
         return state.converged
 
     def fit(self, X: Any, y: Any) -> Self:
@@ -364,6 +365,7 @@ class LinearLearner:
         level1, level2, level3 = _level_workspaces(slots.shape[0], buf.nnz)
         rule = self._kernel_rule(multi, self._buffer_values_all_one(slots))
         replay = replay_kernel(rule)
+        target = self.target_gap()
         for done in range(budget):
             order = slots[pass_permutation(self.seed, state.passes, slots.shape[0])]
             schedule = self._schedule.as_array(first_pass=state.passes == 0)
@@ -378,10 +380,19 @@ class LinearLearner:
                     f"{state.passes}; {self.entry.divergence_hint.format(**self.get_params())}"
                 )
             if events == 0:
-                state.converged = True
+                state.converged, state.stopped_by = True, "no update"
+                return done + 1
+            if target is not None and certificate(state, self.rho).gap <= target:
+                state.converged, state.stopped_by = True, "certified gap"
                 return done + 1
             state.converged = False
         return budget
+
+    def target_gap(self) -> float | None:
+        """The certified gap at which replay stops, converged, even while passes still
+        make updates (PDM's eps); None for rules without one."""
+        target = self.entry.target_gap
+        return None if target is None else float(target(self))
 
     def _flush_pending(self) -> None:
         if self.state.delta is None and self.window.seen > 0:
@@ -530,7 +541,8 @@ class LinearLearner:
         stats = state.stats
         found = certificate(state, self.rho)
         negative, positive = found.class_margins()
-        achieved = min(negative, positive) if len(state.buffer) else math.nan
+        with_counts = min(negative, positive) if len(state.buffer) else math.nan
+        achieved = found.achieved if len(state.buffer) else math.nan
         bound = found.upper_bound
         gap = 1.0 - achieved / bound if math.isfinite(bound) and bound > 0 else math.nan
         return {
@@ -546,7 +558,9 @@ class LinearLearner:
             },
             "passes": state.passes,
             "converged": state.converged,
+            "stopped_by": state.stopped_by if state.converged else None,
             "margin_achieved": achieved,
+            "margin_with_slack_counts": with_counts,
             "margin_negative": negative,
             "margin_positive": positive,
             "margin_upper_bound": bound,
@@ -585,6 +599,7 @@ class LinearLearner:
             "stats": learned["stats"],
             "passes": learned["passes"],
             "converged": learned["converged"],
+            "stopped_by": learned["stopped_by"],
             "examples_seen": learned["examples_seen"],
             **self.window.state_dict(),
             "pending": {

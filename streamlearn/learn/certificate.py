@@ -2,18 +2,22 @@
 
 For any run of perceptron-family updates gamma_d <= ||a|| / t (ALGORITHMS.md): the
 achieved margin over that bound says how far the solution is from the maximum margin,
-at no cost. With eviction, ``a`` also holds evicted examples' contributions, so the
-bound is taken over the buffered examples' own share of ``a`` (see :func:`certificate`).
+at no cost. The bound is taken over the buffered examples' own share of ``a`` (see
+:class:`Certificate`), which is all of ``a`` under window semantics. The achieved margin
+is that of the learner's direction (w, beta) with the buffered examples' slack
+coordinates chosen at their best (:func:`~streamlearn._kernels.margins.optimal_slack_margin`):
+never below the margin of a itself, whose slack coordinates are the update counts.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from streamlearn._kernels import buffer_certificate
+from streamlearn._kernels.margins import optimal_slack_margin
 from streamlearn.learn.state import LearnerState
 
 
@@ -36,6 +40,15 @@ class Certificate:
     total: float
     lowest_negative: float
     lowest_positive: float
+    #: the margin of (w, beta) with the best slack coordinates (NaN without examples)
+    achieved: float
+
+    @property
+    def gap(self) -> float:
+        """1 - achieved / upper bound: how far the solution may be from the maximum margin,
+        relatively (NaN when either is not defined)."""
+        bound = self.upper_bound
+        return 1.0 - self.achieved / bound if math.isfinite(bound) and bound > 0 else math.nan
 
     @property
     def upper_bound(self) -> float:
@@ -62,10 +75,16 @@ def certificate(state: LearnerState, rho: float) -> Certificate:
     coef = alpha * buf.slot_label[slots]
     lowest = np.empty(2)
     hull_w = np.zeros(state.n_features)
+    scores = np.empty(slots.shape[0])
     buffer_certificate(
         slots, buf.slot_start, buf.slot_len, buf.slot_label, buf.slot_alpha, buf.arena_idx,
         buf.arena_val, state.weights, state.scalars, rho, delta_sq, coef, lowest, hull_w,
+        scores,
     )  # fmt: skip
     hull_beta = rho * float(coef.sum())
     hull = math.sqrt(float(hull_w @ hull_w) + hull_beta * hull_beta + slack_sq)
-    return Certificate(own, hull, float(alpha.sum()), float(lowest[0]), float(lowest[1]))
+    found = Certificate(own, hull, float(alpha.sum()), float(lowest[0]), float(lowest[1]), 0.0)
+    optimal = optimal_slack_margin(scores, float(weights @ weights) + beta * beta, delta_sq)
+    with_counts = min(found.class_margins())  # a itself: never above the optimal one
+    achieved = max(optimal, with_counts) if math.isfinite(with_counts) else optimal
+    return replace(found, achieved=achieved)

@@ -40,6 +40,7 @@ __all__ = [
     "LearnerState",
     "PackedBlocks",
     "grown_weights",
+    "stopped_by",
 ]
 
 
@@ -92,8 +93,11 @@ class LearnerState:
         The replay buffer, whose ``slot_alpha`` holds each buffered example's slack.
     n_features, examples_seen, passes, converged
         One more than the largest feature index learned; stream examples presented;
-        full replay passes run; whether the last full pass made no update (and nothing
-        changed since).
+        full replay passes run; whether the last replay converged (and nothing changed
+        since).
+    stopped_by
+        What ended the last replay that converged: ``'no update'`` (a full pass made no
+        update) or ``'certified gap'`` (the certificate reached the learner's target).
     delta
         The Delta in use; None while ``delta='auto'`` waits for its examples.
     """
@@ -110,6 +114,7 @@ class LearnerState:
         examples_seen: int = 0,
         passes: int = 0,
         converged: bool = False,
+        stopped_by: str | None = None,
     ) -> None:
         self.buffer = buffer
         self.weights = weights
@@ -120,6 +125,7 @@ class LearnerState:
         self.examples_seen = examples_seen
         self.passes = passes
         self.converged = converged
+        self.stopped_by = stopped_by
 
     @classmethod
     def empty(cls, buffer_size: int, buffer_nnz: int, delta: float | None) -> LearnerState:
@@ -243,6 +249,7 @@ class LearnerState:
             "stats": self.stats.copy(),
             "passes": self.passes,
             "converged": self.converged,
+            "stopped_by": self.stopped_by,
             "examples_seen": self.examples_seen,
             "buffer": self.buffer.state_dict(),
         }
@@ -273,4 +280,14 @@ class LearnerState:
             examples_seen=int(state["examples_seen"]),
             passes=int(state["passes"]),
             converged=bool(state["converged"]),
+            stopped_by=stopped_by(state.get("stopped_by")),
         )
+
+
+def stopped_by(value: Any) -> str | None:
+    """A state's ``stopped_by`` (states written before it have none)."""
+    if value is None:
+        return None
+    if value not in ("no update", "certified gap"):
+        raise StateError(f"stopped_by must be 'no update' or 'certified gap', got {value!r}")
+    return str(value)

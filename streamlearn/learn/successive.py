@@ -47,6 +47,8 @@ class SuccessiveRuns(LinearLearner):
         used = 0
         while True:
             used += super()._run_passes(budget - used)
+            if self.state.stopped_by == "certified gap":  # certified for the final eps
+                self._stage = last
             if not self.state.converged or self._stage == last:
                 return used
             # converged at an intermediate eps: the next run starts from here

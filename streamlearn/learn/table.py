@@ -94,6 +94,9 @@ class LearnerEntry:
         The base class of the learner class (``SuccessiveRuns`` for PDM-succ).
     check
         A check of the parameters together (after each one's own).
+    target_gap
+        The certified gap at which replay stops converged, from a learner (PDM: its
+        eps); None: replay stops only when a full pass makes no update.
     divergence_hint
         Said when replay overflows, formatted with the parameters.
     test_params
@@ -115,6 +118,7 @@ class LearnerEntry:
     convex_combination: bool = False
     behaviour: type[LinearLearner] = LinearLearner
     check: Callable[[dict[str, Any]], None] | None = None
+    target_gap: Callable[[Any], float] | None = None
     divergence_hint: str = "check the parameters"
     test_params: Mapping[str, Any] = field(default_factory=dict)
     module: str = "streamlearn.learn"
@@ -351,6 +355,7 @@ LEARNERS = LearnerTable(
             params=(PDM_EPS, MULTIPLE_UPDATES),
             rule_values=lambda learner: (1.0 - learner.eps, 0.0),
             multiple_updates=True,
+            target_gap=lambda learner: learner.eps,
         ),
         LearnerEntry(
             "pdm-succ",
@@ -366,6 +371,7 @@ LEARNERS = LearnerTable(
             ),
             rule_values=lambda learner: (1.0 - learner.current_eps(), 0.0),
             multiple_updates=True,
+            target_gap=lambda learner: learner.eps,
             behaviour=SuccessiveRuns,
             check=check_runs,
             details="Each run continues from where the previous one converged; the last "

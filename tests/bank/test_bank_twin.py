@@ -19,7 +19,7 @@ from reference import ReferenceLearner
 RTOL, ATOL = 1e-10, 1e-12
 CASES: dict[str, tuple[Any, dict[str, Any]]] = {
     "paum": (PAUM, {"tau_neg": -0.5, "tau_pos": 1.0, "lr": 0.5}),
-    "pdm-multi": (PDM, {"eps": 0.125, "multiple_updates": True}),
+    "pdm-multi": (PDM, {"eps": 0.015625, "multiple_updates": True}),
     "kozinec": (Kozinec, {"eps": 0.05}),
 }
 

@@ -18,7 +18,7 @@ SMALL = sparse_problem(80, 20, seed=5, flip=0.1)
 LONG = sparse_problem(1300, 20, seed=6, flip=0.05)
 
 FACTORIES: dict[str, Any] = {
-    "pdm": lambda **kw: PDM(eps=0.05, **kw),
+    "pdm": lambda **kw: PDM(eps=0.005, **kw),
     "paum": lambda **kw: PAUM(tau_neg=-0.5, tau_pos=2.0, lr=0.7, **kw),
     "pdm-succ": lambda **kw: PDMSucc(eps=0.01, **kw),
     "pfm": lambda **kw: PFM(beta=0.005, **kw),  # below every margin here
