@@ -580,6 +580,8 @@ def _print_learn(report: LearnReport, as_json: bool) -> None:
     figures = report.as_dict()
     if report.rejected.total > SHOWN_REJECTS:
         _say(f"... {report.rejected.total} rejected lines in all")
+    for warning in report.warnings:
+        _say(f"warning: {warning}")
     if as_json:
         print(json.dumps(_json_safe(figures), default=_json_default, allow_nan=False))
         return

@@ -105,7 +105,7 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             classes = np.arange(y.shape[1])
         else:
             classes = _classes(y, type(self).__name__)
-        learner = self._new_learner(classes, multilabel)
+        learner = self._new_learner(classes, multilabel, X)
         learner.learn(X, y if multilabel else _targets(y, classes)).replay()
         if not learner.converged:
             warnings.warn(
@@ -214,13 +214,20 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             )
         self.learner_ = learner.with_params(params)
 
-    def _new_learner(self, classes: npt.NDArray[Any], multilabel: bool) -> Model:
+    def _new_learner(self, classes: npt.NDArray[Any], multilabel: bool, X: Any = None) -> Model:
         """The binary learner for two classes, else (or for multi-label targets) a bank
-        with every class declared."""
+        with every class declared; for ``fit``'s ``X``, with a buffer that keeps all of
+        it (see ``LinearLearner.size_buffer_for``)."""
         learner = self.learner_class(**self.get_params(deep=False))
+        sized = (X.shape[0], _arena_cells(X)) if X is not None else None
         if classes.shape[0] == 2 and not multilabel:
+            if sized is not None:
+                learner.size_buffer_for(*sized)
             return learner
-        return ModelBank(learner).declare_labels(np.arange(classes.shape[0]))
+        bank = ModelBank(learner)
+        if sized is not None:
+            bank.size_buffer_for(*sized)
+        return bank.declare_labels(np.arange(classes.shape[0]))
 
     def _learners(self) -> list[LinearLearner]:
         """The binary learner, or the bank's learners in the order of ``classes_`` (the
@@ -321,6 +328,12 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         except (KeyError, TypeError) as exc:
             raise StateError(f"incomplete scikit-learn state: {exc}") from exc
         return estimator
+
+
+def _arena_cells(X: Any) -> int:
+    """The replay buffer's arena cells the rows of X take: max(nonzeros, 1) each."""
+    counts = np.diff(X.indptr) if hasattr(X, "indptr") else np.count_nonzero(X, axis=1)
+    return int(np.maximum(counts, 1).sum())
 
 
 def _is_multilabel(y: Any) -> bool:

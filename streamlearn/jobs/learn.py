@@ -36,6 +36,27 @@ class LearnReport:
     seconds: float
     model_path: str | None
 
+    @property
+    def warnings(self) -> list[str]:
+        """What a user should know about the result: an input that outgrew the replay
+        buffer is certified only for its last examples."""
+        summary = self.summary
+        evicted = int(summary.get("buffer_evicted", 0))
+        if not evicted:
+            return []
+        held = int(summary.get("buffer_examples", 0))
+        forgets = summary.get("forget", "window") == "window"
+        covered = (
+            "the model and its certificate are about the last"
+            if forgets
+            else "the certificate is about the last"
+        )
+        kept = "" if forgets else "; the weights still hold the evicted ones (--forget never)"
+        return [
+            f"the input outgrew the replay buffer ({evicted} examples evicted): {covered} "
+            f"{held} examples{kept}. Raise --buffer-size and --buffer-nnz to keep more."
+        ]
+
     def as_dict(self) -> dict[str, Any]:
         """The figures ``streamlearn learn`` prints (``--json`` prints exactly this)."""
         return {

@@ -72,7 +72,13 @@ from streamlearn.errors import (
     check_state_header,
 )
 from streamlearn.learn import bank_answers
-from streamlearn.learn.base import LinearLearner, check_state_rows, refuse_rebuilding
+from streamlearn.learn.base import (
+    LinearLearner,
+    arena_cells,
+    check_state_rows,
+    refuse_rebuilding,
+    refuse_small_buffer,
+)
 from streamlearn.learn.inputs import as_rows
 from streamlearn.learn.labelsets import (
     HasLabelSets,
@@ -82,7 +88,12 @@ from streamlearn.learn.labelsets import (
     indicator_columns,
 )
 from streamlearn.learn.model import Examples, ModelLimits, learn_on_schedule
-from streamlearn.learn.params import FORGET_OF_OLD_STATES, finite
+from streamlearn.learn.params import (
+    FORGET_OF_OLD_STATES,
+    STREAM_BUFFER_NNZ,
+    STREAM_BUFFER_SIZE,
+    finite,
+)
 from streamlearn.learn.state import BETA, SCALE, SQNORM, UPDATES, grown_weights, stopped_by
 from streamlearn.learn.table import LEARNERS, LearnerTable
 from streamlearn.learn.window import AutoDeltaWindow
@@ -138,7 +149,9 @@ class ModelBank:
 
     def _reset(self) -> None:
         base = self.base
-        self._buffer = SharedReplayBuffer(base.buffer_size, base.buffer_nnz)
+        self._buffer = SharedReplayBuffer(
+            base.buffer_size or STREAM_BUFFER_SIZE, base.buffer_nnz or STREAM_BUFFER_NNZ
+        )
         self._label_values: list[float] = []
         self._label_ids: dict[float, int] = {}
         self._learners: list[LinearLearner] = []
@@ -150,7 +163,7 @@ class ModelBank:
         self._examples_seen = 0
         self._delta_value: float | None = None if base.delta == "auto" else float(base.delta)
         self._window: AutoDeltaWindow[LabelledRows] = AutoDeltaWindow.for_buffer(
-            base.buffer_size, base.rho, LabelledRows.concatenate
+            self._buffer.max_examples, base.rho, LabelledRows.concatenate
         )
         self._progressive = np.zeros(2, dtype=np.int64)
         self._rules: npt.NDArray[np.float64] | None = None
@@ -330,8 +343,26 @@ class ModelBank:
         return all([learner.epoch_pass() for learner in self.learners()])
 
     def fit(self, X: Any, Y: Any) -> Self:
-        """Learn X, Y once and replay to convergence."""
+        """Learn X, Y once and replay to convergence; a bank that has learned nothing
+        keeps every example of X in its buffer (see :meth:`size_buffer_for`)."""
+        if self._examples_seen == 0 and self._window.seen == 0 and self.n_labels == 0:
+            indptr, _, _ = as_rows(X)
+            self.size_buffer_for(indptr.shape[0] - 1, arena_cells(indptr))
         return self.learn(X, Y).replay()
+
+    def size_buffer_for(self, n_examples: int, cells: int) -> None:
+        """Make a bank that has learned nothing and has no label yet hold ``n_examples``
+        examples of ``cells`` arena cells without evicting any, as a learner's
+        :meth:`~streamlearn.learn.base.LinearLearner.size_buffer_for`."""
+        if self._examples_seen or self._window.seen or self.n_labels:
+            raise StateError("only a bank that has learned nothing can size its buffer")
+        base = self.base
+        examples, nonzeros = max(n_examples, 1), max(cells, 1)
+        refuse_small_buffer(n_examples, examples, nonzeros, base.buffer_size, base.buffer_nnz)
+        self._buffer = SharedReplayBuffer(base.buffer_size or examples, base.buffer_nnz or nonzeros)
+        self._window = AutoDeltaWindow.for_buffer(
+            self._buffer.max_examples, base.rho, LabelledRows.concatenate
+        )
 
     def declare_labels(self, values: Any) -> Self:
         """Start learners for these label values now (in this order), before any example
@@ -745,8 +776,10 @@ class ModelBank:
             "delta": self._delta_value,
             "n_features": self._n_features,
             "buffer_examples": len(self._buffer),
+            "buffer_capacity": self._buffer.max_examples,
             "buffer_nnz": self._buffer.features.nnz,
             "buffer_evicted": self._buffer.features.evicted,
+            "forget": self.base.forget,
             "pending_examples": self._window.held_examples,
             "stream_judged": self.stream_judged,
             "stream_mistakes": self.stream_mistakes,
@@ -846,11 +879,14 @@ class ModelBank:
         delta_value = float(state["delta_value"])
         self._delta_value = None if math.isnan(delta_value) else delta_value
         self._buffer = SharedReplayBuffer.from_state(state["buffer"])
-        if (
-            self._buffer.max_examples != self.base.buffer_size
-            or self._buffer.max_nnz != self.base.buffer_nnz
+        held = self._buffer
+        if held.max_examples != (self.base.buffer_size or held.max_examples) or (
+            held.max_nnz != (self.base.buffer_nnz or held.max_nnz)
         ):
             raise StateError("replay buffer capacity in the state differs from the parameters")
+        self._window = AutoDeltaWindow.for_buffer(
+            held.max_examples, self.base.rho, LabelledRows.concatenate
+        )
         values = [float(v) for v in np.asarray(state["label_values"]).tolist()]
         n = len(values)
         if n != self._buffer.n_labels or len(state["learners"]) != n:

@@ -41,7 +41,13 @@ from streamlearn.learn.inputs import as_batch, as_rows
 from streamlearn.learn.labelsets import LabelledRows
 from streamlearn.learn.model import Examples, ModelLimits
 from streamlearn.learn.model import learn_on_schedule as _learn_on_schedule
-from streamlearn.learn.params import FORGET_OF_OLD_STATES, STATE_BUILT_WITH, count
+from streamlearn.learn.params import (
+    FORGET_OF_OLD_STATES,
+    STATE_BUILT_WITH,
+    STREAM_BUFFER_NNZ,
+    STREAM_BUFFER_SIZE,
+    count,
+)
 from streamlearn.learn.state import LearnerState
 from streamlearn.learn.window import AutoDeltaWindow
 from streamlearn.parse import ParsedRows, Rejected, binary_batch
@@ -70,7 +76,9 @@ class LinearLearner:
         ||[x, rho]||; learning starts once they have arrived (or at :meth:`replay`).
         ``delta=0`` is the hard margin.
     buffer_size, buffer_nnz
-        Replay buffer capacity in examples and in stored nonzeros (12 bytes each).
+        Replay buffer capacity in examples and in stored nonzeros (12 bytes each). None
+        (default): 100 000 examples and 10 000 000 nonzeros for a stream, while
+        :meth:`fit` takes what its data needs, so that it never evicts.
     seed
         Fixes the order of every replay pass.
     active_sets
@@ -95,8 +103,8 @@ class LinearLearner:
     supports_multiple_updates: ClassVar[bool] = False
     rho: float
     delta: float | str
-    buffer_size: int
-    buffer_nnz: int
+    buffer_size: int | None
+    buffer_nnz: int | None
     seed: int
     active_sets: ActiveSetSchedule | None
     max_passes: int
@@ -176,13 +184,32 @@ class LinearLearner:
     # -- state ---------------------------------------------------------------------------
 
     def _reset_state(self) -> None:
+        self._empty_state(
+            self.buffer_size or STREAM_BUFFER_SIZE, self.buffer_nnz or STREAM_BUFFER_NNZ
+        )
+
+    def _empty_state(self, buffer_size: int, buffer_nnz: int) -> None:
         delta = None if self.delta == "auto" else float(self.delta)
         #: what the learner has learned (see :class:`~streamlearn.learn.state.LearnerState`)
-        self.state = LearnerState.empty(self.buffer_size, self.buffer_nnz, delta)
+        self.state = LearnerState.empty(buffer_size, buffer_nnz, delta)
         #: the examples that fix Delta while ``delta='auto'`` waits for them
         self.window: AutoDeltaWindow[Batch] = AutoDeltaWindow.for_buffer(
-            self.buffer_size, self.rho, Batch.concatenate
+            buffer_size, self.rho, Batch.concatenate
         )
+
+    def _fresh(self) -> bool:
+        """Whether the learner has learned nothing, nor holds anything back."""
+        return self.state.examples_seen == 0 and self.window.seen == 0
+
+    def size_buffer_for(self, n_examples: int, cells: int) -> None:
+        """Make a learner that has learned nothing hold ``n_examples`` examples of
+        ``cells`` arena cells in all without evicting any: capacities left to streamlearn
+        (None) take exactly that; an explicit capacity below it is refused, naming the
+        memory the data would need."""
+        examples = max(n_examples, 1)
+        nonzeros = max(cells, 1)
+        refuse_small_buffer(n_examples, examples, nonzeros, self.buffer_size, self.buffer_nnz)
+        self._empty_state(self.buffer_size or examples, self.buffer_nnz or nonzeros)
 
     @property
     def one_vs_rest(self) -> bool:
@@ -349,8 +376,14 @@ class LinearLearner:
         return state.converged
 
     def fit(self, X: Any, y: Any) -> Self:
-        """Learn X, y once and replay to convergence: batch use, as in the papers."""
-        return self.learn(X, y).replay()
+        """Learn X, y once and replay to convergence: batch use, as in the papers. A
+        learner that has learned nothing keeps every example of X in its buffer, so that
+        the model and its certificate are about all of X (see :meth:`size_buffer_for`)."""
+        batch = as_batch(X, y)
+        if self._fresh():
+            self.size_buffer_for(batch.n_examples, arena_cells(batch.indptr))
+        self.learn_batch(batch)
+        return self.replay()
 
     def _run_passes(self, budget: int) -> int:
         """Up to ``budget`` full replay passes; stops at convergence. Returns passes run."""
@@ -569,8 +602,10 @@ class LinearLearner:
             "delta": state.delta,
             "n_features": state.n_features,
             "buffer_examples": len(state.buffer),
+            "buffer_capacity": state.buffer.max_examples,
             "buffer_nnz": state.buffer.nnz,
             "buffer_evicted": state.buffer.evicted,
+            "forget": self.forget,
             "pending_examples": self.window.held_examples,
         }
 
@@ -640,13 +675,15 @@ class LinearLearner:
             pending["indptr"], pending["indices"], pending["values"], pending["labels"]
         )
         learned = LearnerState.from_state(state)
-        if (
-            learned.buffer.max_examples != self.buffer_size
-            or learned.buffer.max_nnz != self.buffer_nnz
+        if learned.buffer.max_examples != (self.buffer_size or learned.buffer.max_examples) or (
+            learned.buffer.max_nnz != (self.buffer_nnz or learned.buffer.max_nnz)
         ):
             raise StateError("replay buffer capacity in the state differs from the parameters")
         check_state_rows(state["buffer"]["indices"], learned.n_features, held)
         self.state = learned
+        self.window = AutoDeltaWindow.for_buffer(
+            learned.buffer.max_examples, self.rho, Batch.concatenate
+        )
         self.window.load(state, held)
         self.load_extra_state(state["extra"])
 
@@ -665,6 +702,50 @@ def refuse_rebuilding(held: dict[str, Any], params: dict[str, Any]) -> None:
                 f"cannot change {name} of a learned state: it was built with "
                 f"{name}={held.get(name)!r}"
             )
+
+
+#: bytes a buffer slot takes (start, length, label, slack count, squared norm) and a cell
+#: of its arena (an int32 index and a float64 value)
+SLOT_BYTES, CELL_BYTES = 33, 12
+
+
+def refuse_small_buffer(
+    n_examples: int, examples: int, nonzeros: int, buffer_size: int | None, buffer_nnz: int | None
+) -> None:
+    """Refuse explicit buffer capacities below what ``fit()``'s data needs, naming the
+    memory it would take.
+
+    >>> refuse_small_buffer(10**6, 10**6, 10**8, 100_000, None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    streamlearn.errors.InvalidParameterError: fit() keeps all 1000000 ... (about 1233 MB)...
+    """
+    short = [
+        f"{name}={given} (they need {needed})"
+        for name, given, needed in (
+            ("buffer_size", buffer_size, examples),
+            ("buffer_nnz", buffer_nnz, nonzeros),
+        )
+        if given is not None and given < needed
+    ]
+    if short:
+        size = examples * SLOT_BYTES + nonzeros * CELL_BYTES
+        shown = f"{size / 1e6:.0f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
+        raise InvalidParameterError(
+            f"fit() keeps all {n_examples} examples in the replay buffer (about {shown}), "
+            f"which holds fewer: {', '.join(short)}; raise the capacity, leave it to fit() "
+            "(None), or learn() the data as a stream"
+        )
+
+
+def arena_cells(indptr: npt.NDArray[np.int64]) -> int:
+    """The arena cells examples with these CSR offsets take in a replay buffer: each one
+    max(nonzeros, 1).
+
+    >>> arena_cells(np.array([0, 3, 3, 5]))
+    6
+    """
+    return int(np.maximum(np.diff(indptr), 1).sum())
 
 
 def check_state_rows(buffer_indices: Any, n_features: int, pending: Any) -> None:
@@ -716,4 +797,10 @@ def _level_workspaces(n_examples: int, nnz: int) -> tuple[CompactSet, CompactSet
     return compact(), compact(), compact()
 
 
-__all__ = ["LinearLearner", "check_state_rows", "refuse_rebuilding"]
+__all__ = [
+    "LinearLearner",
+    "arena_cells",
+    "check_state_rows",
+    "refuse_rebuilding",
+    "refuse_small_buffer",
+]

@@ -164,6 +164,11 @@ def count(name: str, value: Any) -> int:
     return int(value)
 
 
+def optional_count(name: str, value: Any) -> int | None:
+    """None, or an integer >= 1."""
+    return None if value is None else count(name, value)
+
+
 def flag(name: str, value: Any) -> bool:
     """True or False (numpy's too), not any value that has a truth.
 
@@ -223,9 +228,21 @@ COMMON_PARAMS: tuple[Param, ...] = (
         "once they have arrived; 0 is the hard margin.",
         str,
     ),
-    Param("buffer_size", 100_000, count, "Replay buffer capacity in examples.", int),
     Param(
-        "buffer_nnz", 10_000_000, count, "Replay buffer capacity in nonzeros (12 bytes each).", int
+        "buffer_size",
+        None,
+        optional_count,
+        "Replay buffer capacity in examples (None: 100 000 for a stream; fit() takes what "
+        "its data needs).",
+        int,
+    ),
+    Param(
+        "buffer_nnz",
+        None,
+        optional_count,
+        "Replay buffer capacity in nonzeros, 12 bytes each (None: 10 000 000 for a stream; "
+        "fit() takes what its data needs).",
+        int,
     ),
     Param("seed", 0, seed_value, "Seed of the replay passes' orders.", int),
     Param(
@@ -255,3 +272,7 @@ COMMON_PARAMS: tuple[Param, ...] = (
 STATE_BUILT_WITH = ("delta", "rho", "buffer_size", "buffer_nnz", "forget")
 #: what a state written before ``forget`` existed was learned with
 FORGET_OF_OLD_STATES = "never"
+#: the replay buffer's capacities on a stream when the parameters leave them to
+#: streamlearn (``buffer_size=None``, ``buffer_nnz=None``)
+STREAM_BUFFER_SIZE = 100_000
+STREAM_BUFFER_NNZ = 10_000_000

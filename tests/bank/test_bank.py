@@ -58,8 +58,8 @@ def test_each_learner_is_the_standalone_learner_bit_for_bit(base: LinearLearner)
         alone.flush()
         assert_same_learner(bank.learner(value), alone)
     bank.replay()
-    for value in (10, 20, 30, 40):
-        alone = standalone(base).fit(X, one_label_targets(label_sets, value))
+    for value in (10, 20, 30, 40):  # learn + replay: fit() would size its buffer to X
+        alone = standalone(base).learn(X, one_label_targets(label_sets, value)).replay()
         assert_same_learner(bank.learner(value), alone)
 
 

@@ -471,3 +471,12 @@ def test_a_learner_parameter_without_default_must_be_given(train_file: Path) -> 
     result = runner.invoke(app, ["learn", "--quiet", str(train_file), "--algo", "pfm"])
     assert result.exit_code == 1
     assert "pfm needs --beta" in result.stderr and "Traceback" not in result.output
+
+
+def test_learn_warns_when_the_input_outgrows_the_buffer(train_file: Path) -> None:
+    result = runner.invoke(app, ["learn", "--quiet", "--buffer-size", "5", str(train_file)])
+    assert result.exit_code == 0, result.output
+    assert "warning: the input outgrew the replay buffer" in result.stderr
+    assert "the model and its certificate are about the last 5 examples" in result.stderr
+    quiet = runner.invoke(app, ["learn", "--quiet", str(train_file)])
+    assert "warning" not in quiet.stderr

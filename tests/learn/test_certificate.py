@@ -188,7 +188,7 @@ def test_certificate_after_eviction_describes_the_buffer() -> None:
     """With eviction, the bound is ||h|| / s with h = sum over the buffer of alpha_k y_k."""
     delta = 0.5
     learner = PDM(eps=0.05, delta=delta, buffer_size=25)
-    learner.fit(matrix(OVERLAP), OVERLAP.labels)
+    learner.learn(matrix(OVERLAP), OVERLAP.labels).replay()  # fit() would refuse to evict
     assert learner.buffer.evicted == 35
     summary = learner.summary()
     assert summary["converged"] is True

@@ -116,3 +116,31 @@ def test_forget_is_checked_and_fixed_by_the_state() -> None:
     learner = PDM(delta=0.5).learn(*stream(30, seed=7))
     with pytest.raises(ValueError, match="forget"):
         learner.with_params({**learner.get_params(), "forget": "never"})
+
+
+@pytest.mark.slow
+def test_fit_keeps_all_of_a_data_set_larger_than_a_stream_buffer() -> None:
+    """fit() on 150 000 rows (more than a stream's 100 000) evicts nothing and reaches
+    (1 - eps) of the maximum margin over all of them, LIBLINEAR's (dual coordinate
+    descent, tolerance 1e-6) being the reference."""
+    from solvers import liblinear_reference
+
+    X, y = stream(150_000, seed=8, flip=0.05)
+    eps = 0.05
+    model = PDM(eps=eps, delta=1.0).fit(X, y)
+    summary = model.summary()
+    assert summary["buffer_evicted"] == 0 and summary["buffer_examples"] == 150_000
+    assert summary["converged"] and summary["certified_gap"] <= eps
+    reference = liblinear_reference(X, y, rho=1.0, delta=1.0)
+    assert reference.margin <= summary["margin_upper_bound"]
+    assert summary["margin_achieved"] >= (1 - eps) * reference.margin, (
+        summary["margin_achieved"] / reference.margin
+    )
+
+
+def test_fit_refuses_a_buffer_set_too_small_naming_the_memory() -> None:
+    X, y = stream(300, seed=9)
+    with pytest.raises(ValueError, match=r"fit\(\) keeps all 300 examples .* buffer_size=100"):
+        PDM(buffer_size=100).fit(X, y)
+    learner = PDM(buffer_size=100, delta=0.5).learn(X, y)  # a stream may evict
+    assert learner.buffer.evicted == 200

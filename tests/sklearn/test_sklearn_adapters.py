@@ -378,3 +378,16 @@ def test_a_wrong_call_names_the_estimator(call: Any, message: str) -> None:
     with pytest.raises(TypeError) as caught:
         call()
     assert str(caught.value) == message
+
+
+def test_fit_keeps_every_example_or_refuses_a_buffer_too_small() -> None:
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(50, 3))
+    y = np.where(X[:, 0] > 0, "yes", "no")
+    fitted = PDMClassifier(delta=0.5).fit(X, y)
+    assert fitted.learner_.buffer.max_examples == 50 and fitted.learner_.buffer.evicted == 0
+    three = np.where(X[:, 1] > 0.5, "c", y)
+    bank = PDMClassifier(delta=0.5).fit(X, three).learner_
+    assert bank.buffer.max_examples == 50
+    with pytest.raises(ValueError, match=r"buffer_size=10 \(they need 50"):
+        PDMClassifier(buffer_size=10).fit(X, y)
