@@ -376,8 +376,23 @@ def serve(
             "Replay while the source is idle: on, or off for reproducible runs.", "idle_replay"
         ),
     ] = "on",
-    replay_every: ReplayEvery = 10_000,
+    replay_every: Annotated[
+        int | None,
+        _option(
+            "Replay after every K new examples, a schedule of counts (0: never); by "
+            "default the daemon replays in the time ingestion leaves (--replay-share).",
+            "replay_every",
+        ),
+    ] = None,
     replay_passes: ReplayPasses = 1,
+    replay_share: Annotated[
+        float,
+        _option(
+            "Share of the time spent replaying while behind the stream (none while the "
+            "lag grows); all idle time once caught up.",
+            "replay_share",
+        ),
+    ] = 0.2,
     max_features: MaxFeatures = DEFAULT_MAX_FEATURES,
     one_vs_rest: OneVsRest = False,
     max_labels: MaxLabels = DEFAULT_MAX_LABELS,
@@ -402,7 +417,10 @@ def serve(
         if idle_replay not in ("on", "off"):
             raise InvalidParameterError(f"--idle-replay must be on or off, got {idle_replay!r}")
         settings = DaemonSettings(
-            replay=ReplaySchedule(every=replay_every, passes=replay_passes),
+            replay=None
+            if replay_every is None
+            else ReplaySchedule(every=replay_every, passes=replay_passes),
+            replay_share=replay_share,
             checkpoint_every=checkpoint_every,
             checkpoint_interval=_seconds(checkpoint_interval),
             idle_replay=idle_replay == "on",

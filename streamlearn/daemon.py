@@ -3,17 +3,25 @@
 Each turn polls the source for a :class:`MessageBatch` (the messages as columns),
 decodes it at once (one parser call for each run of svmlight messages), predicts the
 unlabelled examples (to the sink, keyed like their message) and learns the labelled
-ones through the count-based replay schedule of ``learn``. Python objects per message
-are made only for the rare paths: predictions, rejected messages, msgpack ones.
+ones. Python objects per message are made only for the rare paths: predictions,
+rejected messages, msgpack ones.
+
+**Ingestion first** (the default, ``replay=None``): every arriving example is learned
+before any replay. While messages keep arriving, replay passes take at most
+``replay_share`` of the wall time, and none while the lag grows
+(:class:`~streamlearn.replay.ReplayPacer`); once the daemon has caught up, its idle time
+is replay time (``idle_replay``), until the window's replay converges. Its lag thus
+stays bounded whenever examples arrive more slowly than it learns them without replay.
+A count-based ``replay`` schedule (replay after every ``every`` examples, as ``learn``
+does) makes the model a function of the input alone, for reproducible runs; with
+``idle_replay`` off too, it does not depend on arrival timing at all.
 
 Every ``checkpoint_every`` examples or ``checkpoint_interval`` seconds (or on request)
 it writes a checkpoint holding the learner, its buffer and the source positions,
 and only then commits those positions to the source. On start it restores the newest
 readable checkpoint and seeks the source to its positions, so a crash loses nothing and
 learns nothing twice; it refuses to start when checkpoints exist but none can be read,
-or when they hold positions in another stream (another topic). When the source is idle
-it may replay towards convergence (``idle_replay``), which makes the model depend on
-arrival timing.
+or when they hold positions in another stream (another topic).
 
 **Decoding ahead** (``decode_ahead``, on by default): a poll's messages are decoded on a
 worker thread while the main thread learns the poll before, so parsing and learning
@@ -41,7 +49,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -61,7 +69,7 @@ from streamlearn.config import (
 from streamlearn.errors import CheckpointError, InvalidParameterError, StateError
 from streamlearn.learn import Examples, Model, ModelLimits
 from streamlearn.parse import ParsedRows, Rejected
-from streamlearn.replay import ReplaySchedule
+from streamlearn.replay import ReplayPacer, ReplaySchedule
 from streamlearn.sources.base import MessageBatch, Positions, Sink, Source
 
 log = logging.getLogger("streamlearn.daemon")
@@ -70,6 +78,8 @@ DAEMON_KIND = "streamlearn.daemon"
 SINKS = {"predictions": "prediction", "dead_letters": "dead letter"}
 #: undelivered messages logged one by one at each report (the rest are only counted)
 SHOWN_UNDELIVERED = 5
+#: learning a batch without replay (the daemon paces replay itself)
+NO_REPLAY = ReplaySchedule(every=0)
 
 
 #: per message of a decoded batch, the number of its first line (asked only when needed)
@@ -83,6 +93,7 @@ class Observer(Protocol):
     def count_rejected(self, reason: str, n: int) -> None: ...
     def count_progressive(self, correct: int, mistakes: int) -> None: ...
     def observe_learn_batch(self, seconds: float) -> None: ...
+    def observe_replay(self, seconds: float) -> None: ...
     def observe_checkpoint(self, seconds: float, size_bytes: int, when: float) -> None: ...
     def count_undelivered(self, sink: str, n: int) -> None: ...
     def set_lag(self, lag: Mapping[int, int]) -> None: ...
@@ -104,6 +115,9 @@ class _Silent:
     def observe_learn_batch(self, seconds: float) -> None:
         pass
 
+    def observe_replay(self, seconds: float) -> None:
+        pass
+
     def observe_checkpoint(self, seconds: float, size_bytes: int, when: float) -> None:
         pass
 
@@ -121,7 +135,12 @@ class _Silent:
 class DaemonSettings:
     """How the loop paces itself (the learner and the source are given separately)."""
 
-    replay: ReplaySchedule = field(default_factory=ReplaySchedule)
+    #: a count-based replay schedule (deterministic: replays after every ``every``
+    #: examples); None (default) replays in the time ingestion leaves: ``replay_share`` of
+    #: the time while behind the stream and not falling further behind, all idle time
+    #: (with ``idle_replay``) once caught up
+    replay: ReplaySchedule | None = None
+    replay_share: float = 0.2
     checkpoint_every: int = 100_000
     checkpoint_interval: float = 30.0
     idle_replay: bool = True
@@ -149,6 +168,10 @@ class DaemonSettings:
     def __post_init__(self) -> None:
         check_max_labels(self.max_labels)
         check_max_weights(self.max_weights)
+        if not 0.0 <= self.replay_share < 1.0:  # NaN too
+            raise InvalidParameterError(
+                f"--replay-share must be in [0, 1), got {self.replay_share!r}"
+            )
         if isinstance(self.checkpoint_every, bool) or not (
             isinstance(self.checkpoint_every, int) and self.checkpoint_every >= 1
         ):
@@ -226,6 +249,7 @@ class Daemon:
         self._presented_seen = 0
         self._summary_clock = -float("inf")
         self._summary_every = settings.summary_interval
+        self._pacer = ReplayPacer(settings.replay_share)
         #: the learner's summary as of the last snapshot (read by the metrics thread)
         self.snapshot: dict[str, Any] | None = None
 
@@ -325,6 +349,7 @@ class Daemon:
             # with a batch in flight, only take what has already arrived
             timeout = 0.0 if in_flight is not None else self.settings.poll_timeout
             messages = self.source.poll(timeout, self.settings.max_messages)
+            behind = bool(len(messages))
             if len(messages) and worker is not None:
                 polled = _InFlight(
                     messages, worker.submit(self._decoded, messages), self.source.position()
@@ -340,16 +365,35 @@ class Daemon:
             elif self.source.exhausted():
                 break
             elif self.settings.idle_replay and not self.learner.converged:
-                self.learner.replay(max_passes=1)
+                self._replay_pass()
+            lag = self.source.lag()
+            self._pace_replay(behind, lag)
             self._report_undelivered()
             self.observer.set_ready(self.ready())
-            self.observer.set_lag(self.source.lag())
+            self.observer.set_lag(lag)
             if self._checkpoint_due():
                 self._checkpoint_or_carry_on()
             if self.clock() - self._summary_clock >= self._summary_every:
                 self.take_snapshot()
         if in_flight is not None:  # stopped: the polled batch is learned before the end
             self._finish(in_flight)
+
+    def _pace_replay(self, behind: bool, lag: Mapping[int, int]) -> None:
+        """Without a count-based schedule: while behind the stream, a replay pass when
+        the pacer allows one (see :class:`~streamlearn.replay.ReplayPacer`)."""
+        if self.settings.replay is not None:
+            return
+        self._pacer.tick(self.clock(), sum(lag.values()) if lag else None)
+        if behind and not self.learner.converged and self._pacer.may_replay():
+            self._pacer.spent(self._replay_pass())
+
+    def _replay_pass(self) -> float:
+        """One replay pass; returns (and reports) the seconds it took."""
+        started = self.clock()
+        self.learner.replay(max_passes=1)
+        seconds = self.clock() - started
+        self.observer.observe_replay(seconds)
+        return seconds
 
     def _finish(self, in_flight: _InFlight) -> None:
         self._apply(in_flight.messages, in_flight.decoded.result(), in_flight.positions)
@@ -398,7 +442,7 @@ class Daemon:
             return
         started = self.clock()
         self.stream_examples = self.learner.learn_on_schedule(
-            batch, self.settings.replay, self.stream_examples
+            batch, self.settings.replay or NO_REPLAY, self.stream_examples
         )
         self.observer.observe_learn_batch(self.clock() - started)
         self.observer.count_examples("learned", batch.n_examples)

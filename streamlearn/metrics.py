@@ -332,6 +332,11 @@ class DaemonMetrics:
             buckets=LEARN_BUCKETS,
             registry=registry,
         )
+        self._replay_seconds = Counter(
+            "streamlearn_replay_seconds",
+            "Seconds spent in replay passes (its rate is the share of time replaying).",
+            registry=registry,
+        )
         self._checkpoints = Counter(
             "streamlearn_checkpoints", "Checkpoints written.", registry=registry
         )
@@ -388,6 +393,10 @@ class DaemonMetrics:
     def observe_learn_batch(self, seconds: float) -> None:
         """Record the duration of one learn call."""
         self._learn_seconds.observe(seconds)
+
+    def observe_replay(self, seconds: float) -> None:
+        """A replay pass took ``seconds``."""
+        self._replay_seconds.inc(seconds)
 
     def observe_checkpoint(self, seconds: float, size_bytes: int, when: float) -> None:
         """Record a checkpoint written at ``when`` (seconds since the epoch)."""

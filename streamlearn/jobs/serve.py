@@ -32,6 +32,7 @@ from streamlearn.learn import LabelledRows, Model
 from streamlearn.metrics import DaemonMetrics, new_registry
 from streamlearn.parse import ParsedRows
 from streamlearn.parse.messages import MessageDecoder, decode_message
+from streamlearn.replay import ReplaySchedule
 from streamlearn.sources.base import Message, MessageBatch, Sink, Source
 from streamlearn.sources.stdin import StdinSource
 from streamlearn.sources.stdout import StdoutSink
@@ -246,7 +247,7 @@ def warm_up(spec: LearnerSpec | ModelSpec) -> None:
     labels = (np.array([0, 1, 2]), np.array([1.0, -1.0]))
     if model.one_vs_rest:
         labels = (np.array([0, 1, 3]), np.array([1.0, 1.0, 2.0]))
-    built.learn_on_schedule(LabelledRows(*X, *labels), DaemonSettings().replay, 0)
+    built.learn_on_schedule(LabelledRows(*X, *labels), ReplaySchedule(every=1), 0)
     built.replay(max_passes=2)
     built.summary()
     built.answers(X)

@@ -1,0 +1,100 @@
+"""Ingestion first: without a count-based schedule the daemon replays only in the time
+that learning the stream leaves (``replay_share`` while behind, none while the lag
+grows), and all of its idle time once caught up."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from memory_source import MemorySource
+from test_daemon import decode, messages
+
+from streamlearn.config import LearnerSpec
+from streamlearn.daemon import Daemon, DaemonSettings
+from streamlearn.sources.base import MessageBatch, Positions
+
+
+class Replays:
+    """An observer that counts replay passes (and ignores everything else)."""
+
+    def __init__(self) -> None:
+        self.passes = 0
+
+    def observe_replay(self, seconds: float) -> None:
+        self.passes += 1
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: None
+
+
+def run(source: MemorySource, share: float, idle: bool = False) -> tuple[Daemon, Replays]:
+    ticks = itertools.count()
+    replays = Replays()
+    settings = DaemonSettings(
+        replay_share=share, idle_replay=idle, checkpoint_every=10**9, checkpoint_interval=1e9
+    )
+    daemon = Daemon(
+        LearnerSpec.from_options("pdm", {"eps": 0.01, "delta": "0.5"}), source, decode=decode,
+        settings=settings, observer=replays, clock=lambda: next(ticks) * 0.05,
+    )  # fmt: skip
+    daemon.run()
+    return daemon, replays
+
+
+def test_behind_the_stream_it_replays_a_share_of_the_time() -> None:
+    values = messages(60, 5, seed=1)
+    daemon, replays = run(MemorySource({0: values}), share=0.3)
+    assert daemon.stream_examples == 300
+    assert replays.passes > 0
+
+
+def test_without_a_share_it_only_learns() -> None:
+    daemon, replays = run(MemorySource({0: messages(60, 5, seed=1)}), share=0.0)
+    assert daemon.stream_examples == 300 and replays.passes == 0
+    assert daemon.learner.summary()["passes"] == 0
+
+
+class Flooding(MemorySource):
+    """A source whose backlog grows at every poll, as under an input faster than the
+    daemon: its lag counts messages produced beyond those polled."""
+
+    def __init__(self, values: list[bytes]) -> None:
+        super().__init__({0: values}, per_poll=2)
+        self.polls = 0
+
+    def poll(self, timeout: float, max_messages: int) -> MessageBatch:
+        self.polls += 1
+        return super().poll(timeout, max_messages)
+
+    def lag(self) -> Positions:
+        return {0: 10 * self.polls}
+
+
+def test_no_replay_while_the_lag_grows() -> None:
+    daemon, replays = run(Flooding(messages(60, 5, seed=2)), share=0.9)
+    assert daemon.stream_examples == 300 and replays.passes == 0
+
+
+class Pausing(MemorySource):
+    """A source that pauses (polls with nothing) for a while before ending."""
+
+    def __init__(self, values: list[bytes], pause: int) -> None:
+        super().__init__({0: values})
+        self.pause = pause
+
+    def poll(self, timeout: float, max_messages: int) -> MessageBatch:
+        batch = super().poll(timeout, max_messages)
+        if not len(batch) and self.pause:
+            self.pause -= 1
+        return batch
+
+    def exhausted(self) -> bool:
+        return super().exhausted() and self.pause == 0
+
+
+def test_once_caught_up_idle_time_replays_until_converged() -> None:
+    daemon, replays = run(Pausing(messages(40, 5, seed=3), pause=200), share=0.0, idle=True)
+    summary = daemon.learner.summary()
+    assert summary["converged"] and summary["certified_gap"] <= 0.01
+    assert 0 < replays.passes == summary["passes"] < 200
