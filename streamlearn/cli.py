@@ -30,7 +30,13 @@ from streamlearn.config import (
 )
 from streamlearn.errors import BadLineError, InvalidParameterError, StreamlearnError
 from streamlearn.jobs.learn import LearnReport, load_model, run_learn
-from streamlearn.jobs.model import describe, evaluate, export_weights, predict_lines
+from streamlearn.jobs.model import (
+    describe,
+    evaluate,
+    export_buffer,
+    export_weights,
+    predict_lines,
+)
 from streamlearn.jobs.rejects import RejectLog
 from streamlearn.learn import LEARNERS, LearnerTable
 from streamlearn.learn.params import COMMON_PARAMS
@@ -514,14 +520,26 @@ def inspect(
     export_weights_to: Annotated[
         Path | None, typer.Option("--export-weights", help="Save coef_ as a .npy file.")
     ] = None,
+    export_buffer_to: Annotated[
+        Path | None,
+        typer.Option(
+            "--export-buffer",
+            help="Write the replay buffer (the examples the certificate is about) as "
+            "svmlight, oldest first.",
+        ),
+    ] = None,
 ) -> None:
     """Algorithm, parameters, margins and sizes of a model file."""
     with _errors_to_exit_codes():
         details = describe(str(model), learners)
-        if export_weights_to is not None:
+        if export_weights_to is not None or export_buffer_to is not None:
             learner, _ = load_model(str(model), learners)
-            export_weights(learner, str(export_weights_to))
-            details["exported_weights"] = str(export_weights_to)
+            if export_weights_to is not None:
+                export_weights(learner, str(export_weights_to))
+                details["exported_weights"] = str(export_weights_to)
+            if export_buffer_to is not None:
+                details["exported_buffer_examples"] = export_buffer(learner, str(export_buffer_to))
+                details["exported_buffer"] = str(export_buffer_to)
         _print_report(details, as_json)
 
 

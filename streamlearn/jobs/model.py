@@ -14,7 +14,8 @@ from streamlearn.checkpoint.store import read_checkpoint
 from streamlearn.errors import InvalidParameterError
 from streamlearn.jobs.learn import load_model
 from streamlearn.jobs.rejects import RejectLog
-from streamlearn.learn import LEARNERS, LearnerTable, Model
+from streamlearn.learn import LEARNERS, LabelledRows, LearnerTable, Model
+from streamlearn.learn.bank_answers import label_text
 from streamlearn.parse import ParsedRows, SvmlightParser
 from streamlearn.sources import InputStream
 
@@ -75,6 +76,36 @@ def export_weights(learner: Model, path: str) -> None:
     ``label_values``)."""
     with open(path, "wb") as file:  # np.save on a name would add ".npy" to it
         np.save(file, learner.exported_weights())
+
+
+def export_buffer(learner: Model, path: str) -> int:
+    """Write the examples of the model's replay buffer, oldest first, as svmlight lines
+    (1-based indices, each value's shortest exact repr; a bank's label sets as ``3,7``):
+    the window its certificate is about, for an independent solver to check. Returns how
+    many examples were written."""
+    rows = learner.buffer_rows()
+    with open(path, "w", encoding="utf-8") as file:
+        for line in svmlight_lines(rows):
+            file.write(line + "\n")
+    return rows.n_examples
+
+
+def svmlight_lines(rows: LabelledRows) -> Iterator[str]:
+    """One svmlight line per row (labels as the input wrote them, ``3`` not ``3.0``).
+
+    >>> rows = LabelledRows(np.array([0, 2]), np.array([0, 4], dtype=np.int32),
+    ...                     np.array([0.5, 2.0]), np.array([0, 1]), np.array([-1.0]))
+    >>> list(svmlight_lines(rows))
+    ['-1 1:0.5 5:2.0']
+    """
+    for i in range(rows.n_examples):
+        labels = ",".join(label_text(v) for v in rows.label_set(i).tolist())
+        lo, hi = int(rows.indptr[i]), int(rows.indptr[i + 1])
+        features = " ".join(
+            f"{j + 1}:{v!r}"
+            for j, v in zip(rows.indices[lo:hi].tolist(), rows.values[lo:hi].tolist(), strict=True)
+        )
+        yield " ".join(part for part in (labels, features) if part)
 
 
 def _parsed(inputs: InputStream) -> Iterator[ParsedRows]:

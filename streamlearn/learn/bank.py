@@ -740,6 +740,19 @@ class ModelBank:
         """One row of weights per label id."""
         return bank_answers.bank_weights(self)
 
+    def buffer_rows(self) -> LabelledRows:
+        """The buffered examples, oldest first, each with its label set: the label values
+        whose learners take it as a positive."""
+        feats = self._buffer.features
+        held = feats.examples()
+        positive = self._buffer.signs[: self.n_labels][:, feats.live_slots()] > 0
+        counts = positive.sum(axis=0)
+        label_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        labels = np.concatenate(
+            [self.labels_[positive[:, i]] for i in range(held.n_examples)] or [np.zeros(0)]
+        )
+        return LabelledRows(held.indptr, held.indices, held.values, label_ptr, labels)
+
     def describe(self) -> dict[str, Any]:
         """What ``inspect`` shows of a bank."""
         return bank_answers.describe_bank(self)

@@ -527,6 +527,14 @@ class LinearLearner:
         """``coef_``."""
         return self.coef_
 
+    def buffer_rows(self) -> LabelledRows:
+        """The buffered examples, oldest first, each with its label +1 or -1."""
+        held = self.state.buffer.examples()
+        singletons = np.arange(held.n_examples + 1, dtype=np.int64)
+        return LabelledRows(
+            held.indptr, held.indices, held.values, singletons, held.labels.astype(np.float64)
+        )
+
     def describe(self) -> dict[str, Any]:
         """What ``inspect`` shows: algorithm, parameters, Delta, intercept and the summary."""
         summary = self.summary()

@@ -150,6 +150,11 @@ class Model(Protocol):
         """Figures of the model on labelled rows (rejected rows go to ``on_rejected``)."""
         ...
 
+    def buffer_rows(self) -> LabelledRows:
+        """The examples of the replay buffer, oldest first, with their labels (a binary
+        model's +1/-1; a bank's label sets)."""
+        ...
+
     def exported_weights(self) -> npt.NDArray[np.float64]:
         """``coef_`` (binary), or one row of weights per label id (bank)."""
         ...

@@ -480,3 +480,32 @@ def test_learn_warns_when_the_input_outgrows_the_buffer(train_file: Path) -> Non
     assert "the model and its certificate are about the last 5 examples" in result.stderr
     quiet = runner.invoke(app, ["learn", "--quiet", str(train_file)])
     assert "warning" not in quiet.stderr
+
+
+def test_the_exported_window_confirms_the_certificate(train_file: Path, tmp_path: Path) -> None:
+    """inspect --export-buffer writes the window; an independent solver (LIBLINEAR) on it
+    finds a maximum margin within the certificate: at most the bound, and the model's
+    margin at least (1 - gap) of it."""
+    import sys
+
+    from sklearn.datasets import load_svmlight_file
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learn"))
+    from solvers import liblinear_reference
+
+    model, window = tmp_path / "m.ckpt", tmp_path / "window.svm"
+    learned = learn_json(
+        str(train_file), "--buffer-size", "150", "--delta", "0.5", "--eps", "0.02",
+        "--model", str(model),
+    )  # fmt: skip
+    assert learned["buffer_evicted"] == 250 and learned["certified_gap"] <= 0.02
+    shown = runner.invoke(app, ["inspect", "--json", "--export-buffer", str(window), str(model)])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["exported_buffer_examples"] == 150
+    X, y = load_svmlight_file(str(window), n_features=12)
+    assert X.shape[0] == 150
+    original = [line for line in train_file.read_text().splitlines()][-150:]
+    assert y.tolist() == [float(line.split()[0]) for line in original]
+    reference = liblinear_reference(X, y, rho=1.0, delta=0.5)
+    assert reference.margin <= learned["margin_upper_bound"] * (1 + 1e-9)
+    assert learned["margin_achieved"] >= (1 - learned["certified_gap"]) * reference.margin
