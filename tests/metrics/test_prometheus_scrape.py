@@ -207,10 +207,11 @@ def test_dashboard_is_well_formed() -> None:
     titles = " ".join(panel["title"].lower() for panel in dashboard["panels"])
     for word in ("throughput", "update", "margin", "gap", "accuracy", "buffer", "checkpoint"):
         assert word in titles
-    for word in ("lag", "rejected"):
+    for word in ("lag", "rejected", "replaying"):
         assert word in titles
     names = set(re.findall(r"streamlearn_[a-z_]+", " ".join(dashboard_expressions())))
     assert {"streamlearn_margin_achieved", "streamlearn_margin_upper_bound"} <= names
+    assert {"streamlearn_certified_gap", "streamlearn_replay_seconds_total"} <= names
     assert {"streamlearn_label_certified_gap", "streamlearn_label_updates_total"} <= names
     nested = [panel for row in dashboard["panels"] for panel in row.get("panels", [])]
     ids = [panel["id"] for panel in [*dashboard["panels"], *nested]]
