@@ -33,6 +33,10 @@ RULE_TMARGITRON = 5
 RULE_AMARGITRON = 6
 #: ||a|| - a . y / ||a|| >= eps, convex-combination update. ``rule_params[0] = eps``.
 RULE_KOZINEC = 7
+#: the rules whose threshold is homogeneous of degree one in a (0, beta ||a||,
+#: (1 - eps) ||a||^2 / t): multiplying a, the slack counts and t by one positive factor
+#: changes none of their comparisons, only how much the next unit update weighs
+SCALE_FREE_RULES = (RULE_PERCEPTRON, RULE_PFM, RULE_PDM)
 
 
 @kernel()

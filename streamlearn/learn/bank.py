@@ -94,7 +94,15 @@ from streamlearn.learn.params import (
     STREAM_BUFFER_SIZE,
     finite,
 )
-from streamlearn.learn.state import BETA, SCALE, SQNORM, UPDATES, grown_weights, stopped_by
+from streamlearn.learn.state import (
+    BETA,
+    SCALE,
+    SCALE_DOWN_ABOVE,
+    SQNORM,
+    UPDATES,
+    grown_weights,
+    stopped_by,
+)
 from streamlearn.learn.table import LEARNERS, LearnerTable
 from streamlearn.learn.window import AutoDeltaWindow
 from streamlearn.parse import ParsedRows, Rejected
@@ -506,6 +514,10 @@ class ModelBank:
                     first_candidates, np.zeros((max(signs.shape[1], 1), 1)), forget,
                 )  # fmt: skip
                 first += 1
+        large = self._scalars[: self.n_labels, UPDATES] > SCALE_DOWN_ABOVE
+        for label in np.flatnonzero(large).tolist():
+            self._bind(label)
+            self._learners[label].keep_in_range()
 
     def _example_signs(self, rows: LabelledRows) -> npt.NDArray[np.int8]:
         """+1/-1 per example and label id (every label of the rows is known here)."""

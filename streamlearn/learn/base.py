@@ -28,6 +28,7 @@ from streamlearn._kernels import (
     values_all_one,
 )
 from streamlearn._kernels.engine import STAT_LEVEL1, CompactSet, replay_kernel
+from streamlearn._kernels.rules import SCALE_FREE_RULES
 from streamlearn.errors import (
     DivergenceError,
     InvalidInputError,
@@ -364,6 +365,7 @@ class LinearLearner:
             return True
         level1, level2, level3 = _level_workspaces(slots.shape[0], state.buffer.nnz)
         self._renormalize()
+        self.keep_in_range()
         rule = self._kernel_rule(False, self._buffer_values_all_one(slots))
         events = replay_kernel(rule)(
             slots, state.buffer.arrays(), state.weights, state.scalars, rule,
@@ -400,6 +402,7 @@ class LinearLearner:
         replay = replay_kernel(rule)
         target = self.target_gap()
         for done in range(budget):
+            self.keep_in_range()
             order = slots[pass_permutation(self.seed, state.passes, slots.shape[0])]
             schedule = self._schedule.as_array(first_pass=state.passes == 0)
             events = replay(
@@ -431,6 +434,13 @@ class LinearLearner:
         if self.state.delta is None and self.window.seen > 0:
             batch, self.state.delta = self.window.release()
             self._present_stream(batch)
+
+    def keep_in_range(self) -> None:
+        """Scale the state down when t has grown large, for the rules no common factor
+        changes (see :meth:`LearnerState.scale_down`): on an endless stream t would
+        otherwise overflow."""
+        if self.rule in SCALE_FREE_RULES:
+            self.state.scale_down()
 
     @property
     def _forgets(self) -> bool:
@@ -479,6 +489,7 @@ class LinearLearner:
         state.examples_seen += batch.n_examples
         if (state.updates, state.sqnorm) != before:
             state.converged = False
+        self.keep_in_range()
 
     # -- prediction ----------------------------------------------------------------------
 

@@ -30,11 +30,17 @@ from streamlearn.replay import ReplayBuffer
 
 #: room for weights a new state starts with
 FIRST_WEIGHTS = 16
+#: t above which :meth:`LearnerState.scale_down` scales a state down
+SCALE_DOWN_ABOVE = 2.0**40
+#: the factor it scales by: a power of two, so that every scaled value is exact
+SCALE_DOWN_FACTOR = 2.0**-20
 
 __all__ = [
     "BETA",
     "FIRST_WEIGHTS",
     "SCALE",
+    "SCALE_DOWN_ABOVE",
+    "SCALE_DOWN_FACTOR",
     "SQNORM",
     "UPDATES",
     "LearnerState",
@@ -176,6 +182,33 @@ class LearnerState:
     def reserve_weights(self, n_features: int) -> None:
         """Room for ``n_features`` weights, not counted as learned yet."""
         self.weights = grown_weights(self.weights, n_features)
+
+    def scale_down(self) -> bool:
+        """Multiply w, beta, the slack counts and t by ``SCALE_DOWN_FACTOR`` (and ||a||^2
+        by its square) once t is above ``SCALE_DOWN_ABOVE``; returns whether it did.
+
+        Only for the rules of ``SCALE_FREE_RULES``, which no common factor changes: every
+        margin, ||a|| / t and the certificate stay exactly what they were, since the
+        factor is a power of two. Without it t can grow geometrically on an endless
+        stream under window semantics (each replay after an eviction adds updates in
+        proportion to t) until it overflows.
+
+        >>> state = LearnerState.empty(4, 16, delta=1.0)
+        >>> state.weights[:2] = [3.0, 4.0]; state.scalars[:3] = [1.0, 26.0, 2.0**41]
+        >>> state.scale_down(), state.weights[:2].tolist(), state.updates == 2.0**21
+        (True, [2.86102294921875e-06, 3.814697265625e-06], True)
+        >>> state.scale_down()
+        False
+        """
+        if not self.updates > SCALE_DOWN_ABOVE:
+            return False
+        factor = SCALE_DOWN_FACTOR
+        self.weights *= factor
+        self.buffer.slot_alpha *= factor
+        self.scalars[BETA] *= factor
+        self.scalars[SQNORM] *= factor * factor
+        self.scalars[UPDATES] *= factor
+        return True
 
     def borrow(
         self,

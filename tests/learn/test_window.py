@@ -13,6 +13,7 @@ import pytest
 
 from streamlearn import PAUM, PDM, Kozinec, LinearLearner, ModelBank, Perceptron
 from streamlearn.learn import LEARNERS, learner_from_state
+from streamlearn.learn.state import BETA, SCALE_DOWN_ABOVE, SQNORM, UPDATES
 
 
 def stream(n: int, seed: int, flip: float = 0.1) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
@@ -144,3 +145,40 @@ def test_fit_refuses_a_buffer_set_too_small_naming_the_memory() -> None:
         PDM(buffer_size=100).fit(X, y)
     learner = PDM(buffer_size=100, delta=0.5).learn(X, y)  # a stream may evict
     assert learner.buffer.evicted == 200
+
+
+def test_scaling_down_changes_no_margin_and_no_prediction() -> None:
+    X, y = stream(400, seed=5)
+    learner = PDM(eps=0.05, delta=0.5, buffer_size=100).learn(X, y).replay(max_passes=3)
+    before = learner.summary()
+    scores = learner.decision_function(X)
+    state = learner.state
+    state.scalars[UPDATES] *= 2.0**60  # as if t had grown: scale the whole state up first
+    state.scalars[SQNORM] *= 2.0**120
+    state.weights *= 2.0**60
+    state.scalars[BETA] *= 2.0**60
+    state.buffer.slot_alpha *= 2.0**60
+    while state.scale_down():
+        pass
+    assert state.updates <= SCALE_DOWN_ABOVE
+    after = learner.summary()
+    for key in ("margin_achieved", "margin_upper_bound", "certified_gap"):
+        assert after[key] == before[key], key
+    np.testing.assert_array_equal(np.sign(learner.decision_function(X)), np.sign(scores))
+
+
+def test_t_stays_finite_on_an_endless_stream() -> None:
+    """Each PDM replay after an eviction adds updates in proportion to t, so t grows
+    geometrically under window semantics (unchecked, it overflows within this stream);
+    the scale-free rules scale their state down."""
+    X, y = stream(60_000, seed=6, flip=0.2)
+    learner = PDM(eps=0.05, delta=0.5, buffer_size=1000, seed=0)
+    largest = 0.0
+    for start in range(0, len(y), 100):
+        learner.learn(X[start : start + 100], y[start : start + 100])
+        learner.replay(max_passes=1)
+        largest = max(largest, learner.updates)
+    assert math.isfinite(learner.state.sqnorm)
+    assert largest <= 2.0**42
+    w, beta, _ = buffered_combination(learner)
+    np.testing.assert_allclose(learner.state.weights, w, rtol=1e-6, atol=1e-9 * np.abs(w).max())
