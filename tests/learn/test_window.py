@@ -182,3 +182,4 @@ def test_t_stays_finite_on_an_endless_stream() -> None:
     assert largest <= 2.0**42
     w, beta, _ = buffered_combination(learner)
     np.testing.assert_allclose(learner.state.weights, w, rtol=1e-6, atol=1e-9 * np.abs(w).max())
+    assert math.isclose(learner.state.beta, beta, rel_tol=1e-6, abs_tol=1e-9 * np.abs(w).max())
