@@ -10,8 +10,10 @@ rejected messages, msgpack ones.
 before any replay. While messages keep arriving, replay passes take at most
 ``replay_share`` of the wall time, and none while the lag grows
 (:class:`~streamlearn.replay.ReplayPacer`); once the daemon has caught up, its idle time
-is replay time (``idle_replay``), until the window's replay converges. Its lag thus
-stays bounded whenever examples arrive more slowly than it learns them without replay.
+is replay time (``idle_replay``), until the window's replay converges: while replay is
+due the daemon polls without waiting, and replays whenever nothing has arrived. Its lag
+thus stays bounded whenever examples arrive more slowly than it learns them without
+replay.
 A count-based ``replay`` schedule (replay after every ``every`` examples, as ``learn``
 does) makes the model a function of the input alone, for reproducible runs; with
 ``idle_replay`` off too, it does not depend on arrival timing at all.
@@ -346,8 +348,12 @@ class Daemon:
         the poll before it is learned (at most one batch in flight)."""
         in_flight: _InFlight | None = None
         while not self._stop:
-            # with a batch in flight, only take what has already arrived
-            timeout = 0.0 if in_flight is not None else self.settings.poll_timeout
+            # with a batch in flight, or replay to do while idle, only take what has
+            # already arrived: a steady stream slower than the poll timeout still
+            # leaves its gaps to replay
+            replay_due = self.settings.idle_replay and not self.learner.converged
+            waits = in_flight is None and not replay_due
+            timeout = self.settings.poll_timeout if waits else 0.0
             messages = self.source.poll(timeout, self.settings.max_messages)
             behind = bool(len(messages))
             if len(messages) and worker is not None:

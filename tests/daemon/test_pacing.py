@@ -98,3 +98,25 @@ def test_once_caught_up_idle_time_replays_until_converged() -> None:
     summary = daemon.learner.summary()
     assert summary["converged"] and summary["certified_gap"] <= 0.01
     assert 0 < replays.passes == summary["passes"] < 200
+
+
+class Trickling(MemorySource):
+    """A steady stream slower than the daemon and faster than its poll timeout: a poll
+    that waits always gets a message, one that does not gets one every third time."""
+
+    def __init__(self, values: list[bytes]) -> None:
+        super().__init__({0: values}, per_poll=1)
+        self.polls = 0
+
+    def poll(self, timeout: float, max_messages: int) -> MessageBatch:
+        self.polls += 1
+        if timeout > 0 or self.polls % 3 == 0:
+            return super().poll(timeout, max_messages)
+        return MessageBatch.from_messages([])
+
+
+def test_the_gaps_of_a_steady_stream_are_idle_time() -> None:
+    daemon, replays = run(Trickling(messages(150, 2, seed=4)), share=0.0, idle=True)
+    assert daemon.stream_examples == 300
+    assert replays.passes >= 20
+    assert daemon.learner.summary()["certified_gap"] <= 0.01
