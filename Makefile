@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_river_multiclass.py
 	$(BIN)/python benchmarks/bench_multilabel.py
 	$(BIN)/python benchmarks/bench_serve_kafka.py --replay-every 0
+	$(BIN)/python benchmarks/bench_endless.py --plot benchmarks/endless.png
 
 clean: clean-kernels
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
