@@ -105,7 +105,8 @@ def drift_stream(lines: list[bytes]) -> list[bytes]:
 
 def streamlearn(src: str | None) -> tuple[list[str], dict[str, str]]:
     """The command that runs streamlearn (this checkout's, or the package in ``src``) and
-    its environment."""
+    its environment. Run it with ``cwd=src``: ``python -m`` looks in the working
+    directory first."""
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = src
@@ -152,7 +153,7 @@ def check_window(model: Path, src: str | None = None) -> dict[str, Any]:
         exported = Path(tmp) / "window.svm"
         out = subprocess.run(
             [*command, "inspect", str(model), "--export-buffer", str(exported)],
-            env=env, check=True, capture_output=True, text=True,
+            env=env, cwd=src, check=True, capture_output=True, text=True,
         ).stdout  # fmt: skip
         info = fields(out)
         X, y = read_svmlight(exported, int(info["n_features"]))
@@ -198,7 +199,7 @@ def run_learn(
         done = subprocess.run(
             [*command, "learn", "--algo", "pdm", "--eps", str(EPS), *options,
              "--model", str(model)],
-            stdin=data, env=env, check=True, capture_output=True, text=True,
+            stdin=data, env=env, cwd=src, check=True, capture_output=True, text=True,
         )  # fmt: skip
     seconds = time.perf_counter() - started
     return seconds, fields(done.stdout), done.stderr.strip()
@@ -368,6 +369,19 @@ def daemon(options: list[str], stdin: int | IO[bytes] | None, port: int) -> Iter
 
 def learned(reading: Scrape) -> float:
     return reading.get("streamlearn_examples_total:learned", 0.0)
+
+
+def replay_while_learning(running: Daemon, n: int) -> str:
+    """Replay seconds until the first scrape showing all ``n`` learned, and their share of
+    the time since the first learned example."""
+    first = next((s for s in running.scrapes if learned(s) > 0), None)
+    last = next((s for s in running.scrapes if learned(s) >= n), None)
+    if first is None or last is None or last.at <= first.at:
+        return "replay while learning: not measured"
+    seconds = last.get("streamlearn_replay_seconds_total", 0.0)
+    return (
+        f"replay while learning: {seconds:.2f} s, {seconds / (last.at - first.at):.2f} of the time"
+    )
 
 
 def ingestion(running: Daemon, n: int) -> tuple[float, float]:
@@ -567,7 +581,10 @@ def stdin_run(
         running.process.stdin.flush()
         running.wait("every example learned", lambda s: learned(s) >= n, 600)
         rate, seconds = ingestion(running, n)
-        print(f"standard input, {name}: {n:,} learned in {seconds:.2f} s: {rate:,.0f} examples/s")
+        print(
+            f"standard input, {name}: {n:,} learned in {seconds:.2f} s: {rate:,.0f} examples/s; "
+            + replay_while_learning(running, n)
+        )
         if not options:
             idle(running, n, args)
         running.process.stdin.close()
@@ -580,7 +597,8 @@ def stdin_run(
 def idle(running: Daemon, n: int, args: argparse.Namespace) -> None:
     reading = running.latest()
     gap = reading.get("streamlearn_certified_gap") if reading else math.nan
-    print(f"  certified gap when the last example was learned: {gap:.3f}")
+    shown = f"{gap:.3f}" if math.isfinite(gap) else "none reported yet"
+    print(f"  certified gap when the last example was learned: {shown}")
     took = running.wait("the certified gap", lambda s: certified(s, n), args.idle_timeout)
     if took is not None:
         print(f"  idle replay: certified gap <= {EPS} after {took:.1f} s more")
@@ -640,7 +658,8 @@ def kafka_run(
         )
         print(
             f"Kafka, {name}: {n:,} learned in {seconds:.2f} s: {rate:,.0f} examples/s; "
-            f"largest consumer lag seen {lag:,.0f} messages (the topic was filled beforehand)"
+            f"largest consumer lag seen {lag:,.0f} messages (the topic was filled beforehand); "
+            + replay_while_learning(running, n)
         )
         if not options:
             idle(running, n, args)
@@ -699,12 +718,11 @@ def steady_input(
         )
         per_second = sent / feeding
         print(
-            f"  fed {sent * 100:,} lines in {feeding:.1f} s ({per_second * 100:,.0f} lines/s); "
+            f"  fed {sent:,} messages in {feeding:.1f} s ({per_second * 100:,.0f} lines/s); "
             f"largest consumer lag {lag:,.0f} messages = {lag / per_second:.2f} s of input: "
             + ("bounded" if lag <= per_second * 2 else "NOT bounded by 2 s of input")
         )
-        n = sent * 100
-        idle(running, n, args)
+        idle(running, sum(value.count(b"\n") for value in values[:sent]), args)
 
 
 def main() -> None:
@@ -716,7 +734,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="alternated runs of each")
     parser.add_argument("--baseline-src", help="a checkout whose package learn also runs")
     parser.add_argument("--rate", type=float, default=8000.0, help="serve: lines a second")
-    parser.add_argument("--scrape-interval", type=float, default=0.25, help="seconds")
+    parser.add_argument("--scrape-interval", type=float, default=0.05, help="seconds")
     parser.add_argument("--idle-timeout", type=float, default=300.0, help="seconds")
     parser.add_argument("--reference-points", type=int, default=12)
     parser.add_argument("--plot", default="endless.png", help="serve: PNG file ('' for none)")

@@ -371,7 +371,8 @@ class Daemon:
             elif self.source.exhausted():
                 break
             elif self.settings.idle_replay and not self.learner.converged:
-                self._replay_pass()
+                examples = len(self.learner.buffer)
+                self._pacer.timed(self._replay_pass(), examples)
             lag = self.source.lag()
             self._pace_replay(behind, lag)
             self._report_undelivered()
@@ -390,8 +391,9 @@ class Daemon:
         if self.settings.replay is not None:
             return
         self._pacer.tick(self.clock(), sum(lag.values()) if lag else None)
-        if behind and not self.learner.converged and self._pacer.may_replay():
-            self._pacer.spent(self._replay_pass())
+        examples = len(self.learner.buffer)
+        if behind and not self.learner.converged and self._pacer.may_replay(examples):
+            self._pacer.spent(self._replay_pass(), examples)
 
     def _replay_pass(self) -> float:
         """One replay pass; returns (and reports) the seconds it took."""

@@ -15,7 +15,7 @@ figures evaluate it) is behind these methods.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
@@ -54,6 +54,11 @@ class Model(Protocol):
     @property
     def converged(self) -> bool:
         """Whether the last full replay pass made no update (every learner's)."""
+        ...
+
+    @property
+    def buffer(self) -> Sized:
+        """The replay buffer; its length is the number of examples it holds."""
         ...
 
     @property

@@ -7,15 +7,25 @@ slowly than it learns them without replay. Once it has caught up, all of its idl
 is replay time. The pacer is plain bookkeeping: it is told the time and the lag, it
 never reads a clock.
 
+A pass is not cut short, so the pacer waits until the credit covers what the next pass
+should take: the last pass's duration, scaled by how much the buffer has grown since;
+before any pass has been timed, ``max_credit``.
+
 >>> pacer = ReplayPacer(share=0.25)
 >>> pacer.tick(now=0.0, lag=100); pacer.tick(now=2.0, lag=80)
->>> pacer.may_replay(), pacer.credit
-(True, 0.5)
->>> pacer.spent(0.75); pacer.may_replay()
+>>> pacer.may_replay(examples=1000), pacer.credit  # no pass timed yet: 1 s of credit
+(False, 0.5)
+>>> pacer.tick(now=4.0, lag=60); pacer.may_replay(examples=1000)
+True
+>>> pacer.spent(1.75, examples=1000); pacer.may_replay(examples=1000)
 False
->>> pacer.tick(now=3.0, lag=120)  # falling behind: no time for replay accrues
+>>> pacer.tick(now=5.0, lag=120)  # falling behind: no time for replay accrues
 >>> pacer.credit
--0.25
+-0.75
+>>> pacer.tick(now=14.0, lag=100); pacer.credit  # 1.5 s, capped at the last pass's 1.75 s
+1.5
+>>> pacer.may_replay(examples=800), pacer.may_replay(examples=1000)  # 1.4 s, 1.75 s
+(True, False)
 """
 
 from __future__ import annotations
@@ -28,12 +38,16 @@ from streamlearn.errors import InvalidParameterError
 @dataclass
 class ReplayPacer:
     """Replay time a daemon may take while behind: ``share`` of the time that passes
-    while its lag is not growing (or unknown), at most ``max_credit`` seconds ahead."""
+    while its lag is not growing (or unknown), at most ``max_credit`` seconds ahead (or
+    the last pass's duration, when longer)."""
 
     share: float
     max_credit: float = 1.0
     #: replay seconds allowed now (negative after a pass that took more)
     credit: float = 0.0
+    #: how long the last replay pass took, per buffered example (None before the first)
+    seconds_per_example: float | None = None
+    _next_pass: float = 0.0
     _last_time: float | None = None
     _last_lag: int | None = None
 
@@ -48,14 +62,24 @@ class ReplayPacer:
             growing = lag is not None and self._last_lag is not None and lag > self._last_lag
             if not growing:
                 gained = self.share * max(0.0, now - self._last_time)
-                self.credit = min(self.credit + gained, self.max_credit)
+                cap = max(self.max_credit, self._next_pass)
+                self.credit = min(self.credit + gained, cap)
         self._last_time = now
         self._last_lag = lag
 
-    def may_replay(self) -> bool:
-        """Whether a replay pass fits in the time allowed."""
-        return self.share > 0.0 and self.credit > 0.0
+    def may_replay(self, examples: int) -> bool:
+        """Whether a replay pass over ``examples`` buffered examples fits in the time
+        allowed (as long, per example, as the last pass)."""
+        per_example = self.seconds_per_example
+        self._next_pass = self.max_credit if per_example is None else per_example * examples
+        return self.share > 0.0 and self.credit > 0.0 and self.credit >= self._next_pass
 
-    def spent(self, seconds: float) -> None:
-        """A replay pass took ``seconds``."""
+    def spent(self, seconds: float, examples: int) -> None:
+        """A replay pass over ``examples`` buffered examples took ``seconds`` of the
+        credit."""
         self.credit -= seconds
+        self.timed(seconds, examples)
+
+    def timed(self, seconds: float, examples: int) -> None:
+        """A replay pass over ``examples`` took ``seconds`` outside the credit (idle)."""
+        self.seconds_per_example = seconds / max(examples, 1)
