@@ -146,14 +146,15 @@ def read_svmlight(path: Path, n_features: int) -> tuple[Any, np.ndarray]:
     return X.tocsr(), np.where(y > 0, 1.0, -1.0)
 
 
-def check_window(model: Path, src: str | None = None) -> dict[str, Any]:
-    """Export the model's window and compare its certificate with LIBLINEAR's maximum."""
-    command, env = streamlearn(src)
+def check_window(model: Path) -> dict[str, Any]:
+    """Export the model's window and compare its certificate with LIBLINEAR's maximum
+    (this checkout's ``inspect`` reads the files of earlier versions too)."""
+    command, env = streamlearn(None)
     with tempfile.TemporaryDirectory() as tmp:
         exported = Path(tmp) / "window.svm"
         out = subprocess.run(
             [*command, "inspect", str(model), "--export-buffer", str(exported)],
-            env=env, cwd=src, check=True, capture_output=True, text=True,
+            env=env, check=True, capture_output=True, text=True,
         ).stdout  # fmt: skip
         info = fields(out)
         X, y = read_svmlight(exported, int(info["n_features"]))
@@ -249,7 +250,7 @@ def part_learn(args: argparse.Namespace, tmp: Path) -> None:
                 if repeat == 0:
                     if warning:
                         print(f"  its warning: {warning}")
-                    print("  " + window_line(check_window(model, src)))
+                    print("  " + window_line(check_window(model)))
                     if name == "drift":
                         print(
                             "  accuracy on a9a.test with flipped labels: "
