@@ -557,14 +557,20 @@ def replay_pass(
 ) -> int:
     """One full epoch over the buffer slots in ``order``, then its active-set rounds.
 
-    ``schedule`` is float64 ``[use_active_sets, c1, c2, nep1, nep2, nep3, shrink]``. The
-    full epoch collects level 1 (factor c1); each cycle over level 1 collects level 2
-    (c2); each cycle over level 2 collects level 3 (factor 1), presented up to nep3
-    times; level 2 is cycled up to nep2 times, level 1 up to nep1 times. A round stops
-    early when it makes no update. With ``shrink``, each cycle over level 3 keeps in it
-    only the examples that were updated. Returns the number of update events of the
-    full epoch: 0 means the buffer has converged. The sizes of the levels as last
+    ``schedule`` is float64 ``[use_active_sets, c1, c2, nep1, nep2, nep3, shrink,
+    continuing]``. The full epoch collects level 1 (factor c1); each cycle over level 1
+    collects level 2 (c2); each cycle over level 2 collects level 3 (factor 1), presented
+    up to nep3 times; level 2 is cycled up to nep2 times, level 1 up to nep1 times. A
+    round stops early when it makes no update. With ``shrink``, each cycle over level 3
+    keeps in it only the examples that were updated. Returns the number of update events
+    of the full epoch: 0 means the buffer has converged. The sizes of the levels as last
     collected go to ``stats[STAT_LEVEL1:STAT_LEVEL3 + 1]`` (0 for a level not reached).
+
+    With ``continuing``, there is no epoch: up to nep1 more rounds go over the level 1
+    that the last call collected (its size read from the stats), and the call returns
+    the update events of the last level-1 cycle (0: level 1 no longer updates). A pass
+    run as an epoch with nep1 = 0 and then one round per call is, bit for bit, the pass
+    of one call; between the calls the caller may look at the certificate.
 
     Workspaces: ``level1``, ``level2`` and ``level3`` are compact sets (see
     :data:`CompactSet`) with room for every example in ``order``. Every cycle reads a
@@ -577,23 +583,31 @@ def replay_pass(
     c1, c2 = schedule[1], schedule[2]
     nep1, nep2, nep3 = int(schedule[3]), int(schedule[4]), int(schedule[5])
     shrink = schedule[6] != 0.0
+    continuing = schedule[7] != 0.0
     # plain bools, not literals: numba compiles a kernel once for every set of argument
     # types, literal values included, and one _cycle_set serving all three levels is as
     # fast as one per level
     no, yes = bool(False), bool(True)  # noqa: UP018
     slot_alpha = buffer[3]
-    gather(order, buffer, level2, rule[5])  # level 2 is free until level 1 is cycled
-    full_events, n1, _ = _cycle_set(
-        level2, order.shape[0], no, level1, use_levels, c1, slot_alpha, w, scalars, rule, stats
-    )
-    stats[STAT_LEVEL1], stats[STAT_LEVEL2], stats[STAT_LEVEL3] = 0, 0, 0
-    if full_events == 0 or not use_levels:
-        return full_events
-    stats[STAT_LEVEL1] = n1
+    full_events = 0
+    if continuing:  # more rounds over the level 1 the last call collected
+        n1 = stats[STAT_LEVEL1]
+    else:
+        gather(order, buffer, level2, rule[5])  # level 2 is free until level 1 is cycled
+        full_events, n1, _ = _cycle_set(
+            level2, order.shape[0], no, level1, use_levels, c1, slot_alpha, w, scalars, rule,
+            stats,
+        )  # fmt: skip
+        stats[STAT_LEVEL1], stats[STAT_LEVEL2], stats[STAT_LEVEL3] = 0, 0, 0
+        if full_events == 0 or not use_levels:
+            return full_events
+        stats[STAT_LEVEL1] = n1
+    round_events = 0
     for _ in range(nep1):
-        events, n2, _ = _cycle_set(
+        round_events, n2, _ = _cycle_set(
             level1, n1, no, level2, yes, c2, slot_alpha, w, scalars, rule, stats
         )
+        events = round_events
         stats[STAT_LEVEL2] = n2
         if events == 0:
             break
@@ -610,7 +624,7 @@ def replay_pass(
                 )
                 if events == 0:
                     break
-    return full_events
+    return round_events if continuing else full_events
 
 
 def replay_kernel(rule: Rule) -> Any:

@@ -397,7 +397,7 @@ class LinearLearner:
             return 0
         multi = self._multiple_updates()
         self._renormalize()
-        level1, level2, level3 = _level_workspaces(slots.shape[0], buf.nnz)
+        levels = _level_workspaces(slots.shape[0], buf.nnz)
         rule = self._kernel_rule(multi, self._buffer_values_all_one(slots))
         replay = replay_kernel(rule)
         target = self.target_gap()
@@ -405,10 +405,7 @@ class LinearLearner:
             self.keep_in_range()
             order = slots[pass_permutation(self.seed, state.passes, slots.shape[0])]
             schedule = self._schedule.as_array(first_pass=state.passes == 0)
-            events = replay(
-                order, buf.arrays(), state.weights, state.scalars, rule, schedule, state.stats,
-                level1, level2, level3,
-            )  # fmt: skip
+            events, certified = self._one_pass(replay, order, rule, schedule, target, levels)
             state.passes += 1
             if not math.isfinite(state.sqnorm):
                 raise DivergenceError(
@@ -418,11 +415,49 @@ class LinearLearner:
             if events == 0:
                 state.converged, state.stopped_by = True, "no update"
                 return done + 1
-            if target is not None and certificate(state, self.rho).gap <= target:
+            if certified or (target is not None and self._certified(target)):
                 state.converged, state.stopped_by = True, "certified gap"
                 return done + 1
             state.converged = False
         return budget
+
+    def _one_pass(
+        self,
+        replay: Any,
+        order: npt.NDArray[np.int64],
+        rule: tuple[Any, ...],
+        schedule: npt.NDArray[np.float64],
+        target: float | None,
+        levels: tuple[CompactSet, CompactSet, CompactSet],
+    ) -> tuple[int, bool]:
+        """One full replay pass: the epoch, then its level-1 rounds one kernel call each,
+        so that a learner with a target gap stops between two rounds once its
+        certificate reaches it. Returns the epoch's update events and whether the
+        certificate stopped the pass."""
+        state = self.state
+        arrays = state.buffer.arrays()
+        epoch = schedule.copy()
+        epoch[3] = 0.0  # no rounds: they follow one call at a time
+        events = replay(
+            order, arrays, state.weights, state.scalars, rule, epoch, state.stats, *levels
+        )
+        if events == 0 or schedule[0] == 0.0:
+            return int(events), False
+        one_round = schedule.copy()
+        one_round[3], one_round[7] = 1.0, 1.0
+        for _ in range(int(schedule[3])):
+            updated = replay(
+                order, arrays, state.weights, state.scalars, rule, one_round, state.stats,
+                *levels,
+            )  # fmt: skip
+            if updated == 0:
+                break
+            if target is not None and self._certified(target):
+                return int(events), True
+        return int(events), False
+
+    def _certified(self, target: float) -> bool:
+        return certificate(self.state, self.rho).gap <= target
 
     def target_gap(self) -> float | None:
         """The certified gap at which replay stops, converged, even while passes still

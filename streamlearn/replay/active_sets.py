@@ -1,7 +1,7 @@
 """The three nested active sets of the PDM paper, as a configurable schedule.
 
 >>> ActiveSetSchedule().as_array(first_pass=True).tolist()
-[1.0, 1.1, 1.1, 9.0, 12.0, 12.0, 0.0]
+[1.0, 1.1, 1.1, 9.0, 12.0, 12.0, 0.0, 0.0]
 """
 
 from __future__ import annotations
@@ -67,10 +67,12 @@ class ActiveSetSchedule:
                 )
 
     def as_array(self, first_pass: bool) -> npt.NDArray[np.float64]:
-        """The kernel's float64 ``[enabled, c1, c2, nep1, nep2, nep3, shrink]``."""
+        """The kernel's float64 ``[enabled, c1, c2, nep1, nep2, nep3, shrink,
+        continuing]`` for a whole pass (``continuing`` 0, see
+        :func:`~streamlearn._kernels.engine.replay_pass`)."""
         c1 = self.c1_first_pass if first_pass else self.c1
         values = [float(self.enabled), c1, self.c2, self.nep1, self.nep2, self.nep3]
-        return np.array([*values, float(self.shrink)], dtype=np.float64)
+        return np.array([*values, float(self.shrink), 0.0], dtype=np.float64)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain values, for state dictionaries."""

@@ -148,15 +148,18 @@ class ReferenceLearner:
         for _ in range(max_passes):
             order = [int(k) for k in pass_permutation(self.seed, self.passes, n)]
             first = self.passes == 0
-            events = self._replay_pass(order, first, multi)
+            events, certified = self._replay_pass(order, first, multi)
             self.passes += 1
             self.converged = events == 0
             if self.converged:
                 break
-            if self.algorithm == "pdm" and self.certified_gap() <= self.params["eps"]:
+            if certified or self._certified():
                 self.converged = True  # PDM also stops once its certificate reaches eps
                 break
         return self
+
+    def _certified(self) -> bool:
+        return self.algorithm == "pdm" and self.certified_gap() <= self.params["eps"]
 
     # -- the certificate ----------------------------------------------------------------
 
@@ -178,13 +181,17 @@ class ReferenceLearner:
 
     # -- one replay pass ----------------------------------------------------------------
 
-    def _replay_pass(self, order: list[int], first_pass: bool, multi: bool) -> int:
+    def _replay_pass(self, order: list[int], first_pass: bool, multi: bool) -> tuple[int, bool]:
+        """The full epoch's update events, and whether PDM's certificate reached eps
+        after one of the level-1 rounds (which ends the pass there)."""
         sched = self.active_sets
         c1 = sched.c1_first_pass if first_pass else sched.c1
         full_events, level1 = self._cycle(order, c1, multi)
         if full_events == 0 or not sched.enabled:
-            return full_events
-        for _ in range(sched.nep1):
+            return full_events, False
+        for round_number in range(sched.nep1):
+            if round_number > 0 and self._certified():
+                return full_events, True
             events, level2 = self._cycle(level1, sched.c2, multi)
             if events == 0:
                 break
@@ -198,7 +205,7 @@ class ReferenceLearner:
                         break
                     if sched.shrink:  # level 3 keeps the examples it just updated
                         level3 = updated
-        return full_events
+        return full_events, False
 
     def _cycle(self, examples: list[int], factor: float, multi: bool) -> tuple[int, list[int]]:
         """Present each example once; return the update events and the collected ones."""
