@@ -143,6 +143,10 @@ class DaemonSettings:
     #: (with ``idle_replay``) once caught up
     replay: ReplaySchedule | None = None
     replay_share: float = 0.2
+    #: seconds after which a replay that timing decides (paced or idle) stops between two
+    #: level-1 rounds of its pass, so that arriving messages wait little longer than this
+    #: and one full epoch over the buffer
+    replay_slice: float = 0.25
     checkpoint_every: int = 100_000
     checkpoint_interval: float = 30.0
     idle_replay: bool = True
@@ -396,9 +400,11 @@ class Daemon:
             self._pacer.spent(self._replay_pass(), examples)
 
     def _replay_pass(self) -> float:
-        """One replay pass; returns (and reports) the seconds it took."""
+        """One replay pass, cut short after ``replay_slice`` seconds; returns (and
+        reports) the seconds it took."""
         started = self.clock()
-        self.learner.replay(max_passes=1)
+        slice_end = started + self.settings.replay_slice
+        self.learner.replay(max_passes=1, interrupt=lambda: self.clock() >= slice_end)
         seconds = self.clock() - started
         self.observer.observe_replay(seconds)
         return seconds

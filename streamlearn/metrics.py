@@ -6,7 +6,7 @@ The daemon loop counts what the stages return (``count_examples``, ``count_rejec
 Only this module imports prometheus_client.
 
 >>> from prometheus_client import CollectorRegistry
->>> metrics = DaemonMetrics(CollectorRegistry(), state=lambda: {"updates": 3})
+>>> metrics = DaemonMetrics(CollectorRegistry(), state=lambda: {"update_events": 3})
 >>> metrics.count_examples("learned", 5)
 >>> body, content_type = metrics.render()
 >>> b"streamlearn_updates_total 3.0" in body, b'outcome="learned"} 5.0' in body
@@ -171,8 +171,8 @@ def _state_metrics(state: Mapping[str, Any], per_label: bool = False) -> Iterato
         state = bank_view(state)
     yield CounterMetricFamily(
         "streamlearn_updates",
-        "Updates of the weight vector (the learner's t).",
-        value=_number(state.get("updates", 0)),
+        "Update events of the weight vector (a multiple update counts once).",
+        value=_number(state.get("update_events", 0)),
     )
     yield CounterMetricFamily(
         "streamlearn_replay_passes",
@@ -181,14 +181,15 @@ def _state_metrics(state: Mapping[str, Any], per_label: bool = False) -> Iterato
     )
     gauges = (
         ("converged", "1 when the last full pass over the buffer made no update, else 0."),
-        ("margin_achieved", "Margin of the weights on the buffer: min_k a.y_k / ||a||."),
+        ("margin_achieved", "Margin of (w, b) on the buffer, with the best slack coordinates."),
         ("margin_upper_bound", "Upper bound on the maximum margin of the buffer."),
         ("certified_gap", "1 - margin_achieved / margin_upper_bound: relative margin gap."),
         ("weight_norm", "Euclidean norm of the weight vector."),
         ("buffer_examples", "Examples held in the replay buffer."),
         ("buffer_nonzeros", "Nonzero feature values held in the replay buffer."),
+        ("certificate_examples", "Examples learned when the margins and the gap were last taken."),
     )
-    keys = {"buffer_nonzeros": "buffer_nnz"}
+    keys = {"buffer_nonzeros": "buffer_nnz", "certificate_examples": "examples"}
     for name, documentation in gauges:
         yield _gauge(f"streamlearn_{name}", documentation, _number(state.get(keys.get(name, name))))
     active = state.get("active_set_examples")

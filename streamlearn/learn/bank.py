@@ -175,6 +175,8 @@ class ModelBank:
         )
         self._progressive = np.zeros(2, dtype=np.int64)
         self._rules: npt.NDArray[np.float64] | None = None
+        #: the learner an interrupted replay resumes with
+        self._replay_from = 0
 
     # -- what the bank holds -------------------------------------------------------------
 
@@ -333,14 +335,25 @@ class ModelBank:
             self._present(held)
         return self
 
-    def replay(self, max_passes: int | None = None) -> Self:
+    def replay(
+        self, max_passes: int | None = None, interrupt: Callable[[], bool] | None = None
+    ) -> Self:
         """Replay every label's learner (label id order) until a full pass makes no
-        update, at most ``max_passes`` full passes each (default: the base's)."""
+        update, at most ``max_passes`` full passes each (default: the base's).
+
+        ``interrupt`` (see :meth:`LinearLearner.replay`) ends the replay within or after
+        a learner; the next replay starts with the learner after it, so that every
+        label gets its turn."""
         self.flush()
         self._update_tau_pos()
         self._rules = None
-        for learner in self.learners():
-            learner.replay(max_passes)
+        learners = self.learners()
+        for i in range(len(learners)):
+            label = (self._replay_from + i) % len(learners)
+            learners[label].replay(max_passes, interrupt)
+            if interrupt is not None and interrupt():
+                self._replay_from = (label + 1) % len(learners)
+                break
         return self
 
     def epoch_pass(self) -> bool:
@@ -795,6 +808,7 @@ class ModelBank:
             "labels": self.n_labels,
             "examples": self._examples_seen,
             "updates": float(sum(p["updates"] for p in per_label)),
+            "update_events": sum(p["update_events"] for p in per_label),
             "passes": max((p["passes"] for p in per_label), default=0),
             "converged": self.converged,
             "worst_certified_gap": _worst([p["certified_gap"] for p in per_label]),

@@ -337,15 +337,20 @@ class LinearLearner:
         examples came before; returns the new count."""
         return _learn_on_schedule(self, rows, schedule, seen)
 
-    def replay(self, max_passes: int | None = None) -> Self:
+    def replay(
+        self, max_passes: int | None = None, interrupt: Callable[[], bool] | None = None
+    ) -> Self:
         """Cycle the buffer with the active sets until a full pass makes no update.
 
         At most ``max_passes`` full passes (default: the ``max_passes`` parameter);
-        :attr:`converged` says whether the last full pass made no update.
+        :attr:`converged` says whether the last full pass made no update. ``interrupt``,
+        asked between the level-1 rounds of a pass, ends the replay there when it
+        answers True (a daemon bounds the time a replay keeps the stream waiting); the
+        full epoch each pass starts with always runs whole.
         """
         self._flush_pending()
         budget = self.max_passes if max_passes is None else count("max_passes", max_passes)
-        self._run_passes(budget)
+        self._run_passes(budget, interrupt)
         return self
 
     def flush(self) -> Self:
@@ -387,7 +392,7 @@ class LinearLearner:
         self.learn_batch(batch)
         return self.replay()
 
-    def _run_passes(self, budget: int) -> int:
+    def _run_passes(self, budget: int, interrupt: Callable[[], bool] | None = None) -> int:
         """Up to ``budget`` full replay passes; stops at convergence. Returns passes run."""
         state = self.state
         buf = state.buffer
@@ -405,7 +410,9 @@ class LinearLearner:
             self.keep_in_range()
             order = slots[pass_permutation(self.seed, state.passes, slots.shape[0])]
             schedule = self._schedule.as_array(first_pass=state.passes == 0)
-            events, certified = self._one_pass(replay, order, rule, schedule, target, levels)
+            events, certified = self._one_pass(
+                replay, order, rule, schedule, target, levels, interrupt
+            )
             state.passes += 1
             if not math.isfinite(state.sqnorm):
                 raise DivergenceError(
@@ -419,6 +426,8 @@ class LinearLearner:
                 state.converged, state.stopped_by = True, "certified gap"
                 return done + 1
             state.converged = False
+            if interrupt is not None and interrupt():
+                return done + 1
         return budget
 
     def _one_pass(
@@ -429,11 +438,12 @@ class LinearLearner:
         schedule: npt.NDArray[np.float64],
         target: float | None,
         levels: tuple[CompactSet, CompactSet, CompactSet],
+        interrupt: Callable[[], bool] | None,
     ) -> tuple[int, bool]:
         """One full replay pass: the epoch, then its level-1 rounds one kernel call each,
         so that a learner with a target gap stops between two rounds once its
-        certificate reaches it. Returns the epoch's update events and whether the
-        certificate stopped the pass."""
+        certificate reaches it, and ``interrupt`` can end the pass there. Returns the
+        epoch's update events and whether the certificate stopped the pass."""
         state = self.state
         arrays = state.buffer.arrays()
         epoch = schedule.copy()
@@ -454,6 +464,8 @@ class LinearLearner:
                 break
             if target is not None and self._certified(target):
                 return int(events), True
+            if interrupt is not None and interrupt():
+                break
         return int(events), False
 
     def _certified(self, target: float) -> bool:

@@ -106,8 +106,11 @@ class Model(Protocol):
         examples came before; returns the new count."""
         ...
 
-    def replay(self, max_passes: int | None = None) -> Self:
-        """Replay the buffer until a full pass makes no update (at most ``max_passes``)."""
+    def replay(
+        self, max_passes: int | None = None, interrupt: Callable[[], bool] | None = None
+    ) -> Self:
+        """Replay the buffer until a full pass makes no update (at most ``max_passes``);
+        ``interrupt``, asked between the rounds of a pass, ends it early."""
         ...
 
     def flush(self) -> Self:

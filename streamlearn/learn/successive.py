@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 from streamlearn.errors import InvalidParameterError
@@ -42,11 +43,11 @@ class SuccessiveRuns(LinearLearner):
         """The eps of the current run."""
         return eps_schedule(self.eps_start, self.eps, self.succ_eta)[self._stage]
 
-    def _run_passes(self, budget: int) -> int:
+    def _run_passes(self, budget: int, interrupt: Callable[[], bool] | None = None) -> int:
         last = len(eps_schedule(self.eps_start, self.eps, self.succ_eta)) - 1
         used = 0
         while True:
-            used += super()._run_passes(budget - used)
+            used += super()._run_passes(budget - used, interrupt)
             if self.state.stopped_by == "certified gap":  # certified for the final eps
                 self._stage = last
             if not self.state.converged or self._stage == last:
@@ -54,7 +55,7 @@ class SuccessiveRuns(LinearLearner):
             # converged at an intermediate eps: the next run starts from here
             self._stage += 1
             self.state.converged = False
-            if used >= budget:
+            if used >= budget or (interrupt is not None and interrupt()):
                 return used
 
     def summary(self) -> dict[str, Any]:

@@ -27,6 +27,7 @@ def summary(**changes: Any) -> dict[str, Any]:
         "algorithm": "pdm",
         "examples": 0,
         "updates": 0,
+        "update_events": 0,
         "passes": 0,
         "converged": False,
         "margin_achieved": math.nan,
@@ -112,7 +113,9 @@ def test_state_is_read_at_scrape_time(registry: CollectorRegistry) -> None:
     metrics = DaemonMetrics(registry, state=lambda: state)
     assert value(registry, "streamlearn_updates_total") == 0
     state = summary(
-        updates=42,
+        examples=500,
+        updates=42.5,
+        update_events=42,
         passes=3,
         converged=True,
         margin_achieved=0.25,
@@ -132,6 +135,7 @@ def test_state_is_read_at_scrape_time(registry: CollectorRegistry) -> None:
     assert value(registry, "streamlearn_weight_norm") == 2.0
     assert value(registry, "streamlearn_buffer_examples") == 100
     assert value(registry, "streamlearn_buffer_nonzeros") == 1234
+    assert value(registry, "streamlearn_certificate_examples") == 500
     for level, size in (("1", 30), ("2", 20), ("3", 10)):
         assert value(registry, "streamlearn_active_set_examples", level=level) == size
     body, content_type = metrics.render()
@@ -243,7 +247,7 @@ class Flags:
 
 @pytest.fixture
 def served(registry: CollectorRegistry) -> Iterator[tuple[HttpEndpoint, Flags]]:
-    metrics = DaemonMetrics(registry, state=lambda: summary(updates=11))
+    metrics = DaemonMetrics(registry, state=lambda: summary(updates=11, update_events=11))
     metrics.count_examples("learned", 2)
     flags = Flags()
     endpoint = HttpEndpoint(
@@ -344,7 +348,7 @@ def test_a_bank_is_read_through_its_worst_label(registry: CollectorRegistry) -> 
     assert value(registry, "streamlearn_certified_gap") == worst["certified_gap"]
     assert value(registry, "streamlearn_margin_achieved") == worst["margin_achieved"]
     assert value(registry, "streamlearn_margin_upper_bound") == worst["margin_upper_bound"]
-    assert value(registry, "streamlearn_updates_total") == state["updates"]
+    assert value(registry, "streamlearn_updates_total") == state["update_events"]
     norm = math.sqrt(sum(figures["weight_norm"] ** 2 for figures in labels))
     assert value(registry, "streamlearn_weight_norm") == pytest.approx(norm)
     level1 = sum(figures["active_set_examples"][1] for figures in labels)
