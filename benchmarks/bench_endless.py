@@ -716,6 +716,7 @@ def steady_input(
                 if ahead > 0:
                     time.sleep(ahead)
                 if time.perf_counter() - report >= 5.0:
+                    producer.flush()  # "sent" means in the topic: the asked rate may be more
                     report = time.perf_counter()
                     reading = running.latest()
                     lag = (

@@ -256,6 +256,9 @@ class Daemon:
         self._summary_clock = -float("inf")
         self._summary_every = settings.summary_interval
         self._pacer = ReplayPacer(settings.replay_share)
+        #: whether the source had nothing waiting at the last look (unknown lag counts as
+        #: caught up: then only an empty poll tells)
+        self._caught_up = True
         #: the learner's summary as of the last snapshot (read by the metrics thread)
         self.snapshot: dict[str, Any] | None = None
 
@@ -355,7 +358,7 @@ class Daemon:
             # with a batch in flight, or replay to do while idle, only take what has
             # already arrived: a steady stream slower than the poll timeout still
             # leaves its gaps to replay
-            replay_due = self.settings.idle_replay and not self.learner.converged
+            replay_due = self._idle_replay_due()
             waits = in_flight is None and not replay_due
             timeout = self.settings.poll_timeout if waits else 0.0
             messages = self.source.poll(timeout, self.settings.max_messages)
@@ -374,10 +377,11 @@ class Daemon:
                 in_flight = None
             elif self.source.exhausted():
                 break
-            elif self.settings.idle_replay and not self.learner.converged:
+            elif self._idle_replay_due():
                 examples = len(self.learner.buffer)
                 self._pacer.timed(self._replay_pass(), examples)
             lag = self.source.lag()
+            self._caught_up = not any(lag.values())
             self._pace_replay(behind, lag)
             self._report_undelivered()
             self.observer.set_ready(self.ready())
@@ -389,12 +393,24 @@ class Daemon:
         if in_flight is not None:  # stopped: the polled batch is learned before the end
             self._finish(in_flight)
 
+    def _idle_replay_due(self) -> bool:
+        """Whether an empty poll means idle time to replay in: the window has not
+        converged, and the source has nothing waiting (an empty poll while messages wait
+        is a fetch still under way, not idle time)."""
+        learner = self.learner
+        return (
+            self.settings.idle_replay
+            and self._caught_up
+            and len(learner.buffer) > 0
+            and not learner.converged
+        )
+
     def _pace_replay(self, behind: bool, lag: Mapping[int, int]) -> None:
         """Without a count-based schedule: while behind the stream, a replay pass when
         the pacer allows one (see :class:`~streamlearn.replay.ReplayPacer`)."""
         if self.settings.replay is not None:
             return
-        self._pacer.tick(self.clock(), sum(lag.values()) if lag else None)
+        self._pacer.tick(self.clock(), sum(lag.values()) if lag else None, behind)
         examples = len(self.learner.buffer)
         if behind and not self.learner.converged and self._pacer.may_replay(examples):
             self._pacer.spent(self._replay_pass(), examples)

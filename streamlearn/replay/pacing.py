@@ -3,13 +3,13 @@
 A daemon learns every arriving example first. While messages keep arriving it may spend
 a ``share`` of the wall time on replay passes, and only while it is not falling further
 behind (its lag is not growing): so its lag stays bounded whenever examples arrive more
-slowly than it learns them without replay. Once it has caught up, all of its idle time
-is replay time. The pacer is plain bookkeeping: it is told the time and the lag, it
-never reads a clock.
+slowly than it learns them without replay. Only the time spent behind the stream counts:
+idle time is replay time already, and is not banked for the next burst. The pacer is
+plain bookkeeping: it is told the time and the lag, it never reads a clock.
 
-A pass is not cut short, so the pacer waits until the credit covers what the next pass
-should take: the last pass's duration, scaled by how much the buffer has grown since;
-before any pass has been timed, ``max_credit``.
+The pacer waits until the credit covers what the next pass should take: the last pass's
+duration (a pass the daemon cut short counts as a whole one), scaled by how much the
+buffer has grown since; before any pass has been timed, ``max_credit``.
 
 >>> pacer = ReplayPacer(share=0.25)
 >>> pacer.tick(now=0.0, lag=100); pacer.tick(now=2.0, lag=80)
@@ -23,6 +23,8 @@ False
 >>> pacer.credit
 -0.75
 >>> pacer.tick(now=14.0, lag=100); pacer.credit  # 1.5 s, capped at the last pass's 1.75 s
+1.5
+>>> pacer.tick(now=20.0, lag=0, behind=False); pacer.credit  # idle: nothing accrues
 1.5
 >>> pacer.may_replay(examples=800), pacer.may_replay(examples=1000)  # 1.4 s, 1.75 s
 (True, False)
@@ -55,12 +57,13 @@ class ReplayPacer:
         if not 0.0 <= self.share < 1.0:
             raise InvalidParameterError(f"the replay share must be in [0, 1), got {self.share!r}")
 
-    def tick(self, now: float, lag: int | None) -> None:
+    def tick(self, now: float, lag: int | None, behind: bool = True) -> None:
         """Account the time since the last tick; ``lag`` is how many messages are
-        waiting (None when the source cannot tell)."""
+        waiting (None when the source cannot tell), ``behind`` whether messages arrived
+        since the last tick."""
         if self._last_time is not None:
             growing = lag is not None and self._last_lag is not None and lag > self._last_lag
-            if not growing:
+            if behind and not growing:
                 gained = self.share * max(0.0, now - self._last_time)
                 cap = max(self.max_credit, self._next_pass)
                 self.credit = min(self.credit + gained, cap)

@@ -114,9 +114,60 @@ class Trickling(MemorySource):
             return super().poll(timeout, max_messages)
         return MessageBatch.from_messages([])
 
+    def lag(self) -> Positions:
+        return {0: 0}  # each message arrives when polled: none waits
+
 
 def test_the_gaps_of_a_steady_stream_are_idle_time() -> None:
     daemon, replays = run(Trickling(messages(150, 2, seed=4)), share=0.0, idle=True)
     assert daemon.stream_examples == 300
     assert replays.passes >= 20
     assert daemon.learner.summary()["certified_gap"] <= 0.01
+
+
+class Fetching(MemorySource):
+    """A backlog behind a fetch that is not always back: every other poll is empty
+    although messages wait (as kafka-python's is while its fetch is under way)."""
+
+    def __init__(self, values: list[bytes]) -> None:
+        super().__init__({0: values}, per_poll=1)
+        self.polls = 0
+
+    def poll(self, timeout: float, max_messages: int) -> MessageBatch:
+        self.polls += 1
+        if self.polls % 2:
+            return MessageBatch.from_messages([])
+        return super().poll(timeout, max_messages)
+
+
+def test_an_empty_poll_while_messages_wait_is_not_idle_time() -> None:
+    source = Fetching(messages(100, 3, seed=5))
+    daemon, replays = run(source, share=0.0, idle=True)
+    assert daemon.stream_examples == 300 and replays.passes == 0
+    assert source.polls >= 200
+
+
+class Late(MemorySource):
+    """A burst that arrives after ``pause`` empty polls with nothing waiting."""
+
+    def __init__(self, values: list[bytes], pause: int) -> None:
+        super().__init__({0: values}, per_poll=2)
+        self.pause = pause
+
+    def poll(self, timeout: float, max_messages: int) -> MessageBatch:
+        if self.pause:
+            self.pause -= 1
+            return MessageBatch.from_messages([])
+        return super().poll(timeout, max_messages)
+
+    def lag(self) -> Positions:
+        return {0: 0} if self.pause else super().lag()
+
+
+def test_idle_time_is_not_banked_for_the_next_burst() -> None:
+    counts = []
+    for pause in (0, 400):
+        daemon, replays = run(Late(messages(60, 5, seed=6), pause), share=0.3)
+        assert daemon.stream_examples == 300
+        counts.append(replays.passes)
+    assert counts[0] == counts[1]
