@@ -255,7 +255,7 @@ class Daemon:
         self._presented_seen = 0
         self._summary_clock = -float("inf")
         self._summary_every = settings.summary_interval
-        self._pacer = ReplayPacer(settings.replay_share)
+        self._pacer = ReplayPacer(settings.replay_share, pass_limit=settings.replay_slice)
         #: whether the source had nothing waiting at the last look (unknown lag counts as
         #: caught up: then only an empty poll tells)
         self._caught_up = True

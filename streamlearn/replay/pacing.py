@@ -9,7 +9,8 @@ plain bookkeeping: it is told the time and the lag, it never reads a clock.
 
 The pacer waits until the credit covers what the next pass should take: the last pass's
 duration (a pass the daemon cut short counts as a whole one), scaled by how much the
-buffer has grown since; before any pass has been timed, ``max_credit``.
+buffer has grown since; before any pass has been timed, ``max_credit``; never more than
+``pass_limit``, when passes are cut short after that long.
 
 >>> pacer = ReplayPacer(share=0.25)
 >>> pacer.tick(now=0.0, lag=100); pacer.tick(now=2.0, lag=80)
@@ -26,6 +27,9 @@ False
 1.5
 >>> pacer.tick(now=20.0, lag=0, behind=False); pacer.credit  # idle: nothing accrues
 1.5
+>>> cut = ReplayPacer(share=0.25, pass_limit=0.25)  # passes cut short after 0.25 s
+>>> cut.tick(now=0.0, lag=100); cut.tick(now=1.0, lag=90); cut.may_replay(examples=1000)
+True
 >>> pacer.may_replay(examples=800), pacer.may_replay(examples=1000)  # 1.4 s, 1.75 s
 (True, False)
 """
@@ -45,6 +49,8 @@ class ReplayPacer:
 
     share: float
     max_credit: float = 1.0
+    #: seconds after which the daemon cuts a pass short (None: passes run whole)
+    pass_limit: float | None = None
     #: replay seconds allowed now (negative after a pass that took more)
     credit: float = 0.0
     #: how long the last replay pass took, per buffered example (None before the first)
@@ -74,7 +80,8 @@ class ReplayPacer:
         """Whether a replay pass over ``examples`` buffered examples fits in the time
         allowed (as long, per example, as the last pass)."""
         per_example = self.seconds_per_example
-        self._next_pass = self.max_credit if per_example is None else per_example * examples
+        estimate = self.max_credit if per_example is None else per_example * examples
+        self._next_pass = estimate if self.pass_limit is None else min(estimate, self.pass_limit)
         return self.share > 0.0 and self.credit > 0.0 and self.credit >= self._next_pass
 
     def spent(self, seconds: float, examples: int) -> None:
