@@ -1,9 +1,10 @@
 """``streamlearn serve``: the long-running loop that learns from a stream of messages.
 
 Each turn polls the source for a :class:`MessageBatch` (the messages as columns),
-decodes it at once (one parser call for each run of svmlight messages), predicts the
-unlabelled examples (to the sink, keyed like their message) and learns the labelled
-ones. Python objects per message are made only for the rare paths: predictions,
+decodes it at once (one parser call for each run of svmlight messages), and takes its
+examples in stream order: an unlabelled example is predicted (to the sink, keyed like its
+message) by the model that has learned every labelled example before it, a labelled one
+is learned. Python objects per message are made only for the rare paths: predictions,
 rejected messages, msgpack ones.
 
 **Ingestion first** (the default, ``replay=None``): every arriving example is learned
@@ -47,6 +48,7 @@ kind than it was started for (:class:`~streamlearn.errors.StateError`).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -200,11 +202,10 @@ class _Decoded:
     """A poll's messages decoded: what to predict, what to learn, what was rejected."""
 
     first_lines: FirstLines
-    #: the rows without a label (prediction requests), or None when there are none
-    unlabelled: ParsedRows | None
-    #: the labelled rows (with the parser's rejections), or None when there are none
-    labelled: ParsedRows | None
-    #: the parser's rejections (those of ``labelled`` too)
+    #: the rows in stream order, cut into runs: (True, rows without a label: prediction
+    #: requests) or (False, labelled rows); the runs hold no rejections
+    runs: list[tuple[bool, ParsedRows]]
+    #: the parser's rejections
     rejected: list[Rejected]
 
 
@@ -429,30 +430,27 @@ class Daemon:
         self._apply(in_flight.messages, in_flight.decoded.result(), in_flight.positions)
 
     def process(self, messages: MessageBatch) -> None:
-        """Decode a poll's messages together, predict the unlabelled examples (with the
-        model as the batch found it), learn the labelled ones in arrival order."""
+        """Decode a poll's messages together; predict the unlabelled examples and learn
+        the labelled ones, in stream order."""
         self._apply(messages, self._decoded(messages), self.source.position())
 
     def _decoded(self, messages: MessageBatch) -> _Decoded:
         """Decode ``messages`` and sort the rows out; touches no state of the daemon, so
         that it can run on the worker thread."""
         rows, first_lines = self.decode(messages)
-        labelled = np.diff(rows.label_ptr) > 0
-        unlabelled = None if labelled.all() else rows.select(~labelled, [])
-        kept = None
-        if labelled.any():
-            kept = rows if labelled.all() else rows.select(labelled, rows.rejected)
-        return _Decoded(first_lines, unlabelled, kept, list(rows.rejected))
+        return _Decoded(first_lines, _runs(rows), list(rows.rejected))
 
     def _apply(self, messages: MessageBatch, decoded: _Decoded, positions: Positions) -> None:
-        """Predict, learn and reject what ``messages`` decoded to; then the daemon is at
-        ``positions``."""
-        if decoded.unlabelled is not None:
-            self._predict(messages, decoded.first_lines(), decoded.unlabelled)
-        rejected = decoded.rejected
-        if decoded.labelled is not None:
-            # admitted here, not when decoded ahead: the model as this batch finds it
-            learn, rejected = self.learner.admit(decoded.labelled, self.settings.limits)
+        """Predict, learn and reject what ``messages`` decoded to, in stream order; then
+        the daemon is at ``positions``."""
+        rejected = list(decoded.rejected)
+        for requests, rows in decoded.runs:
+            if requests:
+                self._predict(messages, decoded.first_lines(), rows)
+                continue
+            # admitted here, not when decoded ahead: the model as these rows find it
+            learn, refused = self.learner.admit(rows, self.settings.limits)
+            rejected.extend(refused)
             self._learn(learn)
         if rejected:
             self._reject(messages, decoded.first_lines(), rejected)
@@ -633,3 +631,18 @@ def _origin(messages: MessageBatch, i: int) -> tuple[int, int]:
 def _owners(first_lines: np.ndarray, lines: np.ndarray) -> np.ndarray:
     """Index of the message each line number belongs to (messages start at first_lines)."""
     return np.searchsorted(first_lines, lines, side="right") - 1
+
+
+def _runs(rows: ParsedRows) -> list[tuple[bool, ParsedRows]]:
+    """``rows`` cut where they switch between prediction requests (rows without a label)
+    and labelled rows: ``(True, requests)`` or ``(False, labelled)``, in order."""
+    n_rows = rows.n_rows
+    if n_rows == 0:
+        return []
+    requests = np.diff(rows.label_ptr) == 0
+    starts = np.flatnonzero(requests[1:] != requests[:-1]) + 1
+    bounds = [0, *starts.tolist(), n_rows]
+    return [
+        (bool(requests[start]), rows.rows(start, stop))
+        for start, stop in itertools.pairwise(bounds)
+    ]

@@ -106,6 +106,29 @@ def test_unlabelled_examples_are_predicted_and_bad_lines_counted() -> None:
         assert int(label) == (1 if float(score) > 0 else -1)
 
 
+def test_a_prediction_comes_from_the_model_that_learned_every_example_before_it() -> None:
+    lines = b"".join(messages(40, 5, seed=7)).splitlines()
+    requests = [b"1:0.5 2:-1.0", b"3:2.0 4:1.0", b"1:-1.0 5:0.3"]
+    stream: list[bytes] = []
+    for i, line in enumerate(lines):
+        stream.append(line)
+        if i % 37 == 5:
+            stream.append(requests[i % 3])
+    one_a_poll = [line + b"\n" for line in stream]
+    mixed = [b"\n".join(stream[i : i + 25]) + b"\n" for i in range(0, len(stream), 25)]
+    spec = LearnerSpec.from_options("pdm", {"eps": 0.05, "delta": "1"})
+    answers = []
+    for values, per_poll in ((one_a_poll, 1), (mixed, 1000)):
+        sink = ListSink()
+        run = Daemon(spec, MemorySource({0: values}, per_poll=per_poll), decode=decode,
+                     settings=SETTINGS, sink=sink)  # fmt: skip
+        run.run()
+        assert run.stream_examples == 200
+        answers.append([value for _, value in sink.sent])
+    assert len(answers[0]) == len(stream) - 200 == 6
+    assert answers[1] == answers[0]  # one poll of everything answers as one line a poll
+
+
 def test_mixed_formats_in_one_poll_keep_order_keys_and_dead_letters() -> None:
     import msgpack
 

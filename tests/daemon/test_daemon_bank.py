@@ -134,11 +134,12 @@ def test_unlabelled_examples_get_a_json_prediction_keyed_like_their_message() ->
     run = daemon(source, sink=sink)
     for _ in range(40):
         run.process(source.poll(0.0, 1000))
-    bank = bank_of(run)
     asked = np.array([[0.5, -1.0, 0, 0, 0, 0, 0], [0, 0, 2.0, 0, 0, 0, 1]])
-    expected = bank.decision_function(asked)
-    labels = bank.labels_.tolist()
+    before = bank_of(run).decision_function(asked[:1])
     run.run()
+    bank = bank_of(run)  # the second question comes after "+1 3:1": answered after it
+    expected = np.vstack([before, bank.decision_function(asked[1:])])
+    labels = bank.labels_.tolist()
     assert [key for key, _ in sink.sent] == [b"k40", b"k40"]
     for (_, value), scores in zip(sink.sent, expected, strict=True):
         answer = json.loads(value)

@@ -14,6 +14,10 @@ from serve_process import Serve, latest, learned, read_topic
 from services import Tansu
 
 from streamlearn.learn import learner_from_state
+from streamlearn.parse.svmlight import SvmlightParser
+
+#: the shared data folder beside the repository (../shared/data)
+ADULT = Path(__file__).resolve().parents[3] / "shared" / "data" / "adult"
 
 pytestmark = pytest.mark.kafka
 
@@ -46,9 +50,6 @@ def finish(serve: Serve, total: int) -> dict[str, Any]:
 
 def run_to_end(broker: Tansu, topic: str, directory: Path, total: int) -> dict[str, Any]:
     return finish(Serve(broker, topic, directory), total)
-    payload = latest(directory)
-    assert payload is not None
-    return payload
 
 
 def test_kill_9_and_restarts_give_the_uninterrupted_model(broker: Tansu, tmp_path: Path) -> None:
@@ -127,6 +128,33 @@ def test_predictions_dead_letters_and_commits(broker: Tansu, tmp_path: Path) -> 
     assert [r.value for r in read_topic(broker, dead, 1)] == [b"\xff\xfe garbage\n"]
     payload = latest(directory)
     assert payload is not None and payload["positions"] == {"0": 52}
+
+
+def test_a_backlog_is_answered_by_the_model_that_learned_it(broker: Tansu, tmp_path: Path) -> None:
+    """Questions behind a backlog polled at once are answered by the model that learned
+    everything before them, not by the model from before the poll."""
+    if not (ADULT / "a9a.train").exists():
+        pytest.skip(f"shared data set missing: {ADULT / 'a9a.train'}")
+    topic, predictions = (f"{n}-{uuid.uuid4().hex[:8]}" for n in ("t", "p"))
+    for name in (topic, predictions):
+        broker.create_topic(name, 1)
+    lines = (ADULT / "a9a.train").read_bytes().splitlines(keepends=True)
+    asks = [line.split(b" ", 1)[1] for line in (ADULT / "a9a.test").read_bytes().splitlines()[:3]]
+    broker.produce(topic, lines)
+    broker.produce(topic, [ask + b"\n" for ask in asks], key=b"ask")
+    directory = tmp_path / "backlog"
+    serve = Serve(broker, topic, directory, "--predictions-topic", predictions)
+    answers = read_topic(broker, predictions, 3)  # the last three messages: all learned
+    assert serve.stop() == 0, serve.log_tail()
+    payload = latest(directory)
+    assert payload is not None and payload["positions"] == {"0": len(lines) + 3}
+    assert payload["job"]["stream_examples"] == len(lines)
+    model = learner_from_state(payload["learner"])
+    assert model.summary()["examples"] == len(lines)
+    rows = SvmlightParser().feed(b"".join(ask + b"\n" for ask in asks))
+    expected = model.decision_function((rows.indptr, rows.indices, rows.values))
+    assert [float(r.value.split()[0]) for r in answers] == expected.tolist()
+    assert np.all(expected != 0.0)
 
 
 def test_the_daemon_survives_a_paused_broker(broker: Tansu, tmp_path: Path) -> None:
