@@ -48,7 +48,6 @@ kind than it was started for (:class:`~streamlearn.errors.StateError`).
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -202,10 +201,11 @@ class _Decoded:
     """A poll's messages decoded: what to predict, what to learn, what was rejected."""
 
     first_lines: FirstLines
-    #: the rows in stream order, cut into runs: (True, rows without a label: prediction
-    #: requests) or (False, labelled rows); the runs hold no rejections
-    runs: list[tuple[bool, ParsedRows]]
-    #: the parser's rejections
+    #: the rows without a label (prediction requests), or None when there are none
+    unlabelled: ParsedRows | None
+    #: the labelled rows (with the parser's rejections), or None when there are none
+    labelled: ParsedRows | None
+    #: the parser's rejections (those of ``labelled`` too)
     rejected: list[Rejected]
 
 
@@ -438,20 +438,28 @@ class Daemon:
         """Decode ``messages`` and sort the rows out; touches no state of the daemon, so
         that it can run on the worker thread."""
         rows, first_lines = self.decode(messages)
-        return _Decoded(first_lines, _runs(rows), list(rows.rejected))
+        labelled = np.diff(rows.label_ptr) > 0
+        unlabelled = None if labelled.all() else rows.select(~labelled, [])
+        kept = None
+        if labelled.any():
+            kept = rows if labelled.all() else rows.select(labelled, rows.rejected)
+        return _Decoded(first_lines, unlabelled, kept, list(rows.rejected))
 
     def _apply(self, messages: MessageBatch, decoded: _Decoded, positions: Positions) -> None:
-        """Predict, learn and reject what ``messages`` decoded to, in stream order; then
-        the daemon is at ``positions``."""
-        rejected = list(decoded.rejected)
-        for requests, rows in decoded.runs:
-            if requests:
-                self._predict(messages, decoded.first_lines(), rows)
-                continue
-            # admitted here, not when decoded ahead: the model as these rows find it
-            learn, refused = self.learner.admit(rows, self.settings.limits)
-            rejected.extend(refused)
-            self._learn(learn)
+        """Predict, learn and reject what ``messages`` decoded to; then the daemon is at
+        ``positions``."""
+        questions = decoded.unlabelled
+        rejected = decoded.rejected
+        if decoded.labelled is None:
+            if questions is not None:
+                self._predict(messages, decoded.first_lines(), questions, None)
+        else:
+            # admitted here, not when decoded ahead: the model as this batch finds it
+            learn, rejected = self.learner.admit(decoded.labelled, self.settings.limits)
+            if questions is None:
+                self._learn(learn)
+            else:
+                self._learn_and_predict(messages, decoded, learn, rejected)
         if rejected:
             self._reject(messages, decoded.first_lines(), rejected)
         self.positions = positions
@@ -472,6 +480,34 @@ class Daemon:
         self.stream_examples = self.learner.learn_on_schedule(
             batch, self.settings.replay or NO_REPLAY, self.stream_examples
         )
+        self._learned(batch, started)
+
+    def _learn_and_predict(
+        self, messages: MessageBatch, decoded: _Decoded, batch: Examples, rejected: list[Rejected]
+    ) -> None:
+        """Learn ``batch`` and answer the poll's questions, each after the examples
+        before it in the stream (``rejected``: the poll's rejections, the admission's
+        among them)."""
+        questions, labelled = decoded.unlabelled, decoded.labelled
+        assert questions is not None and labelled is not None
+        if self.sink is None:  # counted, answered nowhere
+            self.observer.count_examples("predicted", questions.n_rows)
+            self._learn(batch)
+            return
+        lines = labelled.line_numbers
+        if len(rejected) > len(decoded.rejected):  # admission refused some rows
+            lines = lines[~np.isin(lines, [item.line for item in rejected])]
+        before = np.searchsorted(lines, questions.line_numbers)
+        started = self.clock()
+        self.stream_examples, answers = self.learner.learn_and_answer(
+            batch, (questions.indptr, questions.indices, questions.values), before,
+            self.settings.replay or NO_REPLAY, self.stream_examples,
+        )  # fmt: skip
+        self._learned(batch, started)
+        self._predict(messages, decoded.first_lines(), questions, answers)
+
+    def _learned(self, batch: Examples, started: float) -> None:
+        """Report ``batch``, learned since ``started``."""
         self.observer.observe_learn_batch(self.clock() - started)
         self.observer.count_examples("learned", batch.n_examples)
         # examples held for delta='auto' are presented (and judged) later, all at once
@@ -497,12 +533,18 @@ class Daemon:
         return model
 
     def _predict(
-        self, messages: MessageBatch, first_lines: npt.NDArray[np.int64], rows: ParsedRows
+        self,
+        messages: MessageBatch,
+        first_lines: npt.NDArray[np.int64],
+        rows: ParsedRows,
+        answers: list[bytes] | None,
     ) -> None:
+        """Send the answers to ``rows`` (None: the model's answers now)."""
         self.observer.count_examples("predicted", rows.n_rows)
         if self.sink is None:
             return
-        answers = self.learner.answers((rows.indptr, rows.indices, rows.values))
+        if answers is None:
+            answers = self.learner.answers((rows.indptr, rows.indices, rows.values))
         owners = _owners(first_lines, rows.line_numbers).tolist()
         send = self.sink.send
         for owner, answer in zip(owners, answers, strict=True):
@@ -631,18 +673,3 @@ def _origin(messages: MessageBatch, i: int) -> tuple[int, int]:
 def _owners(first_lines: np.ndarray, lines: np.ndarray) -> np.ndarray:
     """Index of the message each line number belongs to (messages start at first_lines)."""
     return np.searchsorted(first_lines, lines, side="right") - 1
-
-
-def _runs(rows: ParsedRows) -> list[tuple[bool, ParsedRows]]:
-    """``rows`` cut where they switch between prediction requests (rows without a label)
-    and labelled rows: ``(True, requests)`` or ``(False, labelled)``, in order."""
-    n_rows = rows.n_rows
-    if n_rows == 0:
-        return []
-    requests = np.diff(rows.label_ptr) == 0
-    starts = np.flatnonzero(requests[1:] != requests[:-1]) + 1
-    bounds = [0, *starts.tolist(), n_rows]
-    return [
-        (bool(requests[start]), rows.rows(start, stop))
-        for start, stop in itertools.pairwise(bounds)
-    ]

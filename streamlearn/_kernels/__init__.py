@@ -12,7 +12,12 @@ from streamlearn._kernels._jit import (
     announce_compilation,
     watch_compilation,
 )
-from streamlearn._kernels.engine import learn_stream, present_unbuffered, replay_pass
+from streamlearn._kernels.engine import (
+    learn_stream,
+    learn_stream_answering,
+    present_unbuffered,
+    replay_pass,
+)
 from streamlearn._kernels.margins import buffer_certificate
 from streamlearn._kernels.ring import values_all_one
 from streamlearn._kernels.rows import (
@@ -51,6 +56,7 @@ __all__ = [
     "check_rows",
     "decision_values",
     "learn_stream",
+    "learn_stream_answering",
     "present_unbuffered",
     "replay_pass",
     "row_sqnorms",

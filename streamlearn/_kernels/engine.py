@@ -387,6 +387,84 @@ def learn_stream(
     return n
 
 
+@kernel(releases_gil=True)
+def learn_stream_answering(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    values: np.ndarray,
+    labels: np.ndarray,
+    x_sqnorms: np.ndarray,
+    buffer: BufferArrays,
+    ring: np.ndarray,
+    max_nnz: int,
+    w: np.ndarray,
+    scalars: np.ndarray,
+    rule: Rule,
+    stats: np.ndarray,
+    forget: bool,
+    before: np.ndarray,
+    q_indptr: np.ndarray,
+    q_indices: np.ndarray,
+    q_values: np.ndarray,
+    factor: float,
+    scores: np.ndarray,
+    cursor: np.ndarray,
+) -> bool:
+    """:func:`learn_stream` from row ``cursor[0]`` on, scoring question ``q`` (from
+    ``cursor[1]`` on) just before row ``before[q]`` is presented (after the last row when
+    it is the number of rows): ``scores[q]`` = factor * scale * (w . x_q + rho * beta),
+    features beyond ``w`` weighing 0.
+
+    Stops before an example with more nonzeros than the buffer can ever hold, its
+    questions answered, and returns False with ``cursor`` at it; True at the end.
+    """
+    slot_start, slot_alpha, arena_idx, arena_val = buffer[0], buffer[3], buffer[5], buffer[6]
+    rho = rule[2]
+    state = (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
+    n = indptr.shape[0] - 1
+    n_questions = before.shape[0]
+    size = np.uint64(w.shape[0])
+    i = cursor[0]
+    q = cursor[1]
+    while True:
+        while q < n_questions and before[q] == i:
+            acc = 0.0
+            j = np.uint64(q_indptr[q])
+            end = np.uint64(q_indptr[q + 1])
+            while j < end:
+                feature = np.uint64(q_indices[j])
+                if feature < size:
+                    acc += w[feature] * q_values[j]
+                j += np.uint64(1)
+            out = factor * state[3]
+            scores[q] = acc * out + rho * state[0] * out
+            q += 1
+        if i >= n:
+            break
+        lo = indptr[i]
+        hi = indptr[i + 1]
+        if hi - lo > max_nnz:
+            _store_state(state, scalars)
+            cursor[0] = i
+            cursor[1] = q
+            return False
+        label = float(labels[i])
+        if forget:
+            state = forget_evicted(max(hi - lo, 1), buffer, ring, w, state, rule)
+        slot = ring_append(indices, values, lo, hi, label, x_sqnorms[i], buffer, ring)
+        start = slot_start[slot]
+        lam, p, _, state = present(
+            arena_idx, arena_val, start, start + hi - lo, label, slot_alpha, slot,
+            x_sqnorms[i], w, state, scalars, slot_alpha, rule,
+        )  # fmt: skip
+        count_new(stats, lam, p)
+        i += 1
+    _store_state(state, scalars)
+    cursor[0] = n
+    cursor[1] = q
+    return True
+
+
 @kernel()
 def present_unbuffered(
     indptr: np.ndarray,

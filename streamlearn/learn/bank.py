@@ -87,7 +87,7 @@ from streamlearn.learn.labelsets import (
     as_labelled_rows,
     indicator_columns,
 )
-from streamlearn.learn.model import Examples, ModelLimits, learn_on_schedule
+from streamlearn.learn.model import Examples, ModelLimits, Rows, learn_and_answer, learn_on_schedule
 from streamlearn.learn.params import (
     FORGET_OF_OLD_STATES,
     STREAM_BUFFER_NNZ,
@@ -326,6 +326,18 @@ class ModelBank:
         """:meth:`learn_rows`, replaying wherever ``schedule`` says once ``seen`` stream
         examples came before; returns the new count."""
         return learn_on_schedule(self, _labelled(rows), schedule, seen)
+
+    def learn_and_answer(
+        self,
+        rows: Examples,
+        questions: Rows,
+        before: npt.NDArray[np.int64],
+        schedule: ReplaySchedule,
+        seen: int,
+    ) -> tuple[int, list[bytes]]:
+        """:meth:`learn_on_schedule`, answering question ``j`` just before row
+        ``before[j]`` is learned; returns the new count and the answers."""
+        return learn_and_answer(self, _labelled(rows), questions, before, schedule, seen)
 
     def flush(self) -> Self:
         """Present what ``delta='auto'`` holds back, fixing Delta from it."""

@@ -23,11 +23,12 @@ from streamlearn._kernels import (
     check_rows,
     decision_values,
     learn_stream,
+    learn_stream_answering,
     present_unbuffered,
     row_sqnorms,
     values_all_one,
 )
-from streamlearn._kernels.engine import STAT_LEVEL1, CompactSet, replay_kernel
+from streamlearn._kernels.engine import STAT_LEVEL1, CompactSet, Rule, replay_kernel
 from streamlearn._kernels.rules import SCALE_FREE_RULES
 from streamlearn.errors import (
     DivergenceError,
@@ -40,7 +41,8 @@ from streamlearn.learn import answers
 from streamlearn.learn.certificate import certificate
 from streamlearn.learn.inputs import as_batch, as_rows
 from streamlearn.learn.labelsets import LabelledRows
-from streamlearn.learn.model import Examples, ModelLimits
+from streamlearn.learn.model import Examples, ModelLimits, Rows
+from streamlearn.learn.model import learn_and_answer as _learn_and_answer
 from streamlearn.learn.model import learn_on_schedule as _learn_on_schedule
 from streamlearn.learn.params import (
     FORGET_OF_OLD_STATES,
@@ -262,8 +264,12 @@ class LinearLearner:
     def output_scale(self) -> float:
         """Factor from the engine's weights to the reported ones (for PAUM, times the
         learning rate)."""
+        return self.state.scale * self._output_factor()
+
+    def _output_factor(self) -> float:
+        """:attr:`output_scale` without the state's own scale."""
         factor = self.entry.output_factor
-        return self.state.scale * (1.0 if factor is None else float(factor(self)))
+        return 1.0 if factor is None else float(factor(self))
 
     @property
     def coef_(self) -> npt.NDArray[np.float64]:
@@ -511,14 +517,10 @@ class LinearLearner:
     def _present_stream(self, batch: Batch) -> None:
         if batch.n_examples == 0:
             return
-        state = self.state
-        state.grow_weights(batch.max_index + 1)
+        state, sqnorms, rule = self._stream_ready(batch)
         buf = state.buffer
-        buf.reserve_for(batch.nnz + batch.n_examples)
-        before = (state.updates, state.sqnorm)
         forget = self._forgets
-        sqnorms = row_sqnorms(batch.indptr, batch.values)
-        rule = self._kernel_rule(False, bool(all_ones(batch.values)))
+        before = (state.updates, state.sqnorm)
         first = 0
         while first < batch.n_examples:
             first = learn_stream(
@@ -527,16 +529,71 @@ class LinearLearner:
                 forget,
             )  # fmt: skip
             if first < batch.n_examples:  # more nonzeros than the buffer can ever hold
-                present_unbuffered(
-                    batch.indptr, batch.indices, batch.values, batch.labels, sqnorms, first,
-                    buf.ring, buf.slot_alpha, state.weights, state.scalars, rule, state.stats,
-                    np.zeros(1), forget,
-                )  # fmt: skip
+                self._present_unbuffered(batch, sqnorms, rule, first)
                 first += 1
+        self._stream_learned(batch, before)
+
+    def _stream_ready(self, batch: Batch) -> tuple[LearnerState, npt.NDArray[np.float64], Rule]:
+        """Room for ``batch`` (weights, buffer); its squared norms and the kernels' rule."""
+        state = self.state
+        state.grow_weights(batch.max_index + 1)
+        state.buffer.reserve_for(batch.nnz + batch.n_examples)
+        sqnorms = row_sqnorms(batch.indptr, batch.values)
+        return state, sqnorms, self._kernel_rule(False, bool(all_ones(batch.values)))
+
+    def _present_unbuffered(
+        self, batch: Batch, sqnorms: npt.NDArray[np.float64], rule: Rule, row: int
+    ) -> None:
+        state = self.state
+        buf = state.buffer
+        present_unbuffered(
+            batch.indptr, batch.indices, batch.values, batch.labels, sqnorms, row, buf.ring,
+            buf.slot_alpha, state.weights, state.scalars, rule, state.stats, np.zeros(1),
+            self._forgets,
+        )  # fmt: skip
+
+    def _stream_learned(self, batch: Batch, before: tuple[float, float]) -> None:
+        state = self.state
         state.examples_seen += batch.n_examples
         if (state.updates, state.sqnorm) != before:
             state.converged = False
         self.keep_in_range()
+
+    def learn_and_answer(
+        self,
+        rows: Examples,
+        questions: Rows,
+        before: npt.NDArray[np.int64],
+        schedule: ReplaySchedule,
+        seen: int,
+    ) -> tuple[int, list[bytes]]:
+        """:meth:`learn_on_schedule`, answering question ``j`` (as :meth:`answers` does)
+        just before row ``before[j]`` is learned; returns the new count and the answers.
+
+        Without a count-based schedule and with Delta fixed, one pass of the engine over
+        the rows answers the questions on its way, so a question costs no more than its
+        answer; otherwise the rows between two questions are learned in turn.
+        """
+        if schedule.enabled or self.state.delta is None or not isinstance(rows, Batch):
+            return _learn_and_answer(self, rows, questions, before, schedule, seen)
+        batch = rows
+        state, sqnorms, rule = self._stream_ready(batch)
+        buf = state.buffer
+        factor = self._output_factor()
+        scores = np.empty(before.shape[0])
+        cursor = np.zeros(2, dtype=np.int64)
+        q_indptr, q_indices, q_values = questions
+        updates_before = (state.updates, state.sqnorm)
+        while not learn_stream_answering(
+            batch.indptr, batch.indices, batch.values, batch.labels, sqnorms, buf.arrays(),
+            buf.ring, buf.max_nnz, state.weights, state.scalars, rule, state.stats,
+            self._forgets, np.ascontiguousarray(before, dtype=np.int64), q_indptr, q_indices,
+            q_values, factor, scores, cursor,
+        ):  # fmt: skip
+            self._present_unbuffered(batch, sqnorms, rule, int(cursor[0]))
+            cursor[0] += 1
+        self._stream_learned(batch, updates_before)
+        return seen + batch.n_examples, answers.binary_answers(scores)
 
     # -- prediction ----------------------------------------------------------------------
 

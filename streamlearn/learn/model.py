@@ -15,6 +15,7 @@ figures evaluate it) is behind these methods.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, Self
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 
 #: examples as a model learns them: a binary learner's batches, a bank's label sets
 Examples = Batch | LabelledRows
+
+#: rows as CSR arrays: (indptr, indices, values)
+Rows = tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float64]]
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,20 @@ class Model(Protocol):
     def learn_on_schedule(self, rows: Examples, schedule: ReplaySchedule, seen: int) -> int:
         """:meth:`learn_rows`, replaying where ``schedule`` says once ``seen`` stream
         examples came before; returns the new count."""
+        ...
+
+    def learn_and_answer(
+        self,
+        rows: Examples,
+        questions: Rows,
+        before: npt.NDArray[np.int64],
+        schedule: ReplaySchedule,
+        seen: int,
+    ) -> tuple[int, list[bytes]]:
+        """:meth:`learn_on_schedule`, answering question ``j`` (as :meth:`answers`
+        does) just before row ``before[j]`` is learned (after them all when it is the
+        number of rows; ``before`` does not decrease); returns the new count and the
+        answers."""
         ...
 
     def replay(
@@ -208,6 +226,46 @@ def learn_on_schedule(model: Model, rows: Examples, schedule: ReplaySchedule, se
         if passes:
             model.replay(max_passes=passes)
     return seen
+
+
+def learn_and_answer(
+    model: Model,
+    rows: Examples,
+    questions: Rows,
+    before: npt.NDArray[np.int64],
+    schedule: ReplaySchedule,
+    seen: int,
+) -> tuple[int, list[bytes]]:
+    """:meth:`Model.learn_and_answer` for any model: the rows between two questions
+    learned on schedule, then the questions answered, in turn."""
+    indptr, indices, values = questions
+    answered: list[bytes] = []
+    learned = 0
+    for first, last in question_groups(before):
+        stop = int(before[first])
+        if stop > learned:
+            seen = model.learn_on_schedule(rows.slice(learned, stop), schedule, seen)
+            learned = stop
+        lo, hi = int(indptr[first]), int(indptr[last])
+        group = (indptr[first : last + 1] - lo, indices[lo:hi], values[lo:hi])
+        answered.extend(model.answers(group))
+    if learned < rows.n_examples:
+        seen = model.learn_on_schedule(rows.slice(learned, rows.n_examples), schedule, seen)
+    return seen, answered
+
+
+def question_groups(before: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
+    """The runs of equal values of ``before`` as ``(first, last)`` positions, ``last``
+    excluded: the questions answered at the same point of a batch.
+
+    >>> question_groups(np.array([0, 0, 3, 5, 5, 5]))
+    [(0, 2), (2, 3), (3, 6)]
+    """
+    if before.shape[0] == 0:
+        return []
+    starts = np.flatnonzero(np.diff(before)) + 1
+    bounds = [0, *starts.tolist(), int(before.shape[0])]
+    return list(itertools.pairwise(bounds))
 
 
 def in_line_order(rows: ParsedRows, texts: list[str], missing: str) -> Iterator[str]:

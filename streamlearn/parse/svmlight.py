@@ -133,27 +133,6 @@ class ParsedRows:
             [r for p in parts for r in p.rejected],
         )
 
-    def rows(self, start: int, stop: int) -> ParsedRows:
-        """Rows ``start`` to ``stop`` (exclusive), without rejections; the data arrays are
-        views.
-
-        >>> parsed = SvmlightParser().feed(b"+1 1:2\\n3:1 4:1\\n-1 2:5\\n")
-        >>> part = parsed.rows(1, 3)
-        >>> part.indptr.tolist(), part.indices.tolist(), part.label_ptr.tolist()
-        ([0, 2, 3], [2, 3, 1], [0, 0, 1])
-        """
-        first, last = int(self.indptr[start]), int(self.indptr[stop])
-        first_label, last_label = int(self.label_ptr[start]), int(self.label_ptr[stop])
-        return ParsedRows(
-            self.indptr[start : stop + 1] - first,
-            self.indices[first:last],
-            self.values[first:last],
-            self.label_ptr[start : stop + 1] - first_label,
-            self.labels[first_label:last_label],
-            self.line_numbers[start:stop],
-            [],
-        )
-
     def select(self, keep: npt.NDArray[np.bool_], rejected: list[Rejected]) -> ParsedRows:
         """The rows where ``keep`` is true, with ``rejected`` as the rejections."""
         indptr, values = selected_rows(self.indptr, keep)
