@@ -50,6 +50,7 @@ import numpy as np
 import numpy.typing as npt
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -66,6 +67,13 @@ from streamlearn.learn.params import STATE_BUILT_WITH, init_function
 
 STATE_FORMAT = "streamlearn.sklearn"
 STATE_VERSION = 1
+
+
+def _two_classes(estimator: Any) -> bool:
+    """Whether ``predict_proba`` is offered: before ``fit``, or once two classes (not
+    label sets) were seen."""
+    classes = getattr(estimator, "classes_", None)
+    return classes is None or (len(classes) == 2 and not estimator.multilabel_)
 
 
 class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
@@ -265,6 +273,16 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         return self.learner_.decision_function(X)
+
+    @available_if(_two_classes)  # type: ignore[untyped-decorator]
+    def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
+        """Probabilities of ``classes_[0]`` and ``classes_[1]`` for every row of X: the
+        decision value in margin units through a Platt sigmoid fitted on the learner's
+        window (``LinearLearner.predict_proba``). For two classes only."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        (learner,) = self.learner_.learners()  # two classes: one binary learner
+        return learner.predict_proba(X)
 
     def predict(self, X: Any) -> npt.NDArray[Any]:
         """``classes_[1]`` where the decision value is positive, ``classes_[0]`` elsewhere;

@@ -38,6 +38,7 @@ from streamlearn.errors import (
     check_state_header,
 )
 from streamlearn.learn import answers
+from streamlearn.learn.calibration import Platt, fit_platt
 from streamlearn.learn.certificate import certificate
 from streamlearn.learn.inputs import as_batch, as_rows
 from streamlearn.learn.labelsets import LabelledRows
@@ -62,6 +63,12 @@ if TYPE_CHECKING:
 
 STATE_FORMAT = "streamlearn.learner"
 STATE_VERSION = 1
+
+
+#: examples learned between two fits of the calibration: as many as at the last one,
+#: within these bounds
+MIN_CALIBRATION_STEP = 16
+MAX_CALIBRATION_STEP = 256
 
 
 class LinearLearner:
@@ -199,6 +206,8 @@ class LinearLearner:
         self.window: AutoDeltaWindow[Batch] = AutoDeltaWindow.for_buffer(
             buffer_size, self.rho, Batch.concatenate
         )
+        #: the Platt scaling in use, and the examples and passes it was fitted at
+        self._calibrated: tuple[Platt, int, int] | None = None
 
     def _fresh(self) -> bool:
         """Whether the learner has learned nothing, nor holds anything back."""
@@ -608,6 +617,44 @@ class LinearLearner:
         """+1 where the decision value is positive, -1 elsewhere."""
         return np.where(self.decision_function(X) > 0.0, 1, -1).astype(np.int64)
 
+    def margin_scores(self, X: Any) -> npt.NDArray[np.float64]:
+        """Decision values in margin units: w . x + b over :meth:`margin_unit` (in the
+        units of ``coef_``); the decision values themselves before the first update."""
+        unit = self.margin_unit()
+        scores = self.decision_function(X)
+        if not unit > 0.0:
+            return scores
+        return scores / (unit * self._output_factor())
+
+    def calibration(self) -> Platt:
+        """The Platt scaling of :meth:`margin_scores` that :meth:`predict_proba` uses,
+        fitted on the window (the buffered examples) with the current model.
+
+        It is fitted again when a replay has run since, or when the examples learned
+        since have reached the count it was fitted at (16 at least, 256 at most): a
+        function of counts, so the same calls give the same probabilities.
+        """
+        state = self.state
+        fitted = self._calibrated
+        if fitted is not None:
+            platt, examples, passes = fitted
+            due = examples + max(MIN_CALIBRATION_STEP, min(MAX_CALIBRATION_STEP, examples))
+            if passes == state.passes and state.examples_seen < due:
+                return platt
+        window = self.buffer_rows()
+        labels = window.labels[window.label_ptr[:-1]]
+        platt = fit_platt(
+            self.margin_scores((window.indptr, window.indices, window.values)), labels
+        )
+        self._calibrated = (platt, state.examples_seen, state.passes)
+        return platt
+
+    def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
+        """Calibrated probabilities: one row per example, the columns for -1 and +1
+        (:meth:`calibration`)."""
+        positive = self.calibration().probability(self.margin_scores(X))
+        return np.column_stack([1.0 - positive, positive])
+
     def learners(self) -> list[LinearLearner]:
         """This learner, alone (the model interface's list of binary learners)."""
         return [self]
@@ -768,7 +815,15 @@ class LinearLearner:
             },
             "buffer": learned["buffer"],
             "extra": self.extra_state(),
+            "calibration": self._calibration_state(),
         }
+
+    def _calibration_state(self) -> list[float] | None:
+        """:meth:`calibration`'s fit as ``[slope, examples, passes]``, or None."""
+        if self._calibrated is None:
+            return None
+        platt, examples, passes = self._calibrated
+        return [platt.slope, float(examples), float(passes)]
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Self:
@@ -809,6 +864,11 @@ class LinearLearner:
         )
         self.window.load(state, held)
         self.load_extra_state(state["extra"])
+        saved = state.get("calibration")  # absent from states of 0.1.0's betas
+        self._calibrated = None
+        if saved is not None:
+            slope, examples, passes = (float(v) for v in saved)
+            self._calibrated = (Platt(slope), int(examples), int(passes))
 
 
 def refuse_rebuilding(held: dict[str, Any], params: dict[str, Any]) -> None:

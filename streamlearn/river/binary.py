@@ -30,14 +30,12 @@ anything else with ``__float__`` but strings; zero and missing are the same. Wit
 min(1000, buffer_size) examples have arrived and fixed Delta: until then predictions
 are those of the zero model. Pass a number for Delta to learn from the first example.
 
-``predict_proba_one`` maps the decision value f(x) = w . x + b (in the engine's units:
-for PAUM before the learning rate) through a logistic scaled by the model's own margin
-unit u = ||a||^2 / t (||a||^2 for Kozinec, whose a is a convex combination), an upper
-bound on the smallest a . y_k of the learned examples:
-P(+1 | x) = 1 / (1 + exp(-2 f(x) / u)). A point on the hyperplane gets 0.5, one as far
-out as the hardest learned examples about 0.88. Before the first update every label
-gets 0.5 (``{False: 0.5, True: 0.5}`` before any label is seen, river's binary
-convention).
+``predict_proba_one`` is calibrated: the decision value f(x) in margin units
+(f(x) / u, with u = ||a||^2 / t, ||a||^2 for Kozinec) through a Platt sigmoid fitted on
+the window, again once as many examples as at its last fit have been learned (16 at
+least, 256 at most) or after a replay (``LinearLearner.calibration``). Before the first
+update every label gets 0.5 (``{False: 0.5, True: 0.5}`` before any label is seen,
+river's binary convention).
 
 >>> from river import datasets
 >>> from streamlearn.river import PDMClassifier
@@ -456,7 +454,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         positive = 0.5
         if updates > 0.0 and sqnorm > 0.0:
             unit = sqnorm if self._convex else sqnorm / updates
-            positive = 0.5 * (1.0 + math.tanh(f / unit))
+            positive = self.learner.calibration().probability_one(f / unit)
         if self._pos == self._neg and len(self._labels) == 1:
             return {self._pos: 1.0}
         return {self._neg: 1.0 - positive, self._pos: positive}

@@ -136,10 +136,11 @@ def test_proba_is_a_monotone_map_of_the_decision_value(name: str) -> None:
         points.append((f, proba[True]))
         assert (proba[True] > 0.5) == (f > 0) or f == 0
         assert model.predict_one(x) == (f > 0)
-        # the documented map: 1 / (1 + exp(-2 f / u)), u = ||a||^2 / t (||a||^2 for Kozinec)
+        # the documented map: Platt's sigmoid of f / u, u = ||a||^2 / t (||a||^2 for Kozinec)
         sqnorm, t = learner.state.scalars[1], learner.state.scalars[2]
         unit = sqnorm if model.learner_class.algorithm == "kozinec" else sqnorm / t
-        assert math.isclose(proba[True], 1.0 / (1.0 + math.exp(-2.0 * f / unit)), rel_tol=1e-9)
+        slope = model.learner.calibration().slope
+        assert math.isclose(proba[True], 1.0 / (1.0 + math.exp(-slope * f / unit)), rel_tol=1e-9)
     assert scale > 0
     points.sort()
     probas = [p for _, p in points]
@@ -148,12 +149,14 @@ def test_proba_is_a_monotone_map_of_the_decision_value(name: str) -> None:
 
 
 def test_proba_of_the_margin_unit() -> None:
-    """An example at f(x) = u gets 1 / (1 + e^-2), about 0.88."""
+    """An example at f(x) = u gets the calibration's sigmoid at 1."""
     model = KozinecClassifier(delta=1.0)
     for x, y in phishing()[:300]:
         model.learn_one(x, y)
     unit = float(model.learner.state.scalars[1])
-    assert math.isclose(model._proba(unit)[True], 1 / (1 + math.exp(-2)))
+    slope = model.learner.calibration().slope
+    assert slope > 0
+    assert math.isclose(model._proba(unit)[True], 1 / (1 + math.exp(-slope)))
 
 
 # -- feature names and values -------------------------------------------------------------
