@@ -20,7 +20,7 @@ from streamlearn.learn import (
     ModelLimits,
     model_from_state,
 )
-from streamlearn.learn.params import REQUIRED
+from streamlearn.learn.params import AUTO_DELTAS, REQUIRED
 from streamlearn.replay import ActiveSetSchedule, ReplaySchedule
 
 #: options that shape the active-set schedule rather than being learner parameters
@@ -272,12 +272,12 @@ def features_holding(model: Model, max_features: int) -> int:
 
 def _parse_delta(value: Any) -> float | str:
     if isinstance(value, str):
-        if value == "auto":
+        if value in AUTO_DELTAS:
             return value
         try:
             return float(value)
         except ValueError:
             raise InvalidParameterError(
-                f"--delta must be 'auto' or a number, got {value!r}"
+                f"--delta must be 'auto', 'first' or a number, got {value!r}"
             ) from None
     return float(value)

@@ -89,6 +89,7 @@ from streamlearn.learn.labelsets import (
 )
 from streamlearn.learn.model import Examples, ModelLimits, Rows, learn_and_answer, learn_on_schedule
 from streamlearn.learn.params import (
+    AUTO_DELTAS,
     FORGET_OF_OLD_STATES,
     STREAM_BUFFER_NNZ,
     STREAM_BUFFER_SIZE,
@@ -169,9 +170,9 @@ class ModelBank:
         self._stats = np.zeros((1, N_STATS), dtype=np.int64)
         self._n_features = 0
         self._examples_seen = 0
-        self._delta_value: float | None = None if base.delta == "auto" else float(base.delta)
+        self._delta_value: float | None = None if base.delta in AUTO_DELTAS else float(base.delta)
         self._window: AutoDeltaWindow[LabelledRows] = AutoDeltaWindow.for_buffer(
-            self._buffer.max_examples, base.rho, LabelledRows.concatenate
+            self._buffer.max_examples, base.rho, LabelledRows.concatenate, base.delta
         )
         self._progressive = np.zeros(2, dtype=np.int64)
         self._rules: npt.NDArray[np.float64] | None = None
@@ -394,7 +395,7 @@ class ModelBank:
         refuse_small_buffer(n_examples, examples, nonzeros, base.buffer_size, base.buffer_nnz)
         self._buffer = SharedReplayBuffer(base.buffer_size or examples, base.buffer_nnz or nonzeros)
         self._window = AutoDeltaWindow.for_buffer(
-            self._buffer.max_examples, base.rho, LabelledRows.concatenate
+            self._buffer.max_examples, base.rho, LabelledRows.concatenate, base.delta
         )
 
     def declare_labels(self, values: Any) -> Self:
@@ -936,7 +937,7 @@ class ModelBank:
         ):
             raise StateError("replay buffer capacity in the state differs from the parameters")
         self._window = AutoDeltaWindow.for_buffer(
-            held.max_examples, self.base.rho, LabelledRows.concatenate
+            held.max_examples, self.base.rho, LabelledRows.concatenate, self.base.delta
         )
         values = [float(v) for v in np.asarray(state["label_values"]).tolist()]
         n = len(values)

@@ -46,6 +46,7 @@ from streamlearn.learn.model import Examples, ModelLimits, Rows
 from streamlearn.learn.model import learn_and_answer as _learn_and_answer
 from streamlearn.learn.model import learn_on_schedule as _learn_on_schedule
 from streamlearn.learn.params import (
+    AUTO_DELTAS,
     FORGET_OF_OLD_STATES,
     STATE_BUILT_WITH,
     STREAM_BUFFER_NNZ,
@@ -199,12 +200,12 @@ class LinearLearner:
         )
 
     def _empty_state(self, buffer_size: int, buffer_nnz: int) -> None:
-        delta = None if self.delta == "auto" else float(self.delta)
+        delta = None if self.delta in AUTO_DELTAS else float(self.delta)
         #: what the learner has learned (see :class:`~streamlearn.learn.state.LearnerState`)
         self.state = LearnerState.empty(buffer_size, buffer_nnz, delta)
         #: the examples that fix Delta while ``delta='auto'`` waits for them
         self.window: AutoDeltaWindow[Batch] = AutoDeltaWindow.for_buffer(
-            buffer_size, self.rho, Batch.concatenate
+            buffer_size, self.rho, Batch.concatenate, self.delta
         )
         #: the Platt scaling in use, and the examples and passes it was fitted at
         self._calibrated: tuple[Platt, int, int] | None = None
@@ -860,7 +861,7 @@ class LinearLearner:
         check_state_rows(state["buffer"]["indices"], learned.n_features, held)
         self.state = learned
         self.window = AutoDeltaWindow.for_buffer(
-            learned.buffer.max_examples, self.rho, Batch.concatenate
+            learned.buffer.max_examples, self.rho, Batch.concatenate, self.delta
         )
         self.window.load(state, held)
         self.load_extra_state(state["extra"])

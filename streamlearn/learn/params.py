@@ -182,9 +182,13 @@ def flag(name: str, value: Any) -> bool:
     return bool(value)
 
 
+#: the values of Delta that the first examples choose (see learn/window.py)
+AUTO_DELTAS = ("auto", "first")
+
+
 def delta_value(name: str, value: Any) -> float | str:
-    """Delta: ``'auto'`` or a number >= 0."""
-    if isinstance(value, str) and value == "auto":
+    """Delta: ``'auto'``, ``'first'`` or a number >= 0."""
+    if isinstance(value, str) and value in AUTO_DELTAS:
         return value
     return non_negative(name, value)
 
@@ -225,7 +229,8 @@ COMMON_PARAMS: tuple[Param, ...] = (
         delta_value,
         "2-norm soft margin Delta >= 0, or 'auto': the first min(1000, buffer_size) "
         "examples fix Delta = R/10 (R their largest ||[x, rho]||), and learning starts "
-        "once they have arrived; 0 is the hard margin.",
+        "once they have arrived; 'first': the first example alone fixes it, and learning "
+        "starts with it; 0 is the hard margin.",
         str,
     ),
     Param(

@@ -1,8 +1,10 @@
-"""``delta='auto'``: the first examples fix Delta, and wait until they have.
+"""``delta='auto'`` and ``delta='first'``: the first examples fix Delta, and wait until
+they have.
 
 A learner (or a bank) with ``delta='auto'`` holds its first min(1000, buffer_size)
-examples here. Once they have all arrived, Delta = R/10 with R their largest
-||[x, rho]||, and they are handed back to be learned in order; :meth:`AutoDeltaWindow.release`
+examples here (``'first'``: its first example, which is learned at once). Once they
+have all arrived, Delta = R/10 with R their largest ||[x, rho]||, and they are handed
+back to be learned in order; :meth:`AutoDeltaWindow.release`
 fixes Delta from fewer when the stream ends first.
 
 >>> import numpy as np
@@ -70,10 +72,12 @@ class AutoDeltaWindow(Generic[R]):
 
     @classmethod
     def for_buffer(
-        cls, buffer_size: int, rho: float, concatenate: Callable[[list[R]], R]
+        cls, buffer_size: int, rho: float, concatenate: Callable[[list[R]], R], delta: Any
     ) -> AutoDeltaWindow[R]:
-        """The window of a learner whose buffer holds ``buffer_size`` examples."""
-        return cls(min(AUTO_DELTA_WINDOW, buffer_size), rho, concatenate)
+        """The window of a learner with parameter ``delta`` whose buffer holds
+        ``buffer_size`` examples: one example for ``'first'``."""
+        size = 1 if delta == "first" else min(AUTO_DELTA_WINDOW, buffer_size)
+        return cls(size, rho, concatenate)
 
     @property
     def room(self) -> int:

@@ -15,8 +15,9 @@ int: names hashed with :func:`streamlearn.river.stable_hash` modulo ``n_features
 ``replay_every`` and ``replay_passes`` (every ``replay_every`` calls of ``learn_one``, up
 to ``replay_passes`` replay passes of every label's learner), and for PAUM the bank's
 ``tau_pos_kappa`` (per-label margin of positives). Feature values follow the binary
-adapters' rules. With ``delta='auto'`` learning starts once the first
-min(1000, buffer_size) examples have fixed Delta; until then every decision value is 0.
+adapters' rules, Delta too (``'first'`` by default: the first example fixes it). With
+``delta='auto'`` learning starts once the first min(1000, buffer_size) examples have
+fixed Delta; until then every decision value is 0.
 
 Labels are any hashable values and appear as the stream goes: a new label starts a
 learner that is presented the buffered examples as negatives (see the bank). The
@@ -72,7 +73,12 @@ from streamlearn.errors import (
 from streamlearn.learn import LEARNERS, LearnerEntry, LinearLearner
 from streamlearn.learn.bank import ModelBank
 from streamlearn.river.features import HASH_CACHE_SIZE, check_value, stable_hash
-from streamlearn.river.options import COMMON_OPTIONS, TAU_POS_KAPPA, check_options
+from streamlearn.river.options import (
+    COMMON_OPTIONS,
+    TAU_POS_KAPPA,
+    check_options,
+    engine_parameters,
+)
 from streamlearn.river.roundtrip import StateRoundTrips
 
 STATE_FORMAT = "streamlearn.river.bank"
@@ -427,7 +433,7 @@ def _bank_classifier(
     name: str | None,
 ) -> type[BankClassifierBase]:
     name = name or f"{entry.class_name}{suffix}"
-    engine = [param.signature_parameter() for param in entry.all_params]
+    engine = engine_parameters(entry)
     options = [*COMMON_OPTIONS, *([TAU_POS_KAPPA] if _takes_kappa(entry) else [])]
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
 

@@ -25,10 +25,11 @@ with the same names and defaults, plus four options of their own:
     replay, a pure online pass; :meth:`LearnerClassifier.replay` replays on demand.
 
 Feature values must be real numbers: ints, floats, bools (0 and 1), numpy scalars or
-anything else with ``__float__`` but strings; zero and missing are the same. With
-``delta='auto'`` (the engine's default), learning starts once the first
-min(1000, buffer_size) examples have arrived and fixed Delta: until then predictions
-are those of the zero model. Pass a number for Delta to learn from the first example.
+anything else with ``__float__`` but strings; zero and missing are the same. The
+adapters' default ``delta='first'`` fixes Delta = R/10 from the first example (R its
+||[x, rho]||), so learning starts with it; the engine's ``'auto'`` holds the first
+min(1000, buffer_size) examples to fix Delta from them, and predicts with the zero
+model until then.
 
 ``predict_proba_one`` is calibrated: the decision value f(x) in margin units
 (f(x) / u, with u = ||a||^2 / t, ||a||^2 for Kozinec) through a Platt sigmoid fitted on
@@ -75,7 +76,7 @@ from streamlearn.errors import InvalidInputError, InvalidParameterError
 from streamlearn.learn import LEARNERS, LearnerEntry, LinearLearner
 from streamlearn.learn.one_example import OneExamplePath
 from streamlearn.river.features import HASH_CACHE_SIZE, check_value, stable_hash
-from streamlearn.river.options import COMMON_OPTIONS, POS_LABEL, check_options
+from streamlearn.river.options import COMMON_OPTIONS, POS_LABEL, check_options, engine_parameters
 from streamlearn.river.roundtrip import StateRoundTrips
 from streamlearn.types import RowStatus
 
@@ -523,7 +524,7 @@ def binary_classifier(
     class name and ``Classifier``) are where the class is reachable (pickle finds it
     there)."""
     name = name or f"{entry.class_name}Classifier"
-    engine = [param.signature_parameter() for param in entry.all_params]
+    engine = engine_parameters(entry)
     n_features, replay_every, replay_passes = COMMON_OPTIONS
     options = [n_features, POS_LABEL, replay_every, replay_passes]
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)

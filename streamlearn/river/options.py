@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from streamlearn.errors import InvalidParameterError
+from streamlearn.learn.table import LearnerEntry
 
 KEYWORD = inspect.Parameter.KEYWORD_ONLY
 #: every adapter's options: how names become indices, and the replay schedule
@@ -21,6 +22,20 @@ COMMON_OPTIONS = (
 POS_LABEL = inspect.Parameter("pos_label", KEYWORD, default=None)
 #: the bank adapters' option for learners with a margin of positives (PAUM)
 TAU_POS_KAPPA = inspect.Parameter("tau_pos_kappa", KEYWORD, default=None)
+#: the adapters' default Delta: fixed by the first example, so that learning starts with
+#: it (a river pipeline judges every example; the engine's 'auto' would wait for 1000)
+RIVER_DELTA = "first"
+
+
+def engine_parameters(entry: LearnerEntry) -> list[inspect.Parameter]:
+    """The learner's parameters as an adapter's ``__init__`` takes them: the learner's
+    own defaults, but Delta's (:data:`RIVER_DELTA`)."""
+    return [
+        param.signature_parameter().replace(default=RIVER_DELTA)
+        if param.name == "delta"
+        else param.signature_parameter()
+        for param in entry.all_params
+    ]
 
 
 def check_options(options: dict[str, Any]) -> None:

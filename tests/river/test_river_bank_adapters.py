@@ -248,7 +248,7 @@ def test_round_trip_keeps_predictions_and_continues_exactly(kind: str, trip: str
 
 
 def test_round_trip_inside_the_auto_delta_window() -> None:
-    model = PDMOneVsRestClassifier()
+    model = PDMOneVsRestClassifier(delta="auto")
     stream = image_segments()
     _progressive(model, stream[:400])
     restored = _checkpointed(model)

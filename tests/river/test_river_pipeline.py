@@ -26,3 +26,15 @@ def test_probability_metrics_in_a_pipeline() -> None:
     model = preprocessing.StandardScaler() | PAUMClassifier(delta=1.0)
     auc = evaluate.progressive_val_score(datasets.Phishing(), model, metrics.ROCAUC())
     assert auc.get() > 0.85
+
+
+def test_defaults_learn_from_the_first_example() -> None:
+    """delta='first' by default: Delta from the first example, learned at once."""
+    model = PDMClassifier()
+    first_x, first_y = next(iter(datasets.Phishing()))
+    model.learn_one(first_x, first_y)
+    assert model.learner.delta_ is not None and model.learner.summary()["examples"] == 1
+    accuracy = evaluate.progressive_val_score(
+        datasets.Phishing(), PDMClassifier(), metrics.Accuracy()
+    )
+    assert accuracy.get() >= 0.85

@@ -68,7 +68,7 @@ def test_round_trip_keeps_predictions_and_continues_exactly(
 
 def test_round_trip_inside_the_auto_delta_window() -> None:
     """Examples held while delta='auto' waits travel with the state."""
-    model = PAUMClassifier()
+    model = PAUMClassifier(delta="auto")
     for x, y in phishing()[:400]:
         model.learn_one(x, y)
     restored = _checkpointed(model)
