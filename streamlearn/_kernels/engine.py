@@ -48,6 +48,7 @@ import numpy as np
 
 from streamlearn._kernels._jit import kernel
 from streamlearn._kernels.ring import FIRST, UNBUFFERED, evictions_for, ring_append
+from streamlearn._kernels.rows import dot_within
 from streamlearn._kernels.rules import RULE_KOZINEC, multiplicity, threshold
 
 BETA, SQNORM, UPDATES, SCALE = 0, 1, 2, 3
@@ -364,27 +365,54 @@ def learn_stream(
     goes to :func:`present_unbuffered`, and the caller carries on after it: kept out of
     this loop, its code is compiled only when an example needs it.
     """
-    slot_start, slot_alpha, arena_idx, arena_val = buffer[0], buffer[3], buffer[5], buffer[6]
     state = (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
     n = indptr.shape[0] - 1
     for i in range(first, n):
-        lo = indptr[i]
-        hi = indptr[i + 1]
-        if hi - lo > max_nnz:
+        if indptr[i + 1] - indptr[i] > max_nnz:
             _store_state(state, scalars)
             return i
-        label = float(labels[i])
-        if forget:
-            state = forget_evicted(max(hi - lo, 1), buffer, ring, w, state, rule)
-        slot = ring_append(indices, values, lo, hi, label, x_sqnorms[i], buffer, ring)
-        start = slot_start[slot]
-        lam, p, _, state = present(
-            arena_idx, arena_val, start, start + hi - lo, label, slot_alpha, slot,
-            x_sqnorms[i], w, state, scalars, slot_alpha, rule,
+        state = store_and_present(
+            i, indptr, indices, values, labels, x_sqnorms, buffer, ring, w, state, scalars,
+            rule, stats, forget,
         )  # fmt: skip
-        count_new(stats, lam, p)
     _store_state(state, scalars)
     return n
+
+
+@kernel(inline=True)
+def store_and_present(
+    i: int,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    values: np.ndarray,
+    labels: np.ndarray,
+    x_sqnorms: np.ndarray,
+    buffer: BufferArrays,
+    ring: np.ndarray,
+    w: np.ndarray,
+    state: State,
+    scalars: np.ndarray,
+    rule: Rule,
+    stats: np.ndarray,
+    forget: bool,
+) -> State:
+    """Store example ``i`` of the batch in the buffer (evicting the oldest, whose
+    contributions leave a first when ``forget``), present it and count it; returns the
+    new ``state``."""
+    slot_start, slot_alpha, arena_idx, arena_val = buffer[0], buffer[3], buffer[5], buffer[6]
+    lo = indptr[i]
+    hi = indptr[i + 1]
+    label = float(labels[i])
+    if forget:
+        state = forget_evicted(max(hi - lo, 1), buffer, ring, w, state, rule)
+    slot = ring_append(indices, values, lo, hi, label, x_sqnorms[i], buffer, ring)
+    start = slot_start[slot]
+    lam, p, _, state = present(
+        arena_idx, arena_val, start, start + hi - lo, label, slot_alpha, slot,
+        x_sqnorms[i], w, state, scalars, slot_alpha, rule,
+    )  # fmt: skip
+    count_new(stats, lam, p)
+    return state
 
 
 @kernel(releases_gil=True)
@@ -418,46 +446,29 @@ def learn_stream_answering(
     Stops before an example with more nonzeros than the buffer can ever hold, its
     questions answered, and returns False with ``cursor`` at it; True at the end.
     """
-    slot_start, slot_alpha, arena_idx, arena_val = buffer[0], buffer[3], buffer[5], buffer[6]
     rho = rule[2]
     state = (scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE])
     n = indptr.shape[0] - 1
     n_questions = before.shape[0]
-    size = np.uint64(w.shape[0])
     i = cursor[0]
     q = cursor[1]
     while True:
         while q < n_questions and before[q] == i:
-            acc = 0.0
-            j = np.uint64(q_indptr[q])
-            end = np.uint64(q_indptr[q + 1])
-            while j < end:
-                feature = np.uint64(q_indices[j])
-                if feature < size:
-                    acc += w[feature] * q_values[j]
-                j += np.uint64(1)
+            dot = dot_within(q_indices, q_values, q_indptr[q], q_indptr[q + 1], w, 0.0)
             out = factor * state[3]
-            scores[q] = acc * out + rho * state[0] * out
+            scores[q] = dot * out + rho * state[0] * out
             q += 1
         if i >= n:
             break
-        lo = indptr[i]
-        hi = indptr[i + 1]
-        if hi - lo > max_nnz:
+        if indptr[i + 1] - indptr[i] > max_nnz:
             _store_state(state, scalars)
             cursor[0] = i
             cursor[1] = q
             return False
-        label = float(labels[i])
-        if forget:
-            state = forget_evicted(max(hi - lo, 1), buffer, ring, w, state, rule)
-        slot = ring_append(indices, values, lo, hi, label, x_sqnorms[i], buffer, ring)
-        start = slot_start[slot]
-        lam, p, _, state = present(
-            arena_idx, arena_val, start, start + hi - lo, label, slot_alpha, slot,
-            x_sqnorms[i], w, state, scalars, slot_alpha, rule,
+        state = store_and_present(
+            i, indptr, indices, values, labels, x_sqnorms, buffer, ring, w, state, scalars,
+            rule, stats, forget,
         )  # fmt: skip
-        count_new(stats, lam, p)
         i += 1
     _store_state(state, scalars)
     cursor[0] = n

@@ -130,16 +130,23 @@ def decision_values(
     """w . x_i + bias for every row; features beyond ``w`` have weight 0."""
     n = indptr.shape[0] - 1
     out = np.empty(n)
-    size = np.uint64(w.shape[0])
     for i in range(n):
-        acc = bias
-        # unsigned positions and indices skip numba's negative-index checks (engine.py)
-        j = np.uint64(indptr[i])
-        end = np.uint64(indptr[i + 1])
-        while j < end:
-            feature = np.uint64(indices[j])
-            if feature < size:
-                acc += w[feature] * values[j]
-            j += np.uint64(1)
-        out[i] = acc
+        out[i] = dot_within(indices, values, indptr[i], indptr[i + 1], w, bias)
     return out
+
+
+@kernel(inline=True)
+def dot_within(
+    indices: np.ndarray, values: np.ndarray, start: int, stop: int, w: np.ndarray, acc: float
+) -> float:
+    """``acc`` + w . x over entries ``start:stop``; features beyond ``w`` have weight 0."""
+    size = np.uint64(w.shape[0])
+    # unsigned positions and indices skip numba's negative-index checks (engine.py)
+    j = np.uint64(start)
+    end = np.uint64(stop)
+    while j < end:
+        feature = np.uint64(indices[j])
+        if feature < size:
+            acc += w[feature] * values[j]
+        j += np.uint64(1)
+    return acc

@@ -593,12 +593,12 @@ class LinearLearner:
         scores = np.empty(before.shape[0])
         cursor = np.zeros(2, dtype=np.int64)
         q_indptr, q_indices, q_values = questions
+        before = np.ascontiguousarray(before, dtype=np.int64)
         updates_before = (state.updates, state.sqnorm)
         while not learn_stream_answering(
             batch.indptr, batch.indices, batch.values, batch.labels, sqnorms, buf.arrays(),
             buf.ring, buf.max_nnz, state.weights, state.scalars, rule, state.stats,
-            self._forgets, np.ascontiguousarray(before, dtype=np.int64), q_indptr, q_indices,
-            q_values, factor, scores, cursor,
+            self._forgets, before, q_indptr, q_indices, q_values, factor, scores, cursor,
         ):  # fmt: skip
             self._present_unbuffered(batch, sqnorms, rule, int(cursor[0]))
             cursor[0] += 1
