@@ -53,10 +53,11 @@ def _present_to_labels(
     x_sqnorm: float,
     learners: Learners,
     candidates: int,
+    learn: bool,
 ) -> None:
     """Present the new example ``i`` (nonzeros ``src_idx[start:stop]``, learner l's slack
     in ``alpha_table[l, k]``) to every learner with its sign, and judge it (see
-    :func:`bank_learn_stream`)."""
+    :func:`bank_learn_stream`); without ``learn``, judge and count it only."""
     alphas, weights, scalars, rule_code, rule_params, rho, delta_sq, stats, progressive = learners
     best = -np.inf
     best_sign = -1.0
@@ -64,14 +65,19 @@ def _present_to_labels(
     for lab in range(example_signs.shape[1]):
         sign = float(example_signs[i, lab])
         row_scalars = scalars[lab]
-        rule = (rule_code, rule_params[lab], rho, delta_sq, False, False)
-        state = (row_scalars[BETA], row_scalars[SQNORM], row_scalars[UPDATES],
-                 row_scalars[SCALE])  # fmt: skip
-        lam, p, _, state = present(
-            src_idx, src_val, start, stop, sign, alpha_table[lab], k, x_sqnorm, weights[lab],
-            state, row_scalars, alphas[lab], rule,
-        )  # fmt: skip
-        row_scalars[BETA], row_scalars[SQNORM], row_scalars[UPDATES], row_scalars[SCALE] = state
+        if learn:
+            rule = (rule_code, rule_params[lab], rho, delta_sq, False, False)
+            state = (row_scalars[BETA], row_scalars[SQNORM], row_scalars[UPDATES],
+                     row_scalars[SCALE])  # fmt: skip
+            lam, p, _, state = present(
+                src_idx, src_val, start, stop, sign, alpha_table[lab], k, x_sqnorm,
+                weights[lab], state, row_scalars, alphas[lab], rule,
+            )  # fmt: skip
+            row_scalars[BETA], row_scalars[SQNORM], row_scalars[UPDATES], row_scalars[SCALE] = state
+        else:
+            lam = 0.0
+            dot = sparse_dot(src_idx, src_val, start, stop, weights[lab])
+            p = sign * row_scalars[SCALE] * (dot + rho * row_scalars[BETA])
         count_new(stats[lab], lam, p)
         if sign > 0.0:
             labelled = True
@@ -169,7 +175,7 @@ def bank_learn_stream(
         start = slot_start[slot]
         _present_to_labels(
             i, arena_idx, arena_val, start, start + hi - lo, alphas, slot, example_signs,
-            x_sqnorms[i], learners, first_candidates if i == 0 else example_signs.shape[1],
+            x_sqnorms[i], learners, first_candidates if i == 0 else example_signs.shape[1], True,
         )  # fmt: skip
     return n
 
@@ -195,46 +201,10 @@ def bank_present_unbuffered(
     for lab in range(loose.shape[0]):
         loose[lab, 0] = 0.0
     ring[UNBUFFERED] += 1
-    if forget:
-        _judge_only(i, indices, values, indptr[i], indptr[i + 1], example_signs, learners,
-                    first_candidates if i == 0 else example_signs.shape[1])  # fmt: skip
-        return
     _present_to_labels(
         i, indices, values, indptr[i], indptr[i + 1], loose, 0, example_signs, x_sqnorms[i],
-        learners, first_candidates if i == 0 else example_signs.shape[1],
+        learners, first_candidates if i == 0 else example_signs.shape[1], not forget,
     )  # fmt: skip
-
-
-@kernel()
-def _judge_only(
-    i: int,
-    idx: np.ndarray,
-    val: np.ndarray,
-    start: int,
-    stop: int,
-    example_signs: np.ndarray,
-    learners: Learners,
-    candidates: int,
-) -> None:
-    """Count example ``i`` as presented to every learner and judge it, without learning."""
-    _, weights, scalars, _, _, rho, _, stats, progressive = learners
-    best = -np.inf
-    best_sign = -1.0
-    labelled = False
-    for lab in range(example_signs.shape[1]):
-        sign = float(example_signs[i, lab])
-        row = scalars[lab]
-        p = sign * row[SCALE] * (sparse_dot(idx, val, start, stop, weights[lab]) + rho * row[BETA])
-        count_new(stats[lab], 0.0, p)
-        if sign > 0.0:
-            labelled = True
-        if lab < candidates and sign * p > best:
-            best = sign * p
-            best_sign = sign
-    if labelled:
-        progressive[0] += 1
-        if best_sign < 0.0:
-            progressive[1] += 1
 
 
 @kernel()
