@@ -50,7 +50,6 @@ import numpy as np
 import numpy.typing as npt
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -67,13 +66,6 @@ from streamlearn.learn.params import STATE_BUILT_WITH, init_function
 
 STATE_FORMAT = "streamlearn.sklearn"
 STATE_VERSION = 1
-
-
-def _two_classes(estimator: Any) -> bool:
-    """Whether ``predict_proba`` is offered: before ``fit``, or once two classes (not
-    label sets) were seen."""
-    classes = getattr(estimator, "classes_", None)
-    return classes is None or (len(classes) == 2 and not estimator.multilabel_)
 
 
 class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
@@ -274,15 +266,24 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         return self.learner_.decision_function(X)
 
-    @available_if(_two_classes)  # type: ignore[untyped-decorator]
     def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
-        """Probabilities of ``classes_[0]`` and ``classes_[1]`` for every row of X: the
-        decision value in margin units through a Platt sigmoid fitted on the learner's
-        window (``LinearLearner.predict_proba``). For two classes only."""
+        """Calibrated probabilities, one column per class of ``classes_``: each learner's
+        decision value in margin units through a Platt sigmoid fitted on its window
+        (``LinearLearner.predict_proba``). Two classes: those of ``classes_[0]`` and
+        ``classes_[1]``. More: each class's probability against the rest, normalised to
+        add up to 1 (as scikit-learn's ``OneVsRestClassifier`` does). Multi-label
+        targets: each label's own probability (the columns do not add up to 1)."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        (learner,) = self.learner_.learners()  # two classes: one binary learner
-        return learner.predict_proba(X)
+        chances = self.learner_.predict_proba(X)
+        if self.multilabel_ or len(self.classes_) == 2:  # label by label, or -1 and +1
+            return chances
+        totals = chances.sum(axis=1, keepdims=True)
+        even = np.full_like(chances, 1.0 / chances.shape[1])
+        normalised: npt.NDArray[np.float64] = np.divide(
+            chances, totals, out=even, where=totals > 0.0
+        )
+        return normalised
 
     def predict(self, X: Any) -> npt.NDArray[Any]:
         """``classes_[1]`` where the decision value is positive, ``classes_[0]`` elsewhere;

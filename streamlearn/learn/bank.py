@@ -95,6 +95,7 @@ from streamlearn.learn.params import (
     STREAM_BUFFER_SIZE,
     finite,
 )
+from streamlearn.learn.predictor import BankPredictor
 from streamlearn.learn.state import (
     BETA,
     SCALE,
@@ -756,6 +757,32 @@ class ModelBank:
         lower label id first)."""
         scores = self.decision_function(X)
         return self.labels_[np.argsort(-scores, axis=1, kind="stable")]
+
+    def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
+        """Each label's calibrated probability, one column per label id: its learner's
+        ``predict_proba`` (a Platt sigmoid of the decision value in margin units, fitted
+        on the window with that label's signs). The columns need not add up to 1: each
+        answers "this label or not" (normalise them for a multi-class distribution)."""
+        indptr, indices, values = as_rows(X)
+        out = np.zeros((indptr.shape[0] - 1, self.n_labels), dtype=np.float64)
+        for label, learner in enumerate(self.learners()):
+            out[:, label] = learner.predict_proba((indptr, indices, values))[:, 1]
+        return out
+
+    def predictor(self) -> BankPredictor:
+        """A frozen copy that answers as this bank does now, from any thread: every
+        label's weights, intercept, margin unit and calibration."""
+        frozen = [learner.predictor() for learner in self.learners()]
+        weights = np.zeros((len(frozen), self.n_features_in_))
+        for label, one in enumerate(frozen):
+            weights[label, : one.weights.shape[0]] = one.weights
+        return BankPredictor(
+            labels=tuple(bank_answers.label_value(v) for v in self.labels_.tolist()),
+            weights=weights,
+            intercepts=np.array([one.intercept for one in frozen]),
+            margin_factors=np.array([one.margin_factor for one in frozen]),
+            calibrations=tuple(one.calibration for one in frozen),
+        )
 
     def answers(self, X: Any) -> list[bytes]:
         """Each row's prediction as the daemon sends it: a JSON object

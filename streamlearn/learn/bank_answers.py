@@ -59,7 +59,7 @@ def bank_prediction(labels: list[int | float], scores: npt.NDArray[np.float64]) 
 
 def bank_answers(bank: ModelBank, scores: npt.NDArray[np.float64]) -> list[bytes]:
     """:func:`bank_prediction` of each row of ``scores`` (one column per label id)."""
-    labels = [_label_value(v) for v in bank.labels_.tolist()]
+    labels = [label_value(v) for v in bank.labels_.tolist()]
     return [bank_prediction(labels, row) for row in scores]
 
 
@@ -169,7 +169,7 @@ def _number(value: float) -> str:
     return repr(float(value)) if math.isfinite(value) else "nan"
 
 
-def _label_value(value: float) -> int | float:
+def label_value(value: float) -> int | float:
     """A label as JSON shows it: integral values as integers."""
     return int(value) if value.is_integer() else value
 

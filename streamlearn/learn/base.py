@@ -53,6 +53,7 @@ from streamlearn.learn.params import (
     STREAM_BUFFER_SIZE,
     count,
 )
+from streamlearn.learn.predictor import BinaryPredictor, calibrated
 from streamlearn.learn.state import LearnerState
 from streamlearn.learn.window import AutoDeltaWindow
 from streamlearn.parse import ParsedRows, Rejected, binary_batch
@@ -69,6 +70,9 @@ STATE_VERSION = 1
 #: examples learned between two fits of the calibration: as many as at the last one,
 #: within these bounds
 MIN_CALIBRATION_STEP = 16
+#: the calibration is fitted on this many of the window's examples at most (an even
+#: sample): one parameter needs no more, and a refit stays a matter of milliseconds
+CALIBRATION_EXAMPLES = 8192
 MAX_CALIBRATION_STEP = 256
 
 
@@ -621,15 +625,19 @@ class LinearLearner:
     def margin_scores(self, X: Any) -> npt.NDArray[np.float64]:
         """Decision values in margin units: w . x + b over :meth:`margin_unit` (in the
         units of ``coef_``); the decision values themselves before the first update."""
-        unit = self.margin_unit()
+        factor = self._margin_factor()
         scores = self.decision_function(X)
-        if not unit > 0.0:
-            return scores
-        return scores / (unit * self._output_factor())
+        return scores * factor if math.isfinite(factor) else scores
+
+    def _margin_factor(self) -> float:
+        """1 / (:meth:`margin_unit` in the units of ``coef_``); NaN before the first update."""
+        unit = self.margin_unit()
+        return 1.0 / (unit * self._output_factor()) if unit > 0.0 else math.nan
 
     def calibration(self) -> Platt:
         """The Platt scaling of :meth:`margin_scores` that :meth:`predict_proba` uses,
-        fitted on the window (the buffered examples) with the current model.
+        fitted on the window (the buffered examples; an even sample of 8192 of them in a
+        larger window) with the current model.
 
         It is fitted again when a replay has run since, or when the examples learned
         since have reached the count it was fitted at (16 at least, 256 at most): a
@@ -642,19 +650,28 @@ class LinearLearner:
             due = examples + max(MIN_CALIBRATION_STEP, min(MAX_CALIBRATION_STEP, examples))
             if passes == state.passes and state.examples_seen < due:
                 return platt
-        window = self.buffer_rows()
-        labels = window.labels[window.label_ptr[:-1]]
-        platt = fit_platt(
-            self.margin_scores((window.indptr, window.indices, window.values)), labels
-        )
+        buffer = self.state.buffer
+        sample = buffer.examples(stride=-(-len(buffer) // CALIBRATION_EXAMPLES) or 1)
+        z = self.margin_scores((sample.indptr, sample.indices, sample.values))
+        platt = fit_platt(z, sample.labels)
         self._calibrated = (platt, state.examples_seen, state.passes)
         return platt
 
     def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
         """Calibrated probabilities: one row per example, the columns for -1 and +1
         (:meth:`calibration`)."""
-        positive = self.calibration().probability(self.margin_scores(X))
+        positive = calibrated(self.decision_function(X), self._margin_factor(), self.calibration())
         return np.column_stack([1.0 - positive, positive])
+
+    def predictor(self) -> BinaryPredictor:
+        """A frozen copy that answers as this learner does now, from any thread."""
+        state = self.state
+        return BinaryPredictor(
+            weights=state.weights[: state.n_features] * self.output_scale,
+            intercept=self.intercept_,
+            margin_factor=self._margin_factor(),
+            calibration=self.calibration(),
+        )
 
     def learners(self) -> list[LinearLearner]:
         """This learner, alone (the model interface's list of binary learners)."""

@@ -30,6 +30,7 @@ from streamlearn.types import Batch
 
 if TYPE_CHECKING:
     from streamlearn.learn.base import LinearLearner
+    from streamlearn.learn.predictor import Predictor
 
 #: examples as a model learns them: a binary learner's batches, a bank's label sets
 Examples = Batch | LabelledRows
@@ -157,12 +158,22 @@ class Model(Protocol):
         """Decision values: one per row (binary), or one column per label (bank)."""
         ...
 
+    def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
+        """Calibrated probabilities: a binary learner's columns for -1 and +1; a bank's
+        one column per label id, each that label's own (they need not add up to 1)."""
+        ...
+
     def learners(self) -> list[LinearLearner]:
         """The binary learners (one, or one per label id)."""
         ...
 
     def answers(self, X: Any) -> list[bytes]:
         """Each row's prediction as the daemon sends it."""
+        ...
+
+    def predictor(self) -> Predictor:
+        """A frozen copy that answers as the model does now, from any thread, while the
+        model goes on learning (:mod:`streamlearn.learn.predictor`)."""
         ...
 
     def prediction_lines(self, rows: ParsedRows, output: str) -> Iterator[str]:

@@ -118,9 +118,10 @@ class ReplayBuffer:
         """Slack counts alpha_k of the buffered examples, oldest first (a copy)."""
         return self.slot_alpha[self.live_slots()].copy()
 
-    def examples(self) -> Batch:
-        """The buffered examples, oldest first, as a new batch."""
-        slots = self.live_slots()
+    def examples(self, stride: int = 1) -> Batch:
+        """The buffered examples, oldest first, as a new batch; with ``stride`` k, only
+        every k-th of them (the oldest, the (k+1)-th, ...): an even sample."""
+        slots = self.live_slots()[::stride]
         lengths = self.slot_len[slots]
         indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         cells = _cells(self.slot_start[slots], lengths)

@@ -26,19 +26,19 @@ learns ``y = {label: bool}`` with each True label positive and every other label
 (False, missing, or never mentioned) negative.
 
 Predictions come from the decision values f_l(x) of the labels' learners (in the
-engine's units: for PAUM before the learning rate), each scaled by its learner's own
-margin unit u_l = ||a_l||^2 / t_l (||a_l||^2 for Kozinec), as the binary adapters do:
-z_l = 2 f_l(x) / u_l (0 for a learner not yet updated).
+engine's units: for PAUM before the learning rate). Probabilities are calibrated as the
+binary adapters' are: each label's p_l is its learner's Platt sigmoid (fitted on the
+window with that label's signs, ``LinearLearner.calibration``) of f_l(x) / u_l, with u_l
+= ||a_l||^2 / t_l its margin unit (||a_l||^2 for Kozinec); 0.5 before its first update.
 
 - Multi-class ``predict_one``: the label of the largest f_l (ties: the label seen
-  first); None before any label. ``predict_proba_one``: the softmax of the z_l,
-  ``P(l | x) = exp(z_l) / sum_k exp(z_k)``, over every label seen (a monotone map of each
-  label's own decision value; as the units differ between labels, its argmax may
-  differ from ``predict_one`` where two labels are close). ``rank_one``: every label by
+  first); None before any label. ``predict_proba_one``: the p_l normalised over every
+  label seen, ``P(l | x) = p_l / sum_k p_k`` (as scikit-learn's ``OneVsRestClassifier``
+  normalises; each p_l is a monotone map of its own decision value, so where two labels
+  are close its argmax may differ from ``predict_one``). ``rank_one``: every label by
   decreasing f_l.
 - Multi-label ``predict_one``: ``{label: f_l(x) > 0}`` for every label seen.
-  ``predict_proba_one``: river's multi-label form ``{label: {False: 1 - p_l, True: p_l}}``
-  with the binary adapters' logistic ``p_l = 1 / (1 + exp(-z_l))``.
+  ``predict_proba_one``: river's multi-label form ``{label: {False: 1 - p_l, True: p_l}}``.
 
 >>> from river import datasets
 >>> from streamlearn.river import PDMOneVsRestClassifier
@@ -298,14 +298,19 @@ class BankClassifierBase(StateRoundTrips, base.Estimator):
         f[self._columns] = by_id
         return f, by_id
 
-    def _scores(self, x: Mapping[Hashable, Any]) -> tuple[np.ndarray, np.ndarray]:
-        """Decision values f and scaled values z by label position."""
+    def _probabilities(self, x: Mapping[Hashable, Any]) -> np.ndarray:
+        """Each label's calibrated probability p_l by label position (module doc)."""
         f, by_id = self._decisions(x)
-        z = np.zeros_like(f)
+        p = np.full_like(f, 0.5)
         if by_id.shape[0]:
             units = self._bank.margin_units()
-            z[self._columns] = np.where(np.isnan(units), 0.0, 2.0 * by_id / units)
-        return f, z
+            learners = self._bank.learners()
+            by_label = [
+                learners[i].calibration().probability_one(v / u) if u > 0.0 else 0.5
+                for i, (v, u) in enumerate(zip(by_id.tolist(), units.tolist(), strict=True))
+            ]
+            p[self._columns] = by_label
+        return p
 
     def rank_one(self, x: dict[Hashable, Any]) -> list[Hashable]:
         """Every label seen, by decreasing decision value (ties: the label seen first)."""
@@ -371,12 +376,13 @@ class OneVsRestClassifierBase(BankClassifierBase, base.Classifier):
         return self._labels[int(np.argmax(f))]
 
     def predict_proba_one(self, x: dict[Hashable, Any], **kwargs: Any) -> dict[Any, float]:
-        """Softmax of the scaled decision values over every label seen (module doc)."""
+        """Each label's calibrated probability, normalised over every label seen (module
+        doc)."""
         if not self._labels:
             return {}
-        _, z = self._scores(x)
-        e = np.exp(z - z.max())
-        p = e / e.sum()
+        p = self._probabilities(x)
+        total = p.sum()
+        p = p / total if total > 0.0 else np.full_like(p, 1.0 / p.shape[0])
         return dict(zip(self._labels, p.tolist(), strict=True))
 
 
@@ -410,10 +416,9 @@ class MultiLabelClassifierBase(BankClassifierBase, base.MultiLabelClassifier):
     def predict_proba_one(
         self, x: dict[Hashable, Any], **kwargs: Any
     ) -> dict[Hashable, dict[bool, float]]:
-        """Per label ``{False: 1 - p, True: p}`` with p the logistic of the scaled
-        decision value (module doc)."""
-        _, z = self._scores(x)
-        p = 0.5 * (1.0 + np.tanh(0.5 * z))
+        """Per label ``{False: 1 - p, True: p}`` with p the label's calibrated
+        probability (module doc)."""
+        p = self._probabilities(x)
         return {
             label: {False: 1.0 - q, True: q}
             for label, q in zip(self._labels, p.tolist(), strict=True)

@@ -1,0 +1,147 @@
+"""Frozen copies of a model for answering from another thread: :class:`BinaryPredictor`
+and :class:`BankPredictor`, made by ``Model.predictor()``.
+
+A predictor holds its own copy of the weights, intercepts, margin units and calibrations,
+so the model it was taken from can go on learning while the predictor answers: every
+answer comes from one consistent state, never from a half-learned batch. Its answers are
+plain values (for JSON):
+
+- binary: ``{"score": f(x), "label": 1 or -1, "probability": P(+1 | x)}``, the same
+  numbers as the model's ``decision_function`` and ``predict_proba`` at the time it was
+  taken;
+- one-vs-rest bank: ``{"label", "score", "probability", "labels", "ranking"}``: the label
+  of the largest decision value with its score and calibrated probability, every label
+  with a positive decision value, and every label ranked by decreasing decision value
+  with its score and probability (each label's own Platt sigmoid, as the binary learner
+  of that label gives it).
+
+>>> from streamlearn.learn import PDM
+>>> model = PDM(delta=0.0).fit(np.array([[1.0, 0.0], [0.0, 1.0]]), [1, -1])
+>>> predictor = model.predictor()
+>>> [a["label"] for a in predictor.answer((np.array([0, 1, 2]), np.array([0, 1], dtype=np.int32),
+...                                         np.array([2.0, 3.0])))]
+[1, -1]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from streamlearn._kernels import decision_values
+from streamlearn.learn.calibration import Platt
+
+#: rows as CSR arrays: (indptr, indices, values)
+Rows = tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float64]]
+
+
+class Predictor(Protocol):
+    """A frozen model that answers questions (see the module doc)."""
+
+    @property
+    def kind(self) -> str:
+        """``binary`` or ``one-vs-rest``."""
+        ...
+
+    def answer(self, rows: Rows) -> list[dict[str, Any]]:
+        """One answer per row, as plain values."""
+        ...
+
+
+def calibrated(
+    scores: npt.NDArray[np.float64], margin_factor: float, platt: Platt
+) -> npt.NDArray[np.float64]:
+    """P(+1) of decision values ``scores``: the Platt sigmoid of the scores in margin
+    units (``scores * margin_factor``; the scores themselves when the factor is NaN, before
+    the first update).
+
+    >>> calibrated(np.array([-1.0, 0.0, 2.0]), 0.5, Platt(2.0)).round(3).tolist()
+    [0.269, 0.5, 0.881]
+    """
+    z = scores * margin_factor if math.isfinite(margin_factor) else scores
+    return platt.probability(z)
+
+
+@dataclass(frozen=True)
+class BinaryPredictor:
+    """A binary learner's weights, intercept, margin factor and calibration, copied."""
+
+    weights: npt.NDArray[np.float64]
+    intercept: float
+    #: 1 / (the margin unit in the units of ``weights``); NaN before the first update
+    margin_factor: float
+    calibration: Platt
+
+    @property
+    def kind(self) -> str:
+        return "binary"
+
+    def scores(self, rows: Rows) -> npt.NDArray[np.float64]:
+        """Decision values w . x + b (features beyond the weights weigh 0)."""
+        indptr, indices, values = rows
+        return decision_values(indptr, indices, values, self.weights, self.intercept)
+
+    def probabilities(self, scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """P(+1) of each decision value."""
+        return calibrated(scores, self.margin_factor, self.calibration)
+
+    def answer(self, rows: Rows) -> list[dict[str, Any]]:
+        scores = self.scores(rows)
+        probabilities = self.probabilities(scores)
+        return [
+            {"score": s, "label": 1 if s > 0.0 else -1, "probability": p}
+            for s, p in zip(scores.tolist(), probabilities.tolist(), strict=True)
+        ]
+
+
+@dataclass(frozen=True)
+class BankPredictor:
+    """A one-vs-rest bank's weights (one row per label id), copied, with the labels'
+    intercepts, margin factors and calibrations."""
+
+    #: label values as JSON writes them (``3``, not ``3.0``), by label id
+    labels: tuple[int | float, ...]
+    weights: npt.NDArray[np.float64]
+    intercepts: npt.NDArray[np.float64]
+    margin_factors: npt.NDArray[np.float64]
+    calibrations: tuple[Platt, ...]
+
+    @property
+    def kind(self) -> str:
+        return "one-vs-rest"
+
+    def scores(self, rows: Rows) -> npt.NDArray[np.float64]:
+        """Decision values, one row per example, one column per label id."""
+        indptr, indices, values = rows
+        out = np.zeros((indptr.shape[0] - 1, len(self.labels)))
+        for label in range(len(self.labels)):
+            out[:, label] = decision_values(
+                indptr, indices, values, self.weights[label], float(self.intercepts[label])
+            )
+        return out
+
+    def probabilities(self, scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """Each label's P(label | x) by its own sigmoid (columns as ``scores``')."""
+        out = np.empty_like(scores)
+        for label, platt in enumerate(self.calibrations):
+            out[:, label] = calibrated(scores[:, label], float(self.margin_factors[label]), platt)
+        return out
+
+    def answer(self, rows: Rows) -> list[dict[str, Any]]:
+        scores = self.scores(rows)
+        probabilities = self.probabilities(scores)
+        labels = self.labels
+        answers = []
+        for row, chances in zip(scores, probabilities, strict=True):
+            order = np.argsort(-row, kind="stable").tolist()
+            values, p = row.tolist(), chances.tolist()
+            ranking = [{"label": labels[j], "score": values[j], "probability": p[j]} for j in order]
+            top = ranking[0] if ranking else {"label": None, "score": None, "probability": None}
+            answers.append(
+                {**top, "labels": [labels[j] for j in order if values[j] > 0.0], "ranking": ranking}
+            )
+        return answers
