@@ -1,7 +1,8 @@
-"""Messages (from Kafka or any source) to rows: svmlight text or msgpack maps.
+"""Messages (from Kafka, HTTP or any source) to rows: svmlight text, msgpack or JSON maps.
 
-The format of a message comes from its ``content-type`` header: ``text/svmlight`` or
-``application/msgpack`` (parameters after ``;`` are ignored), else the decoder's default.
+The format of a message comes from its ``content-type`` header: ``text/svmlight``,
+``application/msgpack`` or ``application/json`` (parameters after ``;`` are ignored),
+else the decoder's default.
 
 **svmlight**: one or many complete lines, parsed by a fresh :class:`SvmlightParser`
 (the last line need not end with a newline). Line numbers count from 1 in each message.
@@ -22,6 +23,12 @@ one to predict (a row with no labels). An empty ``labels`` list is rejected as
 message has line number ``i``. An example that breaks a rule the svmlight parser also
 checks is rejected with the parser's reason (:data:`REASONS`); a message that is not
 msgpack, or a map that does not follow this schema, is rejected as ``"bad message"``.
+
+Instead of ``indices`` and ``values``, an example may give ``"features": {name: value}``
+when the decoder hashes names (``hash_features``): each name goes to index
+``stable_hash(name) % hash_features``, as the river adapters put it.
+
+**JSON**: the same maps as msgpack, or a list of them, as JSON text.
 
 >>> import msgpack
 >>> decoder = MessageDecoder()
@@ -44,6 +51,7 @@ msgpack, or a map that does not follow this schema, is rejected as ``"bad messag
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import reprlib
 from collections.abc import Mapping, Sequence
@@ -62,13 +70,14 @@ from streamlearn._kernels.kafka_records import VALUE_LENGTH as VALUE_LENGTH
 from streamlearn._kernels.kafka_records import VALUE_START as VALUE_START
 from streamlearn._kernels.kafka_records import join_values
 from streamlearn.errors import InvalidParameterError
+from streamlearn.parse.features import stable_hash
 from streamlearn.parse.svmlight import REASONS, TEXT_CHARS, ParsedRows, Rejected, SvmlightParser
 from streamlearn.types import MAX_FEATURE_INDEX, offsets
 
 #: the reason of a message that is not msgpack or does not follow the schema
 BAD_MESSAGE = "bad message"
 #: the formats a message can have, by name, and the content types that select them
-FORMATS = ("svmlight", "msgpack")
+FORMATS = ("svmlight", "msgpack", "json")
 CONTENT_TYPES = {
     "text/svmlight": "svmlight",
     "text/x-svmlight": "svmlight",
@@ -76,14 +85,15 @@ CONTENT_TYPES = {
     "application/msgpack": "msgpack",
     "application/x-msgpack": "msgpack",
     "application/vnd.msgpack": "msgpack",
+    "application/json": "json",
 }
 #: rows of the span array of a columnar batch of messages (:func:`pack_messages`): where
 #: each message's value, key and ``content-type`` header value start in the data, and
 #: their lengths (-1 for none)
 SPAN_ROWS = 6
 #: per-message format codes of :meth:`MessageDecoder.formats_of`
-FORMAT_SVMLIGHT, FORMAT_MSGPACK, FORMAT_UNKNOWN = 0, 1, -1
-_FORMAT_CODES = {"svmlight": FORMAT_SVMLIGHT, "msgpack": FORMAT_MSGPACK}
+FORMAT_SVMLIGHT, FORMAT_MSGPACK, FORMAT_JSON, FORMAT_UNKNOWN = 0, 1, 2, -1
+_FORMAT_CODES = {"svmlight": FORMAT_SVMLIGHT, "msgpack": FORMAT_MSGPACK, "json": FORMAT_JSON}
 _FORMAT_CACHE_SIZE = 256
 _LF = 10
 _BAD_LABEL, _NOT_FINITE, _NEGATIVE, _ABOVE_MAX, _UNSORTED, _TOO_LARGE = (
@@ -125,8 +135,12 @@ class MessageDecoder:
     default_format:
         ``"svmlight"`` or ``"msgpack"``: the format of a message without the header.
     max_features, max_line_bytes, zero_based:
-        As for :class:`SvmlightParser`; ``max_features`` bounds msgpack indices too
-        (msgpack indices are always 0-based).
+        As for :class:`SvmlightParser`; ``max_features`` bounds msgpack and JSON indices
+        too (their indices are always 0-based).
+    hash_features:
+        Where examples given by feature name (``"features": {name: value}``) put each
+        name: index ``stable_hash(name) % hash_features``, as the river adapters do with
+        ``n_features``. None (default): such examples are rejected.
     """
 
     def __init__(
@@ -136,6 +150,7 @@ class MessageDecoder:
         max_features: int | None = None,
         max_line_bytes: int = 1 << 20,
         zero_based: bool = False,
+        hash_features: int | None = None,
     ) -> None:
         if default_format not in FORMATS:
             raise InvalidParameterError(
@@ -151,6 +166,11 @@ class MessageDecoder:
         self._max_index = (
             MAX_FEATURE_INDEX if max_features is None else min(max_features - 1, MAX_FEATURE_INDEX)
         )
+        if hash_features is not None and not 1 <= hash_features <= self._max_index + 1:
+            raise InvalidParameterError(
+                f"hash_features must be in [1, {self._max_index + 1}], got {hash_features!r}"
+            )
+        self.hash_features = hash_features
         self._format_cache: dict[bytes, int] = {}
 
     def format_of(self, headers: Mapping[str, bytes]) -> str | None:
@@ -168,6 +188,8 @@ class MessageDecoder:
             return self.decode_svmlight(value)
         if message_format == "msgpack":
             return self.decode_msgpack(value)
+        if message_format == "json":
+            return self.decode_json(value)
         text = headers.get("content-type", b"").decode("utf-8", errors="replace")
         return _rejected_message(f"unknown content-type {text}")
 
@@ -237,7 +259,8 @@ class MessageDecoder:
 
         The values of each run of consecutive svmlight messages are joined (a newline
         ending each) by a compiled kernel and parsed with one parser call; only msgpack
-        messages and messages of an unknown content type are decoded one by one.
+        messages, JSON ones and messages of an unknown content type are decoded one by
+        one.
 
         >>> data, spans = pack_messages([b"1 1:1\\n-1 2:1", b"1 3:1"], [None, b"k"], [None, None])
         >>> rows, first_lines = MessageDecoder().decode_columns(data, spans)
@@ -287,11 +310,13 @@ class MessageDecoder:
     def _decode_one(
         self, data: npt.NDArray[np.uint8], spans: npt.NDArray[np.int64], i: int, code: int
     ) -> ParsedRows:
-        """Rows of message ``i``, a msgpack one or one of an unknown content type."""
+        """Rows of message ``i``: a msgpack, a JSON one or one of an unknown content type."""
         start, length = int(spans[VALUE_START, i]), int(spans[VALUE_LENGTH, i])
         value = data[start : start + max(length, 0)].tobytes()
         if code == FORMAT_MSGPACK:
             return self.decode_msgpack(value)
+        if code == FORMAT_JSON:
+            return self.decode_json(value)
         type_start, type_length = int(spans[TYPE_START, i]), int(spans[TYPE_LENGTH, i])
         text = data[type_start : type_start + type_length].tobytes()
         return _rejected_message(f"unknown content-type {text.decode('utf-8', errors='replace')}")
@@ -302,10 +327,35 @@ class MessageDecoder:
             document = msgpack.unpackb(value, raw=False, strict_map_key=False)
         except Exception:  # msgpack raises many types for bad input: any is a bad message
             return _rejected_message("not msgpack")
+        return self.decode_document(document)
+
+    def decode_json(self, value: bytes) -> ParsedRows:
+        """Rows of a JSON example, batch of examples or list of examples, numbered from
+        1 (the schema of msgpack messages; ``NaN`` and ``Infinity`` are not JSON).
+
+        >>> rows = MessageDecoder(hash_features=16).decode_json(
+        ...     b'[{"indices": [2], "values": [1.5], "label": 1}, {"features": {"age": 3}}]')
+        >>> rows.indices.tolist(), rows.label_ptr.tolist()
+        ([2, 2], [0, 1, 1])
+        >>> MessageDecoder().decode_json(b'{"indices": [1], "values": [NaN]}').rejected
+        [Rejected(line=1, reason='bad message', text='not JSON: NaN')]
+        """
+        try:
+            document = json.loads(value, parse_constant=_refuse_constant)
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            named = isinstance(exc, _NotJSONError)
+            return _rejected_message(f"not JSON: {exc}" if named else "not JSON")
+        return self.decode_document(document)
+
+    def decode_document(self, document: object) -> ParsedRows:
+        """Rows of a decoded message: one example (a map), ``{"examples": [...]}``, or a
+        list of examples; example ``i`` (from 1) is line ``i``."""
         if isinstance(document, dict) and "examples" in document:
             examples = document["examples"]
             if not isinstance(examples, list):
                 return _rejected_message(_repr.repr(document))
+        elif isinstance(document, list):
+            examples = document
         else:
             examples = [document]
         rows: list[_Row] = []
@@ -324,7 +374,13 @@ class MessageDecoder:
         """The checked row of one example, or the reason it is rejected."""
         if not isinstance(example, dict):
             return BAD_MESSAGE
-        raw_indices, raw_values = example.get("indices"), example.get("values")
+        raw_indices: object = example.get("indices")
+        raw_values: object = example.get("values")
+        if "features" in example and raw_indices is None:
+            hashed = self._hashed(example["features"])
+            if isinstance(hashed, str):
+                return hashed
+            raw_indices, raw_values = hashed
         if not isinstance(raw_indices, list) or not isinstance(raw_values, list):
             return BAD_MESSAGE
         if len(raw_indices) != len(raw_values):
@@ -355,6 +411,26 @@ class MessageDecoder:
             if not math.isfinite(float(values @ values)):
                 return _TOO_LARGE
         return _Row(indices, values, labels)
+
+    def _hashed(self, features: object) -> tuple[list[int], list[object]] | str:
+        """Indices (sorted, colliding names added up) and values of a ``features`` map,
+        or the reason it is rejected."""
+        if self.hash_features is None:
+            return BAD_MESSAGE
+        if not isinstance(features, dict):
+            return BAD_MESSAGE
+        summed: dict[int, object] = {}
+        for name, value in features.items():
+            index = stable_hash(name) % self.hash_features
+            if index in summed:
+                previous = summed[index]
+                if not (_is_number(previous) and _is_number(value)):
+                    return BAD_MESSAGE
+                summed[index] = cast(float, previous) + cast(float, value)
+            else:
+                summed[index] = value
+        indices = sorted(summed)
+        return indices, [summed[i] for i in indices]
 
 
 class FirstLines:
@@ -478,6 +554,19 @@ def _labels_of(example: dict[object, object]) -> list[float] | None:
     if not isinstance(labels, list) or not labels or not all(_is_label(v) for v in labels):
         return None
     return [float(v) for v in labels]
+
+
+def _is_number(value: object) -> bool:
+    """An int or a float (not a bool)."""
+    return type(value) is int or type(value) is float
+
+
+class _NotJSONError(ValueError):
+    """A constant that JSON does not have (Python's reader takes NaN and Infinity)."""
+
+
+def _refuse_constant(name: str) -> object:
+    raise _NotJSONError(name)
 
 
 def _is_label(value: object) -> bool:

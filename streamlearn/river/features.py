@@ -1,32 +1,23 @@
 """Feature names and values as the river adapters read them.
 
 Names become indices through a map kept in the model or, with ``n_features``, by
-hashing (:func:`stable_hash`); values must be real numbers (:func:`check_value`).
+hashing (:func:`~streamlearn.parse.features.stable_hash`); values must be real numbers
+(:func:`check_value`).
 """
 
 from __future__ import annotations
 
 import math
 import struct
-import zlib
 from collections.abc import Hashable
 from typing import Any
 
 from streamlearn.errors import InvalidInputError
+from streamlearn.parse.features import stable_hash as stable_hash
 
 #: names cached with their hashed index before the cache starts over
 HASH_CACHE_SIZE = 1 << 20
 _DOUBLE = struct.Struct("@d")
-
-
-def stable_hash(name: Hashable) -> int:
-    """zlib.crc32 of the UTF-8 bytes of ``name`` (of ``repr(name)`` when not a str).
-
-    >>> stable_hash("age"), stable_hash(3) == stable_hash("3")
-    (2704281778, True)
-    """
-    text = name if isinstance(name, str) else repr(name)
-    return zlib.crc32(text.encode("utf-8"))
 
 
 def check_value(key: Hashable, value: Any) -> None:

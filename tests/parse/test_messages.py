@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import msgpack
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 from streamlearn.errors import InvalidParameterError
+from streamlearn.parse.features import stable_hash
 from streamlearn.parse.messages import BAD_MESSAGE, MessageDecoder, decode_message
 from streamlearn.parse.svmlight import REASONS, ParsedRows, Rejected, SvmlightParser
 
@@ -63,9 +65,10 @@ def test_content_type_picks_the_format_and_ignores_parameters() -> None:
     text = {"content-type": b"Text/SVMlight; charset=utf-8"}
     assert decoder.decode(b"1 5:1\n", text).indices.tolist() == [4]
     assert decoder.format_of({"content-type": b"application/x-msgpack"}) == "msgpack"
-    unknown = decoder.decode(b"{}", {"content-type": b"application/json"})
+    assert decoder.format_of({"content-type": b"application/json; charset=utf-8"}) == "json"
+    unknown = decoder.decode(b"{}", {"content-type": b"application/xml"})
     assert reasons(unknown) == [(1, BAD_MESSAGE)]
-    assert "application/json" in unknown.rejected[0].text
+    assert "application/xml" in unknown.rejected[0].text
     assert unknown.n_rows == 0
 
 
@@ -184,9 +187,51 @@ def test_not_msgpack_or_not_the_schema_is_one_bad_message(value: bytes) -> None:
 
 def test_bad_options() -> None:
     with pytest.raises(InvalidParameterError):
-        MessageDecoder(default_format="json")
+        MessageDecoder(default_format="xml")
     with pytest.raises(InvalidParameterError):
         MessageDecoder(max_features=0)
+    with pytest.raises(InvalidParameterError, match="hash_features"):
+        MessageDecoder(max_features=100, hash_features=101)
+
+
+JSON = {"content-type": b"application/json"}
+
+
+def test_json_takes_the_msgpack_schema_a_list_and_refuses_what_json_has_not() -> None:
+    decoder = MessageDecoder()
+    one = {"indices": [0, 3], "values": [1, 0.5], "label": -1}
+    for document in (one, [one, one], {"examples": [one, one]}):
+        as_json = decoder.decode(json.dumps(document).encode(), JSON)
+        as_msgpack = decoder.decode(packed(document), MSGPACK)
+        assert as_json.indices.tolist() == as_msgpack.indices.tolist()
+        assert as_json.labels.tolist() == as_msgpack.labels.tolist()
+    for text in (b'{"indices": [0], "values": [NaN]}', b'{"indices": [0], "values": [Infinity]}',
+                 b"[1, 2", b"\xff\xfe"):  # fmt: skip
+        rows = decoder.decode(text, JSON)
+        assert reasons(rows) == [(1, BAD_MESSAGE)] and rows.n_rows == 0
+    bad_value = decoder.decode(
+        b'[{"indices": [0], "values": [true]}, {"indices": [1], "values": [2]}]', JSON
+    )
+    assert reasons(bad_value) == [(1, BAD_MESSAGE)] and bad_value.indices.tolist() == [1]
+
+
+def test_features_by_name_are_hashed_as_the_river_adapters_hash_them() -> None:
+    from streamlearn.river import PDMClassifier
+
+    decoder = MessageDecoder(hash_features=32)
+    x = {"age": 2.0, "height": -1.5, "city=Paris": 1.0}
+    rows = decoder.decode(json.dumps({"features": x, "label": 1}).encode(), JSON)
+    river = PDMClassifier(n_features=32, delta=1.0)
+    river.learn_one(x, True)
+    river_indices = sorted(i for i, w in river.weights.items() if w != 0.0)
+    assert sorted(set(rows.indices.tolist())) == river_indices
+    summed = {}
+    for name, value in x.items():
+        index = stable_hash(name) % 32
+        summed[index] = summed.get(index, 0.0) + value
+    assert dict(zip(rows.indices.tolist(), rows.values.tolist(), strict=True)) == summed
+    without = MessageDecoder().decode(json.dumps({"features": x}).encode(), JSON)
+    assert reasons(without) == [(1, BAD_MESSAGE)]  # no hashing asked for: refused
 
 
 def test_concatenates_with_parser_rows() -> None:
