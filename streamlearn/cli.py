@@ -22,6 +22,8 @@ import typer
 from streamlearn import __version__
 from streamlearn._kernels import announce_compilation
 from streamlearn.config import (
+    DEFAULT_HTTP_ADDR,
+    DEFAULT_HTTP_MAX_BODY,
     DEFAULT_MAX_FEATURES,
     DEFAULT_MAX_LABELS,
     DEFAULT_MAX_WEIGHTS,
@@ -357,8 +359,8 @@ def serve(
     message_format: Annotated[
         str,
         _option(
-            "Kafka message format when no content-type header says: svmlight or msgpack "
-            "(standard input is svmlight).",
+            "Kafka message format when no content-type header says: svmlight, msgpack or "
+            "json (standard input is svmlight).",
             "format",
             "--format",
         ),
@@ -376,6 +378,28 @@ def serve(
     metrics_addr: Annotated[
         str, _option("HOST:PORT of /metrics, /healthz, /readyz.", "metrics_addr")
     ] = "127.0.0.1:9108",
+    http_addr: Annotated[
+        str,
+        _option(
+            "HOST:PORT of the HTTP API (/predict, /learn, /model), or off. Off loopback "
+            "it needs a token (STREAMLEARN_HTTP_TOKEN or STREAMLEARN_HTTP_TOKEN_FILE).",
+            "http_addr",
+        ),
+    ] = DEFAULT_HTTP_ADDR,
+    http_learn: Annotated[
+        bool, _option("Learn the examples POSTed to /learn (off: it answers 403).", "http_learn")
+    ] = False,
+    http_max_body: Annotated[
+        int, _option("Bytes of the largest request body the HTTP API reads.", "http_max_body")
+    ] = DEFAULT_HTTP_MAX_BODY,
+    hash_features: Annotated[
+        int | None,
+        _option(
+            "Examples given by feature name (JSON) put name at crc32(name) % N, as the river "
+            "adapters do (default 2^20, or --max-features if smaller).",
+            "hash_features",
+        ),
+    ] = None,
     idle_replay: Annotated[
         str,
         _option(
@@ -447,6 +471,10 @@ def serve(
             checkpoint_dir=checkpoint_dir,
             keep=keep,
             metrics_addr=metrics_addr,
+            http_addr=None if http_addr == "off" else http_addr,
+            http_learn=http_learn,
+            http_max_body=http_max_body,
+            hash_features=hash_features,
             max_features=max_features,
             one_vs_rest=one_vs_rest,
             tau_pos_kappa=tau_pos_kappa,

@@ -42,6 +42,10 @@ DEFAULT_MAX_LABELS = 1000
 #: would otherwise take tens of gigabytes within the other two bounds. 2**26 is the
 #: weights of one binary model at ``--max-features``' default (512 MB).
 DEFAULT_MAX_WEIGHTS = 1 << 26
+#: where ``serve``'s HTTP API listens unless told otherwise (``--http-addr``)
+DEFAULT_HTTP_ADDR = "127.0.0.1:9109"
+#: the largest request body the HTTP API reads unless told otherwise (``--http-max-body``)
+DEFAULT_HTTP_MAX_BODY = 4 << 20
 
 
 @dataclass(frozen=True)

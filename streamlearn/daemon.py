@@ -70,6 +70,7 @@ from streamlearn.config import (
     check_max_weights,
 )
 from streamlearn.errors import CheckpointError, InvalidParameterError, StateError
+from streamlearn.http.live import Learned, LiveModel, Published
 from streamlearn.learn import Examples, Model, ModelLimits
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.replay import ReplayPacer, ReplaySchedule
@@ -171,6 +172,10 @@ class DaemonSettings:
     #: seconds a checkpoint waits for the predictions and dead letters sent before it to
     #: be delivered; while some are still on their way (a broker outage) it is not written
     flush_timeout: float = 10.0
+    #: with an HTTP API: seconds between two published copies of a changing model, at
+    #: least; and at least ``1 / publish_share`` times as long as the last copy took
+    publish_interval: float = 0.05
+    publish_share: float = 0.05
 
     def __post_init__(self) -> None:
         check_max_labels(self.max_labels)
@@ -233,6 +238,7 @@ class Daemon:
         sink: Sink | None = None,
         dead_letters: Sink | None = None,
         observer: Observer | None = None,
+        live: LiveModel | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.spec = spec if isinstance(spec, ModelSpec) else ModelSpec(spec)
@@ -262,6 +268,12 @@ class Daemon:
         self._caught_up = True
         #: the learner's summary as of the last snapshot (read by the metrics thread)
         self.snapshot: dict[str, Any] | None = None
+        #: what the HTTP API reads (published copies) and writes (examples to learn)
+        self.live = live
+        #: a count of the learned batches and replay passes: the model's version
+        self.version = 0
+        self._published_version = -1
+        self._publish_every = settings.publish_interval
 
     # -- control (signal handlers and HTTP call these) -----------------------------------
 
@@ -335,13 +347,20 @@ class Daemon:
         """Turn until stopped or the source is exhausted; then checkpoint and commit."""
         if not self.restored:
             self.restore()
-        if self.settings.decode_ahead:
-            with ThreadPoolExecutor(1, thread_name_prefix="streamlearn-decode") as worker:
-                self._turn_until_stopped(worker)
-        else:
-            self._turn_until_stopped(None)
+        self._publish()
+        try:
+            if self.settings.decode_ahead:
+                with ThreadPoolExecutor(1, thread_name_prefix="streamlearn-decode") as worker:
+                    self._turn_until_stopped(worker)
+            else:
+                self._turn_until_stopped(None)
+            self._learn_posted()
+        finally:
+            if self.live is not None:
+                self.live.close()
         if self.source.exhausted():  # the end of the input: learn what 'auto' still holds
             self.learner.flush()
+            self.version += 1
         try:
             self.checkpoint()
         except CheckpointError as exc:
@@ -356,6 +375,7 @@ class Daemon:
         the poll before it is learned (at most one batch in flight)."""
         in_flight: _InFlight | None = None
         while not self._stop:
+            self._learn_posted()  # what came over HTTP before this poll
             # with a batch in flight, or replay to do while idle, only take what has
             # already arrived: a steady stream slower than the poll timeout still
             # leaves its gaps to replay
@@ -384,6 +404,7 @@ class Daemon:
             lag = self.source.lag()
             self._caught_up = not any(lag.values())
             self._pace_replay(behind, lag)
+            self._publish_if_due()
             self._report_undelivered()
             self.observer.set_ready(self.ready())
             self.observer.set_lag(lag)
@@ -422,6 +443,7 @@ class Daemon:
         started = self.clock()
         slice_end = started + self.settings.replay_slice
         self.learner.replay(max_passes=1, interrupt=lambda: self.clock() >= slice_end)
+        self.version += 1
         seconds = self.clock() - started
         self.observer.observe_replay(seconds)
         return seconds
@@ -468,10 +490,50 @@ class Daemon:
         """Store the learner's summary for readers on other threads."""
         started = self.clock()
         self.snapshot = {**self.learner.summary(), "stream_examples": self.stream_examples}
+        if self.live is not None:
+            self.live.describe(live_description(self.learner, self.snapshot))
         self._summary_clock = self.clock()
         took = self._summary_clock - started
         settings = self.settings
         self._summary_every = max(settings.summary_interval, took / settings.summary_share)
+
+    # -- the HTTP API --------------------------------------------------------------------
+
+    def _learn_posted(self) -> None:
+        """Learn the examples posted to the HTTP API since the last turn, in the order
+        they came; then publish a copy that holds them and tell their posters."""
+        live = self.live
+        if live is None or not live.has_posted():
+            return
+        done = []
+        for posted in live.take_posted():
+            batch, rejected = self.learner.admit(posted.rows, self.settings.limits)
+            self._learn(batch)
+            if rejected:
+                self.observer.count_examples("rejected", len(rejected))
+                for item in rejected:
+                    self.observer.count_rejected(item.reason, 1)
+            done.append((posted, batch.n_examples, rejected))
+        self._publish()
+        for posted, learned, rejected in done:
+            posted.done.set_result(Learned(learned, rejected, self._published_version))
+
+    def _publish_if_due(self) -> None:
+        """Publish a copy of the model when the HTTP API wants one (see
+        :class:`~streamlearn.http.live.LiveModel`)."""
+        if self.live is not None and self.live.wanted(self.version, self._publish_every):
+            self._publish()
+
+    def _publish(self) -> None:
+        """Give the HTTP API a frozen copy of the model as it is now."""
+        if self.live is None:
+            return
+        started = self.clock()
+        self.live.publish(Published(self.version, self.learner.predictor(), self.stream_examples))
+        self._published_version = self.version
+        took = self.clock() - started
+        settings = self.settings
+        self._publish_every = max(settings.publish_interval, took / settings.publish_share)
 
     def _learn(self, batch: Examples) -> None:
         if batch.n_examples == 0:
@@ -508,6 +570,7 @@ class Daemon:
 
     def _learned(self, batch: Examples, started: float) -> None:
         """Report ``batch``, learned since ``started``."""
+        self.version += 1
         self.observer.observe_learn_batch(self.clock() - started)
         self.observer.count_examples("learned", batch.n_examples)
         # examples held for delta='auto' are presented (and judged) later, all at once
@@ -673,3 +736,38 @@ def _origin(messages: MessageBatch, i: int) -> tuple[int, int]:
 def _owners(first_lines: np.ndarray, lines: np.ndarray) -> np.ndarray:
     """Index of the message each line number belongs to (messages start at first_lines)."""
     return np.searchsorted(first_lines, lines, side="right") - 1
+
+
+def live_description(model: Model, summary: dict[str, Any]) -> dict[str, Any]:
+    """What GET /model says of ``model`` and its ``summary``: algorithm, parameters,
+    examples and the certificate (for a bank, the worst gap and each label's)."""
+    window = {
+        "window_examples": summary["buffer_examples"],
+        "converged": summary["converged"],
+    }
+    if "per_label" in summary:
+        certificate = {
+            "worst_certified_gap": summary["worst_certified_gap"],
+            **window,
+            "per_label": [
+                {key: figures[key] for key in ("label", *_CERTIFICATE_KEYS)}
+                for figures in summary["per_label"]
+            ],
+        }
+        kind = "one-vs-rest"
+    else:
+        certificate = {**{key: summary[key] for key in _CERTIFICATE_KEYS}, **window,
+                       "stopped_by": summary["stopped_by"]}  # fmt: skip
+        kind = "binary"
+    return {
+        "algorithm": model.algorithm,
+        "kind": kind,
+        "params": model.model_params(),
+        "examples": summary["stream_examples"],
+        "updates": summary["updates"],
+        "passes": summary["passes"],
+        "certificate": certificate,
+    }
+
+
+_CERTIFICATE_KEYS = ("margin_achieved", "margin_upper_bound", "certified_gap")

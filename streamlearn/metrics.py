@@ -50,6 +50,10 @@ LEARN_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 #: the seconds buckets of writing one checkpoint (small models to large replay buffers)
 CHECKPOINT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 ACTIVE_SET_LEVELS = ("1", "2", "3")
+#: the seconds buckets of one HTTP request (one example to a large batch)
+HTTP_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2.5)
+#: the HTTP API's endpoints, and what a request to none of them counts as
+HTTP_ENDPOINTS = ("/predict", "/learn", "/model", "/openapi.json", "other")
 
 
 def new_registry() -> CollectorRegistry:
@@ -358,6 +362,19 @@ class DaemonMetrics:
             ["sink"],
             registry=registry,
         )
+        self._http_requests = Counter(
+            "streamlearn_http_requests",
+            "Requests to the HTTP API, by endpoint and status code.",
+            ["endpoint", "code"],
+            registry=registry,
+        )
+        self._http_seconds = Histogram(
+            "streamlearn_http_request_duration_seconds",
+            "Seconds from a request's head to its answer, by endpoint.",
+            ["endpoint"],
+            buckets=HTTP_BUCKETS,
+            registry=registry,
+        )
         # every label value shows up from the start, so rate() has a zero to start from
         for sink in SINKS:
             self._undelivered.labels(sink=sink)
@@ -412,6 +429,14 @@ class DaemonMetrics:
         if sink not in SINKS:
             raise ValueError(f"sink must be one of {SINKS}, got {sink!r}")
         self._undelivered.labels(sink=sink).inc(n)
+
+    def observe_http(self, endpoint: str, status: int, seconds: float) -> None:
+        """An HTTP API request to ``endpoint`` was answered with ``status`` in ``seconds``
+        (an endpoint the API does not have counts as "other")."""
+        if endpoint not in HTTP_ENDPOINTS:
+            endpoint = "other"
+        self._http_requests.labels(endpoint=endpoint, code=str(status)).inc()
+        self._http_seconds.labels(endpoint=endpoint).observe(seconds)
 
     def set_lag(self, lag: Mapping[int, int]) -> None:
         """Replace the consumer lag of every assigned partition (messages)."""

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import gc
+import os
 
 import pytest
+
+#: every ``streamlearn serve`` a test starts (in or out of process) serves its HTTP API on
+#: a free port unless the test names one: two daemons of one test, or a daemon running
+#: on the machine, would otherwise meet on the default port
+os.environ.setdefault("STREAMLEARN_HTTP_ADDR", "127.0.0.1:0")
 
 #: no conftest.py is a doctest module: they all share the module name "conftest" (no test
 #: directory is a package), so --doctest-modules would import one over another when two

@@ -190,3 +190,31 @@ class Tansu:
                 self._process.kill()
                 self._process.wait(timeout=10)
         self._log.close()
+
+
+class OpsEndpoint:
+    """The daemon's operations address (metrics, health, checkpoint) on a free port, as
+    ``serve`` runs it: an :class:`~streamlearn.http.HttpServer` serving ``ops_app``."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        metrics: Any,
+        ready: Callable[[], bool],
+        request_checkpoint: Callable[[], None],
+    ) -> None:
+        from streamlearn.http import HttpServer, ops_app
+
+        self.server = HttpServer()
+        self.app = ops_app(metrics, ready=ready, request_checkpoint=request_checkpoint)
+        self.host = host
+        self.port = port
+
+    def start(self) -> OpsEndpoint:
+        self.port = self.server.serve(self.app, self.host, self.port)
+        return self
+
+    def stop(self) -> None:
+        self.server.stop()

@@ -6,7 +6,7 @@ import logging
 import os
 import signal
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
@@ -17,6 +17,8 @@ from streamlearn import __version__
 from streamlearn._kernels import announce_compilation
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import (
+    DEFAULT_HTTP_ADDR,
+    DEFAULT_HTTP_MAX_BODY,
     DEFAULT_MAX_FEATURES,
     LearnerSpec,
     ModelSpec,
@@ -25,7 +27,14 @@ from streamlearn.config import (
 )
 from streamlearn.daemon import Daemon, DaemonSettings, FirstLines
 from streamlearn.errors import InputError, InvalidParameterError
-from streamlearn.http import HttpEndpoint
+from streamlearn.http import (
+    HttpServer,
+    LiveModel,
+    api_app,
+    check_exposure,
+    ops_app,
+    token_from_env,
+)
 from streamlearn.jobs.allocator import keep_freed_memory
 from streamlearn.jobs.systemd import notify as notify_systemd
 from streamlearn.learn import LabelledRows, Model
@@ -38,6 +47,13 @@ from streamlearn.sources.stdin import StdinSource
 from streamlearn.sources.stdout import StdoutSink
 
 log = logging.getLogger("streamlearn.serve")
+
+#: the modulus of hashed feature names unless told otherwise (2^20 weights: 8 MB)
+DEFAULT_HASH_FEATURES = 1 << 20
+#: the largest ``--http-max-body`` (bytes)
+MAX_HTTP_MAX_BODY = 1 << 30
+#: seconds a poll waits at most when the API learns (a posted example waits one poll)
+LEARN_POLL_TIMEOUT = 0.02
 
 
 @dataclass(frozen=True)
@@ -66,6 +82,15 @@ class ServeConfig:
     tau_pos_kappa: float | None = None
     #: export a bank's ``streamlearn_label_*`` series (one per label and family)
     per_label_metrics: bool = False
+    #: HOST:PORT of the HTTP API (/predict, /learn, /model), or None for none
+    http_addr: str | None = DEFAULT_HTTP_ADDR
+    #: whether POST /learn learns (otherwise it answers 403)
+    http_learn: bool = False
+    #: bytes of the largest request body the API reads
+    http_max_body: int = DEFAULT_HTTP_MAX_BODY
+    #: where examples given by feature name put each name (``crc32(name) % N``); None:
+    #: 2^20, or ``max_features`` when it is smaller
+    hash_features: int | None = None
 
     def __post_init__(self) -> None:
         ModelSpec(self.learner, self.one_vs_rest, self.tau_pos_kappa)  # checks its options
@@ -80,6 +105,21 @@ class ServeConfig:
         if self.message_format not in ("svmlight", "msgpack"):
             raise InvalidParameterError(
                 f"--format must be svmlight or msgpack, got {self.message_format!r}"
+            )
+        _address(self.metrics_addr, "--metrics-addr")
+        if self.http_addr is not None:
+            _address(self.http_addr, "--http-addr")
+        elif self.http_learn:
+            raise InvalidParameterError("--http-learn needs an HTTP API (--http-addr)")
+        if not 1 <= self.http_max_body <= MAX_HTTP_MAX_BODY:
+            raise InvalidParameterError(
+                f"--http-max-body must be in [1, {MAX_HTTP_MAX_BODY}] bytes, got "
+                f"{self.http_max_body}"
+            )
+        if self.hash_features is not None and not 1 <= self.hash_features <= self.max_features:
+            raise InvalidParameterError(
+                f"--hash-features must be in [1, --max-features ({self.max_features})], "
+                f"got {self.hash_features}"
             )
         if self.message_format == "msgpack" and self.source == "stdin":
             # standard input is cut into messages at newlines; msgpack is binary
@@ -106,6 +146,13 @@ class ServeConfig:
             check_topic_name(option, name)
 
     @property
+    def hashed_features(self) -> int:
+        """The modulus of hashed feature names."""
+        if self.hash_features is not None:
+            return self.hash_features
+        return min(DEFAULT_HASH_FEATURES, self.max_features)
+
+    @property
     def model(self) -> ModelSpec:
         """What the daemon learns: a learner, or a one-vs-rest bank of them."""
         return ModelSpec(self.learner, self.one_vs_rest, self.tau_pos_kappa)
@@ -115,7 +162,10 @@ def run_serve(config: ServeConfig) -> None:
     """Run the daemon until SIGTERM/SIGINT (or the end of standard input)."""
     if keep_freed_memory():
         log.debug("allocator: freed memory is kept for reuse")
-    host, port = _address(config.metrics_addr)
+    token = None
+    if config.http_addr is not None:
+        token = token_from_env(os.environ)
+        check_exposure(_address(config.http_addr, "--http-addr")[0], token, "--http-addr")
     # until the daemon's own handlers are in place (the warm-up can take seconds), a
     # signal is remembered and acted on then, not left to kill the process
     early = _EarlySignals()
@@ -124,12 +174,12 @@ def run_serve(config: ServeConfig) -> None:
     notify_systemd("READY=1")
     log.info("starting: %s from %s", config.learner.algorithm, config.source)
     try:
-        _serve(config, host, port, early)
+        _serve(config, token, early)
     finally:
         _restore_signals(previous)
 
 
-def _serve(config: ServeConfig, host: str, port: int, early: _EarlySignals) -> None:
+def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None:
     """:func:`run_serve` once the early signal handlers are in place."""
     store = (
         CheckpointStore(Path(config.checkpoint_dir), keep=config.keep)
@@ -152,9 +202,13 @@ def _serve(config: ServeConfig, host: str, port: int, early: _EarlySignals) -> N
         lambda: holder["daemon"].snapshot if holder else None,
         per_label=config.per_label_metrics,
     )
+    live = LiveModel() if config.http_addr is not None else None
+    settings = config.settings
+    if config.http_learn:  # a posted example waits for the next turn: keep turns short
+        settings = replace(settings, poll_timeout=min(settings.poll_timeout, LEARN_POLL_TIMEOUT))
     daemon = Daemon(
-        config.model, source, decode=decode, settings=config.settings, store=store, sink=sink,
-        dead_letters=dead_letters, observer=metrics,
+        config.model, source, decode=decode, settings=settings, store=store, sink=sink,
+        dead_letters=dead_letters, observer=metrics, live=live,
     )  # fmt: skip
     holder["daemon"] = daemon
     asked = info(daemon.learner)
@@ -162,19 +216,11 @@ def _serve(config: ServeConfig, host: str, port: int, early: _EarlySignals) -> N
     # handlers first: once the endpoint answers, a SIGTERM stops the daemon cleanly
     _install_signals(daemon, "finishing the batch, then checkpoint and exit")
     early.replay(daemon)
-    endpoint: HttpEndpoint | None = None
+    server = HttpServer()
     try:
-        try:
-            endpoint = HttpEndpoint(
-                host,
-                port,
-                metrics=metrics,
-                ready=daemon.ready,
-                request_checkpoint=daemon.request_checkpoint,
-            ).start()
-        except OSError as exc:  # in use, no such host...
-            raise InputError(f"cannot serve metrics on {host}:{port}: {exc}") from exc
-        log.info("metrics on http://%s:%d/metrics", host, endpoint.port)
+        ops = ops_app(metrics, ready=daemon.ready, request_checkpoint=daemon.request_checkpoint)
+        port = _bind(server, ops, config.metrics_addr, "metrics")
+        log.info("metrics on http://%s:%d/metrics", _address(config.metrics_addr)[0], port)
         daemon.restore()
         _warn_of_other_parameters(asked, info(daemon.learner))
         max_features = features_holding(daemon.learner, config.max_features)
@@ -184,11 +230,42 @@ def _serve(config: ServeConfig, host: str, port: int, early: _EarlySignals) -> N
         # the restored model's own parameters
         metrics.set_info(*info(daemon.learner), version=__version__)
         daemon.take_snapshot()
+        if live is not None and config.http_addr is not None:
+            api = api_app(
+                live, _body_decoder(config, max_features), learn=config.http_learn,
+                token=token, observer=metrics, max_body=config.http_max_body,
+            )  # fmt: skip
+            port = _bind(server, api, config.http_addr, "the HTTP API")
+            log.info("HTTP API on http://%s:%d (learning %s)", _address(config.http_addr)[0],
+                     port, "on" if config.http_learn else "off")  # fmt: skip
         daemon.run()
     finally:
-        if endpoint is not None:
-            endpoint.stop()
+        server.stop()
         _close_all([source, sink, dead_letters])
+
+
+def _bind(server: HttpServer, app: Any, address: str, what: str) -> int:
+    """Serve ``app`` on ``address``; an address that cannot be bound is an input error."""
+    host, port = _address(address)
+    try:
+        return server.serve(app, host, port)
+    except OSError as exc:  # in use, no such host...
+        raise InputError(f"cannot serve {what} on {host}:{port}: {exc}") from exc
+
+
+def _body_decoder(config: ServeConfig, max_features: int) -> Any:
+    """The HTTP API's decoder of request bodies (its own: the daemon's decodes on another
+    thread)."""
+    decoder = MessageDecoder(max_features=max_features, hash_features=config.hashed_features)
+
+    def decode(body: bytes, body_format: str) -> ParsedRows:
+        if body_format == "svmlight":
+            return decoder.decode_svmlight(body)
+        if body_format == "json":
+            return decoder.decode_json(body)
+        return decoder.decode_msgpack(body)
+
+    return decode
 
 
 def _warn_of_other_parameters(
@@ -224,7 +301,11 @@ def _close_all(parts: list[Source | Sink | None]) -> None:
 
 
 def _decoder(config: ServeConfig, max_features: int) -> MessageDecoder:
-    return MessageDecoder(default_format=config.message_format, max_features=max_features)
+    return MessageDecoder(
+        default_format=config.message_format,
+        max_features=max_features,
+        hash_features=config.hashed_features,
+    )
 
 
 def info(model: Model) -> tuple[str, dict[str, Any]]:
@@ -355,10 +436,11 @@ def _restore_signals(previous: dict[int, Any]) -> None:
         signal.signal(sig, handler)
 
 
-def _address(text: str) -> tuple[str, int]:
+def _address(text: str, option: str = "--metrics-addr") -> tuple[str, int]:
+    """HOST and PORT of ``text`` (``[::1]:9109`` for an IPv6 host)."""
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise InvalidParameterError(
-            f"--metrics-addr must be HOST:PORT with a port in [0, 65535], got {text!r}"
+            f"{option} must be HOST:PORT with a port in [0, 65535], got {text!r}"
         )
-    return host, int(port)
+    return host.removeprefix("[").removesuffix("]"), int(port)

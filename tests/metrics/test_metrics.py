@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
+from services import OpsEndpoint
 
-from streamlearn.http import HttpEndpoint
 from streamlearn.learn import PDM, ModelBank
 from streamlearn.metrics import REASON_LABELS, DaemonMetrics, new_registry, reason_label
 from streamlearn.parse.svmlight import REASONS
@@ -246,11 +246,11 @@ class Flags:
 
 
 @pytest.fixture
-def served(registry: CollectorRegistry) -> Iterator[tuple[HttpEndpoint, Flags]]:
+def served(registry: CollectorRegistry) -> Iterator[tuple[OpsEndpoint, Flags]]:
     metrics = DaemonMetrics(registry, state=lambda: summary(updates=11, update_events=11))
     metrics.count_examples("learned", 2)
     flags = Flags()
-    endpoint = HttpEndpoint(
+    endpoint = OpsEndpoint(
         "127.0.0.1",
         0,
         metrics=metrics,
@@ -261,7 +261,7 @@ def served(registry: CollectorRegistry) -> Iterator[tuple[HttpEndpoint, Flags]]:
     endpoint.stop()
 
 
-def fetch(endpoint: HttpEndpoint, path: str, method: str = "GET") -> tuple[int, str, bytes]:
+def fetch(endpoint: OpsEndpoint, path: str, method: str = "GET") -> tuple[int, str, bytes]:
     request = urllib.request.Request(f"http://127.0.0.1:{endpoint.port}{path}", method=method)
     try:
         with urllib.request.urlopen(request, timeout=5) as response:
@@ -271,7 +271,7 @@ def fetch(endpoint: HttpEndpoint, path: str, method: str = "GET") -> tuple[int, 
 
 
 def test_metrics_endpoint_serves_the_exposition(
-    served: tuple[HttpEndpoint, Flags], capfd: pytest.CaptureFixture[str]
+    served: tuple[OpsEndpoint, Flags], capfd: pytest.CaptureFixture[str]
 ) -> None:
     endpoint, _ = served
     assert endpoint.port > 0
@@ -283,7 +283,7 @@ def test_metrics_endpoint_serves_the_exposition(
     assert capfd.readouterr().err == ""  # no access log per request
 
 
-def test_health_and_readiness(served: tuple[HttpEndpoint, Flags]) -> None:
+def test_health_and_readiness(served: tuple[OpsEndpoint, Flags]) -> None:
     endpoint, flags = served
     assert fetch(endpoint, "/healthz")[::2] == (200, b"ok\n")
     assert fetch(endpoint, "/readyz")[0] == 503
@@ -292,7 +292,7 @@ def test_health_and_readiness(served: tuple[HttpEndpoint, Flags]) -> None:
     assert fetch(endpoint, "/nowhere")[0] == 404
 
 
-def test_post_checkpoint_requests_one(served: tuple[HttpEndpoint, Flags]) -> None:
+def test_post_checkpoint_requests_one(served: tuple[OpsEndpoint, Flags]) -> None:
     endpoint, flags = served
     assert fetch(endpoint, "/checkpoint", method="POST")[0] == 202
     assert flags.checkpoints == 1
@@ -301,14 +301,14 @@ def test_post_checkpoint_requests_one(served: tuple[HttpEndpoint, Flags]) -> Non
 
 def test_stop_releases_the_port(registry: CollectorRegistry) -> None:
     metrics = DaemonMetrics(registry, state=lambda: None)
-    endpoint = HttpEndpoint(
+    endpoint = OpsEndpoint(
         "127.0.0.1", 0, metrics=metrics, ready=lambda: True, request_checkpoint=lambda: None
     )
     endpoint.start()
     port = endpoint.port
     endpoint.stop()
     endpoint.stop()  # twice is harmless
-    again = HttpEndpoint(
+    again = OpsEndpoint(
         "127.0.0.1", port, metrics=metrics, ready=lambda: True, request_checkpoint=lambda: None
     ).start()
     assert again.port == port

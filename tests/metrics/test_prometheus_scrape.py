@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
+from services import OpsEndpoint
 
-from streamlearn.http import HttpEndpoint
 from streamlearn.metrics import DaemonMetrics
 
 pytestmark = pytest.mark.prometheus
@@ -82,7 +82,7 @@ def as_promql(expression: str) -> str:
 
 
 @pytest.fixture
-def endpoint() -> Iterator[HttpEndpoint]:
+def endpoint() -> Iterator[OpsEndpoint]:
     """The daemon's endpoint over a fake one-vs-rest bank exporting its per-label series
     (so that every panel has data), with some events counted."""
     registry = CollectorRegistry()
@@ -98,7 +98,7 @@ def endpoint() -> Iterator[HttpEndpoint]:
         "buffer_nnz": 0,
     }
     metrics = DaemonMetrics(registry, state=lambda: state, per_label=True)
-    endpoint = HttpEndpoint(
+    endpoint = OpsEndpoint(
         "127.0.0.1", 0, metrics=metrics, ready=lambda: True, request_checkpoint=lambda: None
     ).start()
     state = {
@@ -143,7 +143,7 @@ def endpoint() -> Iterator[HttpEndpoint]:
 
 
 @pytest.fixture
-def prometheus(tmp_path: Path, endpoint: HttpEndpoint) -> Iterator[str]:
+def prometheus(tmp_path: Path, endpoint: OpsEndpoint) -> Iterator[str]:
     """A real Prometheus scraping the endpoint every second; its base URL."""
     binary = shutil.which("prometheus")
     if binary is None:

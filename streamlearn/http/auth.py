@@ -1,0 +1,84 @@
+"""Bearer-token authentication of the HTTP API.
+
+The token comes from the environment, never from a flag (flags show in ``ps``):
+``STREAMLEARN_HTTP_TOKEN``, or the first line of the file ``STREAMLEARN_HTTP_TOKEN_FILE``
+names. With a token every request but ``GET /openapi.json`` must carry
+``Authorization: Bearer <token>``; without one the API answers anyone, which is allowed
+only on a loopback address.
+
+>>> token_from_env({"STREAMLEARN_HTTP_TOKEN": " s3cret "})
+'s3cret'
+>>> token_from_env({}) is None
+True
+>>> is_loopback("127.0.0.1"), is_loopback("::1"), is_loopback("localhost"), is_loopback("0.0.0.0")
+(True, True, True, False)
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Mapping
+from pathlib import Path
+
+from streamlearn.errors import InvalidParameterError
+
+TOKEN_VARIABLE = "STREAMLEARN_HTTP_TOKEN"
+TOKEN_FILE_VARIABLE = "STREAMLEARN_HTTP_TOKEN_FILE"
+
+
+def token_from_env(environ: Mapping[str, str]) -> str | None:
+    """The API's token (None: none set). Refuses both variables at once, an empty token
+    and a file that cannot be read."""
+    text, path = environ.get(TOKEN_VARIABLE), environ.get(TOKEN_FILE_VARIABLE)
+    if text is not None and path is not None:
+        raise InvalidParameterError(f"set {TOKEN_VARIABLE} or {TOKEN_FILE_VARIABLE}, not both")
+    if path is not None:
+        try:
+            lines = Path(path).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            message = f"{TOKEN_FILE_VARIABLE}: cannot read {path}: {exc}"
+            raise InvalidParameterError(message) from exc
+        text = lines[0] if lines else ""
+        source = f"the first line of {path}"
+    else:
+        source = TOKEN_VARIABLE
+    if text is None:
+        return None
+    token = text.strip()
+    if not token:
+        raise InvalidParameterError(f"the HTTP API's token ({source}) is empty")
+    return token
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (``localhost`` included)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(host: str, token: str | None, option: str) -> None:
+    """Refuse to serve the API without a token on an address other machines reach."""
+    if token is None and not is_loopback(host):
+        raise InvalidParameterError(
+            f"{option} {host} is not a loopback address: set {TOKEN_VARIABLE} or "
+            f"{TOKEN_FILE_VARIABLE} so that the API asks for a bearer token"
+        )
+
+
+def authorized(header: str | None, token: str) -> bool:
+    """Whether an ``Authorization`` header carries ``token`` (compared in constant time).
+
+    >>> authorized("Bearer abc", "abc"), authorized("bearer abc", "abc"), authorized(None, "abc")
+    (True, True, False)
+    """
+    if header is None:
+        return False
+    scheme, _, given = header.partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(given.strip().encode(), token.encode())
