@@ -270,20 +270,15 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         """Calibrated probabilities, one column per class of ``classes_``: each learner's
         decision value in margin units through a Platt sigmoid fitted on its window
         (``LinearLearner.predict_proba``). Two classes: those of ``classes_[0]`` and
-        ``classes_[1]``. More: each class's probability against the rest, normalised to
-        add up to 1 (as scikit-learn's ``OneVsRestClassifier`` does). Multi-label
-        targets: each label's own probability (the columns do not add up to 1)."""
+        ``classes_[1]``. More: the softmax of the decision values with a temperature
+        fitted on the window (``ModelBank.class_probabilities``), whose argmax is
+        ``predict``'s. Multi-label targets: each label's own probability (the columns do
+        not add up to 1)."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        chances = self.learner_.predict_proba(X)
-        if self.multilabel_ or len(self.classes_) == 2:  # label by label, or -1 and +1
-            return chances
-        totals = chances.sum(axis=1, keepdims=True)
-        even = np.full_like(chances, 1.0 / chances.shape[1])
-        normalised: npt.NDArray[np.float64] = np.divide(
-            chances, totals, out=even, where=totals > 0.0
-        )
-        return normalised
+        if self.multilabel_:
+            return self.learner_.predict_proba(X)
+        return self.learner_.class_probabilities(X)
 
     def predict(self, X: Any) -> npt.NDArray[Any]:
         """``classes_[1]`` where the decision value is positive, ``classes_[0]`` elsewhere;

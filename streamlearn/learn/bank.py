@@ -73,12 +73,16 @@ from streamlearn.errors import (
 )
 from streamlearn.learn import bank_answers
 from streamlearn.learn.base import (
+    CALIBRATION_EXAMPLES,
+    MAX_CALIBRATION_STEP,
+    MIN_CALIBRATION_STEP,
     LinearLearner,
     arena_cells,
     check_state_rows,
     refuse_rebuilding,
     refuse_small_buffer,
 )
+from streamlearn.learn.calibration import Softmax, fit_temperature
 from streamlearn.learn.inputs import as_rows
 from streamlearn.learn.labelsets import (
     HasLabelSets,
@@ -171,6 +175,7 @@ class ModelBank:
         self._stats = np.zeros((1, N_STATS), dtype=np.int64)
         self._n_features = 0
         self._examples_seen = 0
+        self._class_calibration: tuple[Softmax, int, int] | None = None
         self._delta_value: float | None = None if base.delta in AUTO_DELTAS else float(base.delta)
         self._window: AutoDeltaWindow[LabelledRows] = AutoDeltaWindow.for_buffer(
             self._buffer.max_examples, base.rho, LabelledRows.concatenate, base.delta
@@ -768,6 +773,36 @@ class ModelBank:
         for label, learner in enumerate(self.learners()):
             out[:, label] = learner.predict_proba((indptr, indices, values))[:, 1]
         return out
+
+    def class_probabilities(self, X: Any) -> npt.NDArray[np.float64]:
+        """Multi-class probabilities, one column per label id, each row adding up to 1:
+        the softmax of the decision values times one scale fitted on the window's
+        examples that carry one label (:meth:`class_calibration`). The most probable
+        label is always :meth:`predict`'s."""
+        return self.class_calibration().probabilities(self.decision_function(X))
+
+    def class_calibration(self) -> Softmax:
+        """The temperature of :meth:`class_probabilities`, fitted on an even sample of
+        the window (8192 examples at most) with the current model; fitted again on the
+        schedule of ``LinearLearner.calibration`` (after a replay, or once as many
+        examples as at the last fit have been learned, 16 at least, 256 at most)."""
+        passes = sum(learner.state.passes for learner in self.learners())
+        fitted = self._class_calibration
+        if fitted is not None:
+            softmax, examples, fitted_passes = fitted
+            due = examples + max(MIN_CALIBRATION_STEP, min(MAX_CALIBRATION_STEP, examples))
+            if passes == fitted_passes and self._examples_seen < due:
+                return softmax
+        features = self._buffer.features
+        stride = -(-len(features) // CALIBRATION_EXAMPLES) or 1
+        sample = features.examples(stride)
+        signs = self._buffer.signs[: self.n_labels][:, features.live_slots()[::stride]]
+        single = (signs > 0).sum(axis=0) == 1
+        scores = self.decision_function((sample.indptr, sample.indices, sample.values))
+        truth = np.argmax(signs[:, single] > 0, axis=0)
+        softmax = fit_temperature(scores[single], truth)
+        self._class_calibration = (softmax, self._examples_seen, passes)
+        return softmax
 
     def predictor(self) -> BankPredictor:
         """A frozen copy that answers as this bank does now, from any thread: every

@@ -663,6 +663,11 @@ class LinearLearner:
         positive = calibrated(self.decision_function(X), self._margin_factor(), self.calibration())
         return np.column_stack([1.0 - positive, positive])
 
+    def class_probabilities(self, X: Any) -> npt.NDArray[np.float64]:
+        """:meth:`predict_proba` (the model interface's name for a distribution over the
+        classes)."""
+        return self.predict_proba(X)
+
     def predictor(self) -> BinaryPredictor:
         """A frozen copy that answers as this learner does now, from any thread."""
         state = self.state

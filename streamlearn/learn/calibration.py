@@ -93,3 +93,73 @@ def _loss(z: npt.NDArray[np.float64], target: npt.NDArray[np.float64], slope: fl
     u = slope * z
     # -[t log p + (1 - t) log(1 - p)] = log(1 + exp(-u)) + (1 - t) u
     return float(np.logaddexp(0.0, -u).sum() + ((1.0 - target) * u).sum())
+
+
+@dataclass(frozen=True)
+class Softmax:
+    """Multi-class probabilities from one-vs-rest decision values: the softmax of the
+    decision values times one fitted ``scale`` (temperature scaling), so the most
+    probable class is always the one of the largest decision value.
+
+    >>> Softmax(2.0).probabilities(np.array([[1.0, 0.0, -1.0]])).round(3).tolist()
+    [[0.867, 0.117, 0.016]]
+    """
+
+    scale: float = 1.0
+
+    def probabilities(self, scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """One row per example, one column per class, each row adding up to 1."""
+        u = self.scale * np.asarray(scores, dtype=np.float64)
+        u = u - u.max(axis=1, keepdims=True)
+        e = np.exp(u)
+        result: npt.NDArray[np.float64] = e / e.sum(axis=1, keepdims=True)
+        return result
+
+
+def fit_temperature(scores: npt.NDArray[np.float64], truth: npt.NDArray[np.int64]) -> Softmax:
+    """The scale s >= 0 whose softmax(s * scores) best predicts the classes ``truth``
+    (column indices), by maximum likelihood; Newton's method on a function convex in s
+    [Guo, Pleiss, Sun and Weinberger 2017, "On calibration of modern neural networks"].
+    A separable sample would drive s to infinity: like Platt's targets, each example's
+    true class counts (n + 1) / (n + 2) and the others share the rest. The prior
+    ``Softmax()`` when there is nothing to fit.
+
+    >>> scores = np.array([[2.0, 0.0], [0.0, 2.0], [1.0, 0.0], [0.0, 0.5], [1.0, 0.0]])
+    >>> fit_temperature(scores, np.array([0, 1, 0, 1, 1])).scale > 0
+    True
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    n = scores.shape[0]
+    if n == 0 or scores.shape[1] < 2 or not np.any(scores):
+        return Softmax()
+    k = scores.shape[1]
+    target = np.full(scores.shape, 1.0 / ((n + 2.0) * (k - 1)))
+    target[np.arange(n), truth] = (n + 1.0) / (n + 2.0)
+    expected_true = float((target * scores).sum())
+
+    def loss(s: float) -> float:  # sum_i logsumexp(s f_i) - s sum_ij t_ij f_ij
+        u = s * scores
+        top = u.max(axis=1)
+        return float((top + np.log(np.exp(u - top[:, None]).sum(axis=1))).sum()) - s * expected_true
+
+    scale, current = 0.0, loss(0.0)
+    for _ in range(MAX_ITERATIONS):
+        p = Softmax(scale).probabilities(scores)
+        mean = (p * scores).sum(axis=1)
+        gradient = float(mean.sum()) - expected_true
+        if abs(gradient) < TOLERANCE * n:
+            break
+        curvature = float(((p * scores * scores).sum(axis=1) - mean * mean).sum()) + RIDGE
+        step = 1.0
+        while step >= 1e-10:  # backtracking: a full Newton step may overshoot
+            candidate = max(0.0, scale - step * gradient / curvature)
+            value = loss(candidate)
+            if value <= current:
+                break
+            step /= 2.0
+        else:
+            break
+        if candidate == scale:
+            break
+        scale, current = candidate, value
+    return Softmax(scale)

@@ -163,6 +163,12 @@ class Model(Protocol):
         one column per label id, each that label's own (they need not add up to 1)."""
         ...
 
+    def class_probabilities(self, X: Any) -> npt.NDArray[np.float64]:
+        """Probabilities of the classes (adding up to 1 over each row), whose argmax is
+        :meth:`decision_function`'s: a binary learner's :meth:`predict_proba`; a bank's
+        softmax of the decision values with a fitted temperature."""
+        ...
+
     def learners(self) -> list[LinearLearner]:
         """The binary learners (one, or one per label id)."""
         ...

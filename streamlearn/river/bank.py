@@ -32,11 +32,10 @@ window with that label's signs, ``LinearLearner.calibration``) of f_l(x) / u_l, 
 = ||a_l||^2 / t_l its margin unit (||a_l||^2 for Kozinec); 0.5 before its first update.
 
 - Multi-class ``predict_one``: the label of the largest f_l (ties: the label seen
-  first); None before any label. ``predict_proba_one``: the p_l normalised over every
-  label seen, ``P(l | x) = p_l / sum_k p_k`` (as scikit-learn's ``OneVsRestClassifier``
-  normalises; each p_l is a monotone map of its own decision value, so where two labels
-  are close its argmax may differ from ``predict_one``). ``rank_one``: every label by
-  decreasing f_l.
+  first); None before any label. ``predict_proba_one``: the bank's class probabilities,
+  the softmax of the f_l times one scale fitted on the window
+  (``ModelBank.class_probabilities``, temperature scaling), whose most probable label is
+  ``predict_one``'s. ``rank_one``: every label by decreasing f_l.
 - Multi-label ``predict_one``: ``{label: f_l(x) > 0}`` for every label seen.
   ``predict_proba_one``: river's multi-label form ``{label: {False: 1 - p_l, True: p_l}}``.
 
@@ -376,13 +375,19 @@ class OneVsRestClassifierBase(BankClassifierBase, base.Classifier):
         return self._labels[int(np.argmax(f))]
 
     def predict_proba_one(self, x: dict[Hashable, Any], **kwargs: Any) -> dict[Any, float]:
-        """Each label's calibrated probability, normalised over every label seen (module
-        doc)."""
+        """The bank's class probabilities over every label seen (module doc): 0 for a
+        label with no learner yet, uniform before any."""
         if not self._labels:
             return {}
-        p = self._probabilities(x)
-        total = p.sum()
-        p = p / total if total > 0.0 else np.full_like(p, 1.0 / p.shape[0])
+        bank = self._bank
+        p = np.zeros(len(self._labels))
+        if not bank.n_labels:
+            return dict.fromkeys(self._labels, 1.0 / len(self._labels))
+        if self._columns.shape[0] != bank.n_labels:
+            self._columns = bank.labels_.astype(np.intp)
+        indices, values, _ = self._encode(x, learning=False, decide=False)
+        row = (np.array([0, indices.shape[0]]), indices, values)
+        p[self._columns] = bank.class_probabilities(row)[0]
         return dict(zip(self._labels, p.tolist(), strict=True))
 
 

@@ -119,16 +119,18 @@ def test_predictions_follow_the_decision_values() -> None:
     model = PAUMOneVsRestClassifier(delta=1.0)
     stream = image_segments()
     _progressive(model, stream[:1500])
-    units = model.bank.margin_units()
+    assert model.bank.class_calibration().scale > 0.0
     for x, _ in stream[1500:1600]:
-        f, _ = model._scores(x)
+        f, _ = model._decisions(x)
         assert model.predict_one(x) == model.labels[int(np.argmax(f))]
         assert model.rank_one(x)[0] == model.predict_one(x)
         proba = model.predict_proba_one(x)
-        z = 2.0 * f / units
-        expected = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
-        np.testing.assert_allclose(list(proba.values()), expected, rtol=1e-12)
-        assert math.isclose(sum(proba.values()), 1.0)
+        assert list(proba) == model.labels
+        p = np.array(list(proba.values()))
+        # a softmax of the decision values with one positive scale: the same order
+        assert model.labels[int(np.argmax(p))] == model.predict_one(x)
+        assert np.all(np.diff(p[np.argsort(f, kind="stable")]) >= -1e-15)
+        assert math.isclose(float(p.sum()), 1.0)
     # raw, unscaled features: far above the 1/7 of chance all the same
     accuracy = np.mean([model.predict_one(x) == y for x, y in stream[1500:]])
     assert accuracy > 0.35
@@ -139,7 +141,7 @@ def test_multilabel_predictions_are_the_positive_decision_values() -> None:
     stream = multilabel(400)
     _progressive(model, stream[:300])
     for x, _ in stream[300:]:
-        f, _ = model._scores(x)
+        f, _ = model._decisions(x)
         predicted = model.predict_one(x)
         assert predicted == {label: v > 0 for label, v in zip(model.labels, f, strict=True)}
         proba = model.predict_proba_one(x)

@@ -50,3 +50,24 @@ def test_river_log_loss_after_replay_within_10_percent(adult: tuple) -> None:
     p = np.array([model.predict_proba_one(x)[True] for x in dicts(X_test)])
     loss = log_loss(y_test > 0, p)
     assert loss <= 1.1 * reference, (loss, reference)
+
+
+def test_multiclass_probabilities_follow_predict_and_are_calibrated() -> None:
+    """Temperature scaling of the one-vs-rest decision values: each row a distribution
+    whose argmax is ``predict``'s, and a log loss far below a uniform guess's."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_digits(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(
+        StandardScaler().fit_transform(X), y, random_state=0
+    )
+    model = PDMClassifier(eps=0.05, delta=3.0).fit(X_train, y_train)
+    proba = model.predict_proba(X_test)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert np.array_equal(model.classes_[np.argmax(proba, axis=1)], model.predict(X_test))
+    loss = log_loss(y_test, proba)
+    reference = log_loss(y_test, LogisticRegression(max_iter=5000).fit(X_train, y_train)
+                         .predict_proba(X_test))  # fmt: skip
+    assert loss < 0.5 < np.log(10), (loss, reference)  # uniform: log(10) = 2.30
