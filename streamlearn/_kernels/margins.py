@@ -10,7 +10,7 @@ from streamlearn._kernels._jit import kernel
 from streamlearn._kernels.engine import BETA, SCALE
 
 
-@kernel()
+@kernel(releases_gil=True)
 def buffer_certificate(
     slots: np.ndarray,
     slot_start: np.ndarray,
@@ -60,7 +60,7 @@ def buffer_certificate(
             lowest[c] = p
 
 
-@kernel(allocates=True)
+@kernel(allocates=True, releases_gil=True)
 def optimal_slack_margin(scores: np.ndarray, u_sqnorm: float, delta_sq: float) -> float:
     """The margin of the direction u = (w, beta) over examples with these ``scores``
     ``s_k = l_k u . z_k`` when every example's slack coordinate is chosen at its best: the

@@ -14,7 +14,7 @@ _OK, _NOT_FINITE = int(RowStatus.OK), int(RowStatus.NOT_FINITE)
 _BAD_INDEX, _NOT_CANONICAL = int(RowStatus.BAD_INDEX), int(RowStatus.NOT_CANONICAL)
 
 
-@kernel(allocates=True)
+@kernel(allocates=True, releases_gil=True)
 def check_rows(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray) -> tuple[int, int]:
     """First problem found, as (:class:`~streamlearn.types.RowStatus` code, row);
     ``(OK, -1)`` when all rows are clean: ``NOT_FINITE``, ``BAD_INDEX`` (a negative
@@ -104,7 +104,7 @@ def sum_of_squares(values: np.ndarray, start: int, stop: int) -> float:
     return acc
 
 
-@kernel()
+@kernel(releases_gil=True)
 def all_ones(values: np.ndarray) -> bool:
     """Whether every value is 1.0 (binary features), stopping at the first that is not."""
     for j in range(values.shape[0]):  # noqa: SIM110 - numba compiles loops, not generators
@@ -113,7 +113,7 @@ def all_ones(values: np.ndarray) -> bool:
     return True
 
 
-@kernel(allocates=True)
+@kernel(allocates=True, releases_gil=True)
 def row_sqnorms(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
     """||x_i||^2 of every row."""
     n = indptr.shape[0] - 1
@@ -123,7 +123,7 @@ def row_sqnorms(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
     return out
 
 
-@kernel(allocates=True)
+@kernel(allocates=True, releases_gil=True)
 def decision_values(
     indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, w: np.ndarray, bias: float
 ) -> np.ndarray:
