@@ -375,6 +375,7 @@ class DaemonMetrics:
             buckets=HTTP_BUCKETS,
             registry=registry,
         )
+        self._http_children: dict[tuple[str, int], tuple[Any, Any]] = {}
         # every label value shows up from the start, so rate() has a zero to start from
         for sink in SINKS:
             self._undelivered.labels(sink=sink)
@@ -433,10 +434,18 @@ class DaemonMetrics:
     def observe_http(self, endpoint: str, status: int, seconds: float) -> None:
         """An HTTP API request to ``endpoint`` was answered with ``status`` in ``seconds``
         (an endpoint the API does not have counts as "other")."""
-        if endpoint not in HTTP_ENDPOINTS:
-            endpoint = "other"
-        self._http_requests.labels(endpoint=endpoint, code=str(status)).inc()
-        self._http_seconds.labels(endpoint=endpoint).observe(seconds)
+        children = self._http_children.get((endpoint, status))
+        if children is None:
+            label = endpoint if endpoint in HTTP_ENDPOINTS else "other"
+            children = (
+                self._http_requests.labels(endpoint=label, code=str(status)),
+                self._http_seconds.labels(endpoint=label),
+            )
+            if len(self._http_children) < 1000:  # status codes are few: a bound all the same
+                self._http_children[endpoint, status] = children
+        counter, histogram = children
+        counter.inc()
+        histogram.observe(seconds)
 
     def set_lag(self, lag: Mapping[int, int]) -> None:
         """Replace the consumer lag of every assigned partition (messages)."""

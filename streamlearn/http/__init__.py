@@ -3,7 +3,7 @@ API on the live model (/predict, /learn, /model), served by aiohttp from one thr
 
 from __future__ import annotations
 
-from streamlearn.http.api import api_app
+from streamlearn.http.api import api_handler
 from streamlearn.http.auth import check_exposure, token_from_env
 from streamlearn.http.live import Learned, LiveModel, Published
 from streamlearn.http.ops import ops_app
@@ -14,7 +14,7 @@ __all__ = [
     "Learned",
     "LiveModel",
     "Published",
-    "api_app",
+    "api_handler",
     "check_exposure",
     "ops_app",
     "token_from_env",

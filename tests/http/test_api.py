@@ -16,7 +16,7 @@ import msgpack
 import numpy as np
 import pytest
 
-from streamlearn.http import HttpServer, Learned, LiveModel, Published, api_app
+from streamlearn.http import HttpServer, Learned, LiveModel, Published, api_handler
 from streamlearn.http.openapi import openapi_document
 from streamlearn.learn import PDM, ModelBank
 from streamlearn.parse import ParsedRows
@@ -93,9 +93,9 @@ def serve(
     live.describe({"algorithm": "pdm", "certificate": {"certified_gap": float("nan")}})
     observed = Observed()
     server = HttpServer()
-    app = api_app(live, decode, learn=learn, token=token, observer=observed, max_body=max_body,
-                  body_timeout=1.0)  # fmt: skip
-    port = server.serve(app, "127.0.0.1", 0)
+    handler = api_handler(live, decode, learn=learn, token=token, observer=observed,
+                          max_body=max_body, body_timeout=1.0)  # fmt: skip
+    port = server.serve_handler(handler, "127.0.0.1", 0, max_body=max_body)
     try:
         yield Api(port, live, observed, model)
     finally:

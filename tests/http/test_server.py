@@ -4,8 +4,10 @@ no error, and connections cost no thread."""
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import struct
+import sys
 import threading
 import time
 import urllib.request
@@ -94,3 +96,24 @@ def test_an_address_in_use_raises_and_stop_frees_it() -> None:
     again = HttpServer()
     assert again.serve(web.Application(), "127.0.0.1", port) == port
     again.stop()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread priority is Linux's")
+def test_the_serving_thread_runs_below_the_process_priority() -> None:
+    seen: list[int] = []
+
+    async def priority(request: web.Request) -> web.Response:
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_get("/", priority)
+    server = HttpServer(nice=3)
+    port = server.serve(app, "127.0.0.1", 0)
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).close()
+    finally:
+        server.stop()
+    process = os.getpriority(os.PRIO_PROCESS, 0)
+    assert seen == [min(19, process + 3)]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == process  # ours
