@@ -34,6 +34,8 @@ test-fast: lint
 	$(BIN)/pytest -q -m "not kafka and not prometheus"
 
 bench: $(STAMP)
+	command -v wrk >/dev/null || (apt-get update -qq && \
+		apt-get install -y -qq --no-install-recommends wrk >/dev/null)
 	$(BIN)/pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python benchmarks/bench_engine_a9a.py
 	$(BIN)/python benchmarks/bench_presentation_cost.py
@@ -46,6 +48,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_multilabel.py
 	$(BIN)/python benchmarks/bench_serve_kafka.py --replay-every 0
 	$(BIN)/python benchmarks/bench_endless.py --plot benchmarks/endless.png
+	$(BIN)/python benchmarks/bench_http.py
 
 clean: clean-kernels
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -24,6 +24,7 @@ from streamlearn._kernels import announce_compilation
 from streamlearn.config import (
     DEFAULT_HTTP_ADDR,
     DEFAULT_HTTP_MAX_BODY,
+    DEFAULT_HTTP_NICE,
     DEFAULT_MAX_FEATURES,
     DEFAULT_MAX_LABELS,
     DEFAULT_MAX_WEIGHTS,
@@ -392,6 +393,14 @@ def serve(
     http_max_body: Annotated[
         int, _option("Bytes of the largest request body the HTTP API reads.", "http_max_body")
     ] = DEFAULT_HTTP_MAX_BODY,
+    http_nice: Annotated[
+        int,
+        _option(
+            "How far below learning the HTTP thread's scheduling priority is (Linux nice "
+            "steps; 0: equal): under a flood of requests, answers slow before learning does.",
+            "http_nice",
+        ),
+    ] = DEFAULT_HTTP_NICE,
     hash_features: Annotated[
         int | None,
         _option(
@@ -474,6 +483,7 @@ def serve(
             http_addr=None if http_addr == "off" else http_addr,
             http_learn=http_learn,
             http_max_body=http_max_body,
+            http_nice=http_nice,
             hash_features=hash_features,
             max_features=max_features,
             one_vs_rest=one_vs_rest,

@@ -46,6 +46,9 @@ DEFAULT_MAX_WEIGHTS = 1 << 26
 DEFAULT_HTTP_ADDR = "127.0.0.1:9109"
 #: the largest request body the HTTP API reads unless told otherwise (``--http-max-body``)
 DEFAULT_HTTP_MAX_BODY = 4 << 20
+#: how far below learning the HTTP thread's priority is unless told otherwise
+#: (``--http-nice``): a flood of requests then slows answers before it slows learning
+DEFAULT_HTTP_NICE = 5
 
 
 @dataclass(frozen=True)

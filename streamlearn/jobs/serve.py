@@ -19,6 +19,7 @@ from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import (
     DEFAULT_HTTP_ADDR,
     DEFAULT_HTTP_MAX_BODY,
+    DEFAULT_HTTP_NICE,
     DEFAULT_MAX_FEATURES,
     LearnerSpec,
     ModelSpec,
@@ -30,7 +31,7 @@ from streamlearn.errors import InputError, InvalidParameterError
 from streamlearn.http import (
     HttpServer,
     LiveModel,
-    api_app,
+    api_handler,
     check_exposure,
     ops_app,
     token_from_env,
@@ -88,6 +89,8 @@ class ServeConfig:
     http_learn: bool = False
     #: bytes of the largest request body the API reads
     http_max_body: int = DEFAULT_HTTP_MAX_BODY
+    #: how far below learning the HTTP thread's scheduling priority is (Linux; 0: equal)
+    http_nice: int = DEFAULT_HTTP_NICE
     #: where examples given by feature name put each name (``crc32(name) % N``); None:
     #: 2^20, or ``max_features`` when it is smaller
     hash_features: int | None = None
@@ -116,6 +119,8 @@ class ServeConfig:
                 f"--http-max-body must be in [1, {MAX_HTTP_MAX_BODY}] bytes, got "
                 f"{self.http_max_body}"
             )
+        if not 0 <= self.http_nice <= 19:
+            raise InvalidParameterError(f"--http-nice must be in [0, 19], got {self.http_nice}")
         if self.hash_features is not None and not 1 <= self.hash_features <= self.max_features:
             raise InvalidParameterError(
                 f"--hash-features must be in [1, --max-features ({self.max_features})], "
@@ -216,7 +221,7 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
     # handlers first: once the endpoint answers, a SIGTERM stops the daemon cleanly
     _install_signals(daemon, "finishing the batch, then checkpoint and exit")
     early.replay(daemon)
-    server = HttpServer()
+    server = HttpServer(nice=config.http_nice)
     try:
         ops = ops_app(metrics, ready=daemon.ready, request_checkpoint=daemon.request_checkpoint)
         port = _bind(server, ops, config.metrics_addr, "metrics")
@@ -231,11 +236,15 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
         metrics.set_info(*info(daemon.learner), version=__version__)
         daemon.take_snapshot()
         if live is not None and config.http_addr is not None:
-            api = api_app(
+            api = api_handler(
                 live, _body_decoder(config, max_features), learn=config.http_learn,
                 token=token, observer=metrics, max_body=config.http_max_body,
             )  # fmt: skip
-            port = _bind(server, api, config.http_addr, "the HTTP API")
+            host, port = _address(config.http_addr)
+            try:
+                port = server.serve_handler(api, host, port, max_body=config.http_max_body)
+            except OSError as exc:  # in use, no such host...
+                raise InputError(f"cannot serve the HTTP API on {host}:{port}: {exc}") from exc
             log.info("HTTP API on http://%s:%d (learning %s)", _address(config.http_addr)[0],
                      port, "on" if config.http_learn else "off")  # fmt: skip
         daemon.run()
