@@ -240,7 +240,7 @@ def learn_on_schedule(model: Model, rows: Examples, schedule: ReplaySchedule, se
         passes = schedule.replays_after(seen, size)
         seen += size
         start += size
-        if passes:
+        if passes and (schedule.after_eviction or model.kept_every_example()):
             model.replay(max_passes=passes)
     return seen
 

@@ -21,10 +21,17 @@ from streamlearn.errors import InvalidParameterError
 
 @dataclass(frozen=True)
 class ReplaySchedule:
-    """Replay ``passes`` full passes after every ``every`` new examples (0 disables)."""
+    """Replay ``passes`` full passes after every ``every`` new examples (0 disables).
+
+    ``after_eviction=False`` drops the replays due once the buffer has evicted an
+    example: for a job whose result is the last window's model (``streamlearn learn``),
+    a replay of a window that later examples push out only perturbs the start of the
+    final replay.
+    """
 
     every: int = 10_000
     passes: int = 1
+    after_eviction: bool = True
 
     def __post_init__(self) -> None:
         if self.every < 0:

@@ -482,6 +482,36 @@ def test_learn_warns_when_the_input_outgrows_the_buffer(train_file: Path) -> Non
     assert "warning" not in quiet.stderr
 
 
+def test_learn_replays_on_schedule_only_until_the_buffer_evicts(tmp_path: Path) -> None:
+    """Replays of windows that later examples push out are skipped: the schedule's
+    replays before the first eviction and the final one run, no more; the library's
+    schedule (``after_eviction=True``) replays all along."""
+    from streamlearn.learn import PDM
+    from streamlearn.learn.inputs import as_batch
+    from streamlearn.replay import ReplaySchedule
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(600, 4))
+    y = np.where(X @ np.array([1.0, -1.0, 0.5, 2.0]) > 0, 1, -1)
+    path = tmp_path / "long.svm"
+    path.write_text("".join(
+        f"{label:+d} " + " ".join(f"{j + 1}:{v:.6f}" for j, v in enumerate(row)) + "\n"
+        for row, label in zip(X, y, strict=True)
+    ))  # fmt: skip
+    options = ["--buffer-size", "200", "--replay-every", "50", "--eps", "0.1", "--delta", "1"]
+    result = runner.invoke(app, ["learn", str(path), "--quiet", "--json", *options])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    # 4 replays at 50, 100, 150 and 200 examples (nothing evicted yet), then the final one
+    assert summary["passes"] > 4 and summary["certified_gap"] <= 0.1
+    library = PDM(eps=0.1, delta=1.0, buffer_size=200)
+    library.learn_on_schedule(as_batch(X, y), ReplaySchedule(every=50), 0)
+    assert library.summary()["passes"] == 12  # after every 50 examples, evicting or not
+    skipping = PDM(eps=0.1, delta=1.0, buffer_size=200)
+    skipping.learn_on_schedule(as_batch(X, y), ReplaySchedule(every=50, after_eviction=False), 0)
+    assert skipping.summary()["passes"] == 4
+
+
 def test_the_exported_window_confirms_the_certificate(train_file: Path, tmp_path: Path) -> None:
     """inspect --export-buffer writes the window; an independent solver (LIBLINEAR) on it
     finds a maximum margin within the certificate: at most the bound, and the model's
