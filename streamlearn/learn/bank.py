@@ -107,6 +107,7 @@ from streamlearn.learn.state import (
     SQNORM,
     UPDATES,
     grown_weights,
+    require_finite,
     stopped_by,
 )
 from streamlearn.learn.table import LEARNERS, LearnerTable
@@ -1006,6 +1007,8 @@ class ModelBank:
         if n != self._buffer.n_labels or len(state["learners"]) != n:
             raise StateError("model bank state: labels, learners and buffer rows differ")
         weights = _rows(np.asarray(state["weights"], dtype=np.float64), n)
+        require_finite("weights", weights)
+        require_finite("scalars", np.asarray(state["scalars"], dtype=np.float64))
         self._n_features = int(state["n_features"])
         rows = max(n, 1)
         self._weights = np.zeros((rows, max(16, self._n_features)), dtype=np.float64)

@@ -54,7 +54,7 @@ from streamlearn.learn.params import (
     count,
 )
 from streamlearn.learn.predictor import BinaryPredictor, calibrated
-from streamlearn.learn.state import LearnerState
+from streamlearn.learn.state import LearnerState, require_finite
 from streamlearn.learn.window import AutoDeltaWindow
 from streamlearn.parse import ParsedRows, Rejected, binary_batch
 from streamlearn.replay import ActiveSetSchedule, ReplayBuffer, ReplaySchedule, pass_permutation
@@ -891,6 +891,7 @@ class LinearLearner:
         self._calibrated = None
         if saved is not None:
             slope, examples, passes = (float(v) for v in saved)
+            require_finite("calibration", np.array([slope]))
             self._calibrated = (Platt(slope), int(examples), int(passes))
 
 

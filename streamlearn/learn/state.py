@@ -295,11 +295,15 @@ class LearnerState:
         weights = np.asarray(state["weights"], dtype=np.float64)
         if weights.ndim != 1:
             raise StateError(f"weights must be one row, got shape {weights.shape}")
+        require_finite("weights", weights)
         room = np.zeros(max(FIRST_WEIGHTS, weights.shape[0]), dtype=np.float64)
         room[: weights.shape[0]] = weights
         scalars = np.array(state["scalars"], dtype=np.float64)
         if scalars.shape != (4,):
             raise StateError("scalars must hold beta, ||a||^2, t and the scale")
+        require_finite("scalars", scalars)
+        if not math.isnan(delta_value):
+            require_finite("Delta", np.array([delta_value]))
         saved = np.asarray(state["stats"], dtype=np.int64)
         stats = np.zeros(N_STATS, dtype=np.int64)
         stats[: saved.shape[0]] = saved  # states from before the level sizes: zeros
@@ -314,6 +318,23 @@ class LearnerState:
             passes=int(state["passes"]),
             converged=bool(state["converged"]),
             stopped_by=stopped_by(state.get("stopped_by")),
+        )
+
+
+def require_finite(name: str, values: npt.NDArray[np.float64]) -> None:
+    """Refuse a state whose ``values`` hold NaN or an infinity: a model that loaded one
+    would answer ``nan`` (a checksum only says the file is as written, not that what was
+    written is a model).
+
+    >>> require_finite("weights", np.array([1.0, np.nan]))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    streamlearn.errors.StateError: the state's weights hold a value that is not finite ...
+    """
+    if not bool(np.all(np.isfinite(values))):
+        raise StateError(
+            f"the state's {name} hold a value that is not finite (NaN or infinite): the "
+            "file is not a model streamlearn wrote, or was changed since"
         )
 
 
