@@ -9,6 +9,7 @@ never a mix, even when the process dies half-way.
 from __future__ import annotations
 
 import errno
+import fcntl
 import logging
 import os
 import re
@@ -16,7 +17,7 @@ import secrets
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from streamlearn import __version__
 from streamlearn.checkpoint.codec import Checkpoint, decode, encode
@@ -25,6 +26,8 @@ from streamlearn.errors import CheckpointError, InvalidParameterError
 logger = logging.getLogger("streamlearn.checkpoint")
 #: the ``writer`` stamped on every checkpoint file
 WRITER = f"streamlearn {__version__}"
+#: the file whose lock makes one process the writer of a checkpoint directory
+LOCK_NAME = ".lock"
 
 
 def _stamped(payload: Mapping[str, Any], created: float | None) -> bytes:
@@ -116,6 +119,7 @@ class CheckpointStore:
         self.prefix = prefix
         self._name = re.compile(rf"{re.escape(prefix)}-(\d{{12,}})\.ckpt")
         self._leftover = re.compile(rf"\.{re.escape(prefix)}-\d{{12,}}\.ckpt\.[0-9a-f]+\.tmp")
+        self._lock: TextIO | None = None
 
     def __repr__(self) -> str:
         return f"CheckpointStore({str(self.directory)!r}, keep={self.keep}, prefix={self.prefix!r})"
@@ -141,6 +145,58 @@ class CheckpointStore:
             ) from exc
         if not os.access(self.directory, os.W_OK):
             raise CheckpointError(f"cannot use checkpoint directory {self.directory}: not writable")
+
+    def lock(self) -> None:
+        """Become the directory's one writer, until :meth:`unlock` or the process ends
+        (``kill -9`` included: the system releases the lock). Refuses
+        (:class:`CheckpointError`, naming the holder's pid) a directory another process
+        holds: two daemons writing into one directory would restore each other's state
+        and prune each other's files.
+
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as directory:
+        ...     first, second = CheckpointStore(Path(directory)), CheckpointStore(Path(directory))
+        ...     first.lock()
+        ...     try:
+        ...         second.lock()
+        ...     except CheckpointError as exc:
+        ...         print(str(exc).split(":")[0])
+        ...     first.unlock()
+        ...     second.lock()
+        ...     second.unlock()
+        checkpoint directory ... is in use by process ...
+        """
+        if self._lock is not None:
+            return
+        path = self.directory / LOCK_NAME
+        try:
+            handle = path.open("a+", encoding="ascii")
+        except OSError as exc:
+            raise CheckpointError(
+                f"cannot lock checkpoint directory {self.directory}: {exc}"
+            ) from exc
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            raise CheckpointError(
+                f"checkpoint directory {self.directory} is in use by process {holder}: "
+                "one daemon writes a directory; stop that one, or give this one another "
+                "--checkpoint-dir"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        self._lock = handle
+
+    def unlock(self) -> None:
+        """Let another process take the directory (does nothing when not locked)."""
+        if self._lock is not None:
+            self._lock.close()  # closing the file releases the lock
+            self._lock = None
 
     def write(self, payload: Mapping[str, Any], created: float | None = None) -> Path:
         """Write ``payload`` as the next checkpoint, prune to ``keep``, return its path."""

@@ -193,6 +193,7 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
     )
     if store is not None:
         store.check_writable()
+        store.lock()  # held until the process ends: one daemon writes a directory
     source = _warmed_source(config)
     sink, dead_letters = _sinks(config)
 

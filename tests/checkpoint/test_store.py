@@ -452,3 +452,35 @@ def test_check_writable_refuses_paths_no_checkpoint_can_be_written_to(
     with pytest.raises(CheckpointError, match="cannot write checkpoint"):
         check_writable(name)
     check_writable("m.ckpt")
+
+
+def test_one_process_writes_a_directory_until_it_dies(tmp_path: Path) -> None:
+    """A second process cannot lock a directory a first one holds, and is told the
+    holder's pid; once the holder is killed (-9: no clean-up of its own), it can."""
+    import signal
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from pathlib import Path; "
+         "from streamlearn.checkpoint import CheckpointStore; "
+         "store = CheckpointStore(Path(sys.argv[1])); store.lock(); print('locked', flush=True); "
+         "time.sleep(600)", str(tmp_path)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        store = CheckpointStore(tmp_path)
+        with pytest.raises(CheckpointError, match=f"in use by process {holder.pid}"):
+            store.lock()
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
+        store.lock()
+        store.write({"examples": 1})  # the lock file is no checkpoint
+        assert [p.name for p in store.paths()] == ["checkpoint-000000000001.ckpt"]
+        store.unlock()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()

@@ -258,3 +258,31 @@ def test_serve_goes_on_learning_when_the_predictions_reader_goes_away(tmp_path: 
     (checkpoint,) = directory.glob("checkpoint-*.ckpt")
     _, job = load_model(str(checkpoint))
     assert job["stream_examples"] == 2000
+
+
+def test_a_second_daemon_on_the_same_checkpoint_directory_refuses_to_start(
+    tmp_path: Path,
+) -> None:
+    """Two daemons on one --checkpoint-dir restored each other's checkpoints and pruned
+    each other's files; the second now refuses, naming the first's pid, and writes nothing."""
+    directory = tmp_path / "checkpoints"
+    first = subprocess.Popen(
+        [*STREAMLEARN, "serve", "--algo", "pdm", "--metrics-addr", "127.0.0.1:0",
+         "--checkpoint-dir", str(directory)],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert first.stderr is not None and first.stdin is not None
+        while "metrics on" not in (line := first.stderr.readline()):  # the lock is taken
+            assert line, "the first daemon ended"
+        second = serve_on_stdin(["+1 1:1"] * 10, "--checkpoint-dir", str(directory))
+        assert second.returncode == 1, second.stderr
+        assert f"is in use by process {first.pid}" in second.stderr
+        assert list(directory.glob("checkpoint-*.ckpt")) == []
+        first.stdin.write("+1 1:1\n-1 2:1\n")
+        first.stdin.close()
+        assert first.wait(timeout=120) == 0
+        assert len(list(directory.glob("checkpoint-*.ckpt"))) == 1
+    finally:
+        first.kill()
+        first.wait()
