@@ -399,6 +399,12 @@ class MultiLabelClassifierBase(BankClassifierBase, base.MultiLabelClassifier):
         (labels new to the model start their learners first)."""
         if not isinstance(y, Mapping):
             raise InvalidInputError(f"y must be a dict of label: bool, got {y!r}")
+        for label, value in y.items():
+            if not _is_truth(value):
+                raise InvalidInputError(
+                    f"label {label!r} has the value {value!r}: a multi-label target says "
+                    "True or False (or 1 or 0) for each label"
+                )
         encoded = self._encode(x, learning=True)  # a refused example makes no label
         positives = []
         declared = []
@@ -428,6 +434,18 @@ class MultiLabelClassifierBase(BankClassifierBase, base.MultiLabelClassifier):
             label: {False: 1.0 - q, True: q}
             for label, q in zip(self._labels, p.tolist(), strict=True)
         }
+
+
+def _is_truth(value: Any) -> bool:
+    """A label's value in a multi-label target: a bool (Python's or numpy's) or the
+    integers 0 and 1; not ``"no"`` or NaN, which Python would take as true.
+
+    >>> [_is_truth(v) for v in (True, np.False_, 1, 0, 2, "no", float("nan"), 1.0)]
+    [True, True, True, True, False, False, False, False]
+    """
+    if isinstance(value, bool | np.bool_):
+        return True
+    return isinstance(value, int | np.integer) and value in (0, 1)
 
 
 def _takes_kappa(entry: LearnerEntry) -> bool:

@@ -293,3 +293,18 @@ def test_decisions_are_the_banks_and_never_stale() -> None:
         fresh = PDMOneVsRestClassifier.from_state(model.state_dict())._decisions(x)[0]
         np.testing.assert_allclose(again, fresh, rtol=1e-12, atol=1e-12)
         model.learn_one(x, y)
+
+
+@pytest.mark.parametrize("value", ["no", "", float("nan"), 2, 0.5, None])
+def test_a_multilabel_target_says_true_or_false(value: object) -> None:
+    """Python takes "no" and NaN as true: they learned as positives. They are refused,
+    and the refused example leaves the model as it was."""
+    model = PDMMultiLabelClassifier(eps=0.1, delta=1.0)
+    model.learn_one({"a": 1.0}, {"spam": True, "ham": False})
+    before = model.bank.state_dict()
+    with pytest.raises(InvalidInputError, match="True or False"):
+        model.learn_one({"a": 2.0}, {"spam": value})
+    after = model.bank.state_dict()
+    assert after["examples_seen"] == before["examples_seen"]
+    model.learn_one({"a": 3.0}, {"spam": np.True_, "ham": 0, "eggs": 1})
+    assert model.labels == ["spam", "ham", "eggs"]
