@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import typer
 
@@ -31,7 +31,7 @@ from streamlearn.config import (
     LearnConfig,
     LearnerSpec,
 )
-from streamlearn.errors import BadLineError, InvalidParameterError, StreamlearnError
+from streamlearn.errors import BadLineError, StreamlearnError
 from streamlearn.jobs.learn import LearnReport, load_model, run_learn
 from streamlearn.jobs.model import (
     describe,
@@ -227,8 +227,9 @@ def _command(
         if param.name in ("learners", "learner_options"):
             continue
         if param.name == "algo":
-            names = ", ".join(sorted(learners))
-            algo = Annotated[str, _option(f"Algorithm: {names}.", "algo", metavar="NAME")]
+            # the table's names as a choice: a wrong one is a usage error (exit 2)
+            names: Any = Literal.__getitem__(tuple(sorted(learners)))
+            algo = Annotated[names, _option("Algorithm.", "algo")]
             parameters.append(param.replace(kind=keyword, annotation=algo))
             if with_options:
                 generated = learner_options(learners)
@@ -331,7 +332,7 @@ def serve(
     learner_options: dict[str, Any],
     algo: Algo = "pdm",
     source: Annotated[
-        str, _option("Where examples come from: stdin or kafka.", "source")
+        Literal["stdin", "kafka"], _option("Where examples come from.", "source")
     ] = "stdin",
     bootstrap_servers: Annotated[
         str | None, _option("Kafka brokers, host:port[,host:port].", "bootstrap_servers")
@@ -358,10 +359,9 @@ def serve(
         _option("Topic that receives messages with rejected lines.", "dead_letter_topic"),
     ] = None,
     message_format: Annotated[
-        str,
+        Literal["svmlight", "msgpack", "json"],
         _option(
-            "Kafka message format when no content-type header says: svmlight, msgpack or "
-            "json (standard input is svmlight).",
+            "Kafka message format when no content-type header says (standard input is svmlight).",
             "format",
             "--format",
         ),
@@ -373,8 +373,14 @@ def serve(
         int, _option("Checkpoint after this many new examples.", "checkpoint_every")
     ] = 100_000,
     checkpoint_interval: Annotated[
-        str, _option("Checkpoint after this long (30s, 5m, 1h or seconds).", "checkpoint_interval")
-    ] = "30s",
+        float,
+        _option(
+            "Checkpoint after this long (30s, 5m, 1h or seconds).",
+            "checkpoint_interval",
+            parser=_seconds,
+            metavar="DURATION",
+        ),
+    ] = "30s",  # type: ignore[assignment]  # the parser makes it seconds
     keep: Annotated[int, _option("Checkpoints to keep.", "keep")] = 3,
     metrics_addr: Annotated[
         str, _option("HOST:PORT of /metrics, /healthz, /readyz.", "metrics_addr")
@@ -410,10 +416,8 @@ def serve(
         ),
     ] = None,
     idle_replay: Annotated[
-        str,
-        _option(
-            "Replay while the source is idle: on, or off for reproducible runs.", "idle_replay"
-        ),
+        Literal["on", "off"],
+        _option("Replay while the source is idle (off for reproducible runs).", "idle_replay"),
     ] = "on",
     replay_every: Annotated[
         int | None,
@@ -453,15 +457,13 @@ def serve(
         from streamlearn.daemon import DaemonSettings
         from streamlearn.jobs.serve import ServeConfig, run_serve
 
-        if idle_replay not in ("on", "off"):
-            raise InvalidParameterError(f"--idle-replay must be on or off, got {idle_replay!r}")
         settings = DaemonSettings(
             replay=None
             if replay_every is None
             else ReplaySchedule(every=replay_every, passes=replay_passes),
             replay_share=replay_share,
             checkpoint_every=checkpoint_every,
-            checkpoint_interval=_seconds(checkpoint_interval),
+            checkpoint_interval=checkpoint_interval,
             idle_replay=idle_replay == "on",
             max_labels=max_labels,
             max_weights=max_weights,
@@ -495,14 +497,22 @@ def serve(
         run_serve(config)  # it says itself when its warm-up compiles the kernels
 
 
-def _seconds(text: str) -> float:
+def _seconds(text: str | float) -> float:
+    """A duration option's seconds: ``30s``, ``5m``, ``1h`` or a number of seconds (a
+    usage error otherwise).
+
+    >>> _seconds("5m"), _seconds("2.5")
+    (300.0, 2.5)
+    """
+    if isinstance(text, int | float):
+        return float(text)
     units = {"s": 1.0, "m": 60.0, "h": 3600.0}
     try:
         if text and text[-1] in units:
             return float(text[:-1]) * units[text[-1]]
         return float(text)
     except ValueError:
-        raise InvalidParameterError(f"not a duration: {text!r} (use 30s, 5m, 1h)") from None
+        raise typer.BadParameter(f"not a duration: {text!r} (use 30s, 5m, 1h)") from None
 
 
 def predict(
