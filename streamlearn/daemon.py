@@ -515,8 +515,9 @@ class Daemon:
                     self.observer.count_rejected(item.reason, 1)
             done.append((posted, batch.n_examples, rejected))
         self._publish()
+        held = self.learner.held_examples
         for posted, learned, rejected in done:
-            posted.done.set_result(Learned(learned, rejected, self._published_version))
+            posted.done.set_result(Learned(learned, rejected, self._published_version, held))
 
     def _publish_if_due(self) -> None:
         """Publish a copy of the model when the HTTP API wants one (see
@@ -764,6 +765,7 @@ def live_description(model: Model, summary: dict[str, Any]) -> dict[str, Any]:
         "kind": kind,
         "params": model.model_params(),
         "examples": summary["stream_examples"],
+        "held_examples": summary["pending_examples"],
         "updates": summary["updates"],
         "passes": summary["passes"],
         "certificate": certificate,

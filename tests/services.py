@@ -204,11 +204,13 @@ class OpsEndpoint:
         metrics: Any,
         ready: Callable[[], bool],
         request_checkpoint: Callable[[], None],
+        checkpoints: bool = True,
     ) -> None:
         from streamlearn.http import HttpServer, ops_app
 
         self.server = HttpServer()
-        self.app = ops_app(metrics, ready=ready, request_checkpoint=request_checkpoint)
+        self.app = ops_app(metrics, ready=ready, request_checkpoint=request_checkpoint,
+                           checkpoints=checkpoints)  # fmt: skip
         self.host = host
         self.port = port
 

@@ -35,6 +35,7 @@ from streamlearn.http.openapi import openapi_document
 from streamlearn.http.server import BODY_TIMEOUT, MAX_BODY, Handler, read_body
 from streamlearn.learn.predictor import finite
 from streamlearn.parse import ParsedRows, Rejected
+from streamlearn.parse.svmlight import TEXT_CHARS
 
 log = logging.getLogger("streamlearn.http")
 
@@ -142,10 +143,12 @@ class _Api:
     async def learn(self, request: web.BaseRequest) -> web.Response:
         if not self.learn_allowed:
             raise _error(web.HTTPForbidden, "learning over HTTP is off (serve --http-learn)")
-        rows = await self._rows(request)
+        body, body_format = await self._read(request)
+        rows = self._parsed(body, body_format)
         unlabelled = rows.line_numbers[np.diff(rows.label_ptr) == 0].tolist()
         if unlabelled:
-            rejected = [Rejected(line, "no label", "") for line in unlabelled]
+            lines = body.splitlines() if body_format == "svmlight" else []
+            rejected = [Rejected(line, "no label", _line(lines, line)) for line in unlabelled]
             raise _error(web.HTTPBadRequest, "an example to learn needs a label", rejected)
         try:
             future = self.live.post(rows)
@@ -166,6 +169,8 @@ class _Api:
         except ClosedError as exc:
             raise _error(web.HTTPServiceUnavailable, str(exc)) from None
         document: dict[str, Any] = {"learned": learned.learned, "version": learned.version}
+        if learned.held:
+            document["held_examples"] = learned.held
         if learned.rejected:
             document["rejected"] = _rejected(learned.rejected)
             return _json(document, status=422)
@@ -192,8 +197,8 @@ class _Api:
                 raise _error(web.HTTPServiceUnavailable, "the model is not loaded yet") from None
             return published
 
-    async def _rows(self, request: web.BaseRequest) -> ParsedRows:
-        """The examples of the body, all of them parsed (400 otherwise)."""
+    async def _read(self, request: web.BaseRequest) -> tuple[bytes, str]:
+        """The body and its format (415 for a content type the API does not read)."""
         body_format = BODY_FORMATS.get(request.content_type)
         if body_format is None:
             raise _error(
@@ -201,7 +206,13 @@ class _Api:
                 f"content type {request.content_type!r}: send text/plain (svmlight lines), "
                 "application/json or application/msgpack",
             )
-        body = await read_body(request, self.body_timeout)
+        return await read_body(request, self.body_timeout), body_format
+
+    async def _rows(self, request: web.BaseRequest) -> ParsedRows:
+        """The examples of the body, all of them parsed (400 otherwise)."""
+        return self._parsed(*await self._read(request))
+
+    def _parsed(self, body: bytes, body_format: str) -> ParsedRows:
         rows = self.decode(body, body_format)
         if rows.rejected:
             raise _error(web.HTTPBadRequest, "the body holds examples that cannot be read",
@@ -258,6 +269,13 @@ def _error(
     if rejected:
         document["rejected"] = _rejected(rejected)
     return kind(text=json.dumps(document), content_type="application/json", headers=headers)
+
+
+def _line(lines: list[bytes], number: int) -> str:
+    """The start of line ``number`` (from 1) of a body, as a rejection shows it."""
+    if not 0 < number <= len(lines):
+        return ""
+    return lines[number - 1][:TEXT_CHARS].decode("utf-8", errors="replace")
 
 
 def _rejected(rejected: list[Rejected]) -> list[dict[str, Any]]:

@@ -66,11 +66,14 @@ class Published:
 @dataclass(frozen=True)
 class Learned:
     """What became of posted examples: how many were learned, which the model refused
-    (``Model.admit``: too many labels or weights, say), and the model's version after."""
+    (``Model.admit``: a label the model cannot take, too many labels or weights), the
+    model's version after, and how many examples the model still holds back
+    (``delta='auto'`` learns its first ones once they have all come)."""
 
     learned: int
     rejected: list[Rejected]
     version: int
+    held: int = 0
 
 
 @dataclass

@@ -48,6 +48,7 @@ _BODY = {
             "schema": {"type": "string"},
             "example": "1:0.5 7:1 42:0.25\n3:1\n",
         },
+        "text/svmlight": {"schema": {"type": "string"}},
         "application/json": {"schema": _EXAMPLES},
         "application/msgpack": {"schema": _EXAMPLES},
     },
@@ -190,6 +191,10 @@ def _learned(description: str) -> dict[str, Any]:
         "type": "object",
         "properties": {
             "learned": {"type": "integer"},
+            "held_examples": {
+                "type": "integer",
+                "description": "examples the model still holds back (delta auto)",
+            },
             "version": {"type": "integer", "description": "a version whose copy holds them"},
             "rejected": {"$ref": "#/components/schemas/Error/properties/rejected"},
         },

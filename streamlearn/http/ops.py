@@ -39,8 +39,10 @@ def ops_app(
     *,
     ready: Callable[[], bool],
     request_checkpoint: Callable[[], None],
+    checkpoints: bool = True,
 ) -> web.Application:
-    """The operations application: metrics, liveness, readiness and a checkpoint request."""
+    """The operations application: metrics, liveness, readiness and a checkpoint request
+    (409 when the daemon has no checkpoint directory: there is nothing to write)."""
 
     async def get_metrics(request: web.Request) -> web.Response:
         body, content_type = metrics.render()
@@ -57,6 +59,8 @@ def ops_app(
         return web.Response(status=503, text="not ready\n")
 
     async def checkpoint(request: web.Request) -> web.Response:
+        if not checkpoints:
+            return web.Response(status=409, text="no checkpoint directory (--checkpoint-dir)\n")
         request_checkpoint()
         return web.Response(status=202, text="checkpoint requested\n")
 

@@ -261,6 +261,11 @@ class ModelBank:
         """The shared replay buffer (read it, do not modify it)."""
         return self._buffer
 
+    @property
+    def held_examples(self) -> int:
+        """Examples ``delta='auto'`` holds back, not yet in the bank."""
+        return self._window.held_examples
+
     def kept_every_example(self) -> bool:
         """Whether the buffer holds every example learned (none evicted, none too large)."""
         return self._buffer.evicted == 0 and self._buffer.unbuffered == 0

@@ -307,6 +307,11 @@ class LinearLearner:
         """The replay buffer (read it, do not modify it)."""
         return self.state.buffer
 
+    @property
+    def held_examples(self) -> int:
+        """Examples ``delta='auto'`` holds back, not yet in the model."""
+        return self.window.held_examples
+
     def kept_every_example(self) -> bool:
         """Whether the buffer holds every example learned (none evicted, none too large)."""
         buf = self.state.buffer

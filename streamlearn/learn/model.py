@@ -77,6 +77,12 @@ class Model(Protocol):
         ...
 
     @property
+    def held_examples(self) -> int:
+        """Examples held back, not yet in the model: ``delta='auto'`` learns the first
+        min(1000, buffer size) once they have all come, from the Delta they give."""
+        ...
+
+    @property
     def n_features_in_(self) -> int:
         """One more than the largest feature index learned."""
         ...

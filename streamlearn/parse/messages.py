@@ -374,7 +374,9 @@ class MessageDecoder:
             return BAD_MESSAGE
         raw_indices: object = example.get("indices")
         raw_values: object = example.get("values")
-        if "features" in example and raw_indices is None:
+        if "features" in example and ("indices" in example or "values" in example):
+            return BAD_MESSAGE  # by name or by index, not both
+        if "features" in example:
             hashed = self._hashed(example["features"])
             if isinstance(hashed, str):
                 return hashed

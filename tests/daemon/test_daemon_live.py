@@ -115,3 +115,19 @@ def test_examples_the_model_refuses_are_reported_and_counted() -> None:
     published = live.published()
     assert published is not None and published.version == learned.version
     assert [a["label"] for a in published.predictor.answer(PROBE)] != []
+
+
+def test_examples_held_for_delta_auto_are_said_to_be_held() -> None:
+    """With delta='auto' the first examples wait for the Delta they give: a post says how
+    many the model holds, and answers come from the model without them (0)."""
+    live = LiveModel()
+    spec = LearnerSpec.from_options("pdm", {"eps": 0.05})  # delta auto
+    daemon = Daemon(spec, MemorySource({0: []}), decode=decode, settings=EVERY_TURN, live=live)
+    daemon.restore()
+    future = live.post(MessageDecoder().decode_svmlight(b"+1 1:1 2:0.5\n-1 3:2\n"))
+    daemon.run()
+    learned = future.result(timeout=5)
+    assert (learned.learned, learned.held) == (2, 2)
+    published = live.published()
+    assert published is not None
+    assert [a["score"] for a in published.predictor.answer(PROBE)] == [0.0]

@@ -227,7 +227,7 @@ def test_learn_learns_in_order_and_a_later_predict_sees_it(learning: Api) -> Non
 def test_learn_refuses_rows_without_labels_whole(learning: Api) -> None:
     status, answer, _ = learning.request("POST", "/learn", b"+1 1:1\n2:1\n")
     assert status == 400
-    assert answer["rejected"] == [{"line": 2, "reason": "no label", "text": ""}]
+    assert answer["rejected"] == [{"line": 2, "reason": "no label", "text": "2:1"}]
     assert not learning.live.has_posted()
 
 
@@ -346,3 +346,10 @@ def test_a_fresh_copy_answers_at_once_and_an_idle_daemon_is_not_asked() -> None:
         assert not live.wanted(7, 0.05)
         now[0] += 60.0  # readers gone: a moved model is not copied for nobody
         assert not live.wanted(9, 0.05)
+
+
+def test_json_gives_features_by_index_or_by_name_not_both(api: Api) -> None:
+    both = {"indices": [0], "values": [1.0], "features": {"age": 2.0}}
+    status, answer, _ = api.request("POST", "/predict", json.dumps(both).encode(),
+                                    "application/json")  # fmt: skip
+    assert status == 400 and answer["rejected"][0]["reason"] == "bad message"

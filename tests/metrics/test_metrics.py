@@ -386,3 +386,17 @@ def test_promtool_accepts_a_bank_with_per_label_metrics(registry: CollectorRegis
         [promtool, "check", "metrics"], input=body, capture_output=True, timeout=30
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_post_checkpoint_without_a_directory_says_there_is_nothing_to_write(
+    registry: CollectorRegistry,
+) -> None:
+    flags = Flags()
+    endpoint = OpsEndpoint("127.0.0.1", 0, metrics=DaemonMetrics(registry, state=lambda: None),
+                           ready=flags.is_ready, request_checkpoint=flags.request_checkpoint,
+                           checkpoints=False).start()  # fmt: skip
+    try:
+        status, _, body = fetch(endpoint, "/checkpoint", method="POST")
+    finally:
+        endpoint.stop()
+    assert status == 409 and b"--checkpoint-dir" in body and flags.checkpoints == 0
