@@ -678,9 +678,10 @@ def _print_learn(report: LearnReport, as_json: bool) -> None:
         return
     keys = (
         "examples", "rejected_lines", "updates", "passes", "converged", "margin_achieved",
-        "margin_upper_bound", "certified_gap", "seconds", "model",
+        "margin_upper_bound", "certified_gap", "seconds",
     )  # fmt: skip
-    _print_mapping({k: figures[k] for k in keys}, as_json=False)
+    shown = {k: figures[k] for k in keys}
+    _print_mapping({**shown, "model": figures["model"] or "(not saved)"}, as_json=False)
 
 
 #: columns of the per-label table, in this order when present
@@ -739,7 +740,17 @@ def _print_mapping(values: dict[str, Any], as_json: bool) -> None:
 
 
 def _format(value: Any) -> str:
+    """A printed value: counts as integers (``65360100``, not ``6.53601e+07``), other
+    numbers to 6 significant digits, a missing one as ``-``.
+
+    >>> _format(65360100.0), _format(0.0418298), _format(None), _format(float("nan"))
+    ('65360100', '0.0418298', '-', 'nan')
+    """
+    if value is None:
+        return "-"
     if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer() and abs(value) < 2**53:
+            return str(int(value))
         return f"{value:.6g}" if math.isfinite(value) else str(value)
     if isinstance(value, dict):
         return ", ".join(f"{k}={_format(v)}" for k, v in value.items()) or "-"

@@ -38,12 +38,15 @@ class LearnReport:
 
     @property
     def warnings(self) -> list[str]:
-        """What a user should know about the result: an input that outgrew the replay
-        buffer is certified only for its last examples."""
+        """What a user should know about the result: a model that was not saved, and an
+        input that outgrew the replay buffer, certified only for its last examples."""
         summary = self.summary
+        said = []
+        if self.model_path is None:
+            said.append("no --model: the model was not saved")
         evicted = int(summary.get("buffer_evicted", 0))
         if not evicted:
-            return []
+            return said
         held = int(summary.get("buffer_examples", 0))
         forgets = summary.get("forget", "window") == "window"
         covered = (
@@ -53,8 +56,9 @@ class LearnReport:
         )
         kept = "" if forgets else "; the weights still hold the evicted ones (--forget never)"
         return [
+            *said,
             f"the input outgrew the replay buffer ({evicted} examples evicted): {covered} "
-            f"{held} examples{kept}. Raise --buffer-size and --buffer-nnz to keep more."
+            f"{held} examples{kept}. Raise --buffer-size and --buffer-nnz to keep more.",
         ]
 
     def as_dict(self) -> dict[str, Any]:

@@ -70,6 +70,9 @@ STATE_VERSION = 1
 #: examples learned between two fits of the calibration: as many as at the last one,
 #: within these bounds
 MIN_CALIBRATION_STEP = 16
+#: a certified gap below 0 by less than this is rounding (-2.2e-16 was printed), shown as 0;
+#: a larger negative one would say the bound is wrong, and stays visible
+ROUNDING_GAP = 1e-12
 #: the calibration is fitted on this many of the window's examples at most (an even
 #: sample): one parameter needs no more, and a refit stays a matter of milliseconds
 CALIBRATION_EXAMPLES = 8192
@@ -776,6 +779,8 @@ class LinearLearner:
         achieved = found.achieved if len(state.buffer) else math.nan
         bound = found.upper_bound
         gap = 1.0 - achieved / bound if math.isfinite(bound) and bound > 0 else math.nan
+        if -ROUNDING_GAP < gap < 0.0:  # rounding, as when the margin meets its bound
+            gap = 0.0
         return {
             "algorithm": self.algorithm,
             "examples": state.examples_seen,

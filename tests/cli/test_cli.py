@@ -321,7 +321,8 @@ def test_a_first_run_says_it_compiles_on_standard_error_only(
     assert scores.stderr.splitlines() == [COMPILING, "compiled 3 kernels in 2.5 s"]
     learned = runner.invoke(app, ["learn", str(train_file)])
     assert learned.stderr.splitlines()[0] == COMPILING
-    quiet = runner.invoke(app, ["learn", "--quiet", str(train_file)])
+    saved = str(train_file.with_suffix(".ckpt"))
+    quiet = runner.invoke(app, ["learn", "--quiet", str(train_file), "--model", saved])
     assert quiet.exit_code == 0 and quiet.stderr == ""
 
 
@@ -497,7 +498,8 @@ def test_learn_warns_when_the_input_outgrows_the_buffer(train_file: Path) -> Non
     assert result.exit_code == 0, result.output
     assert "warning: the input outgrew the replay buffer" in result.stderr
     assert "the model and its certificate are about the last 5 examples" in result.stderr
-    quiet = runner.invoke(app, ["learn", "--quiet", str(train_file)])
+    saved = str(train_file.with_suffix(".ckpt"))
+    quiet = runner.invoke(app, ["learn", "--quiet", str(train_file), "--model", saved])
     assert "warning" not in quiet.stderr
 
 
@@ -558,3 +560,19 @@ def test_the_exported_window_confirms_the_certificate(train_file: Path, tmp_path
     reference = liblinear_reference(X, y, rho=1.0, delta=0.5)
     assert reference.margin <= learned["margin_upper_bound"] * (1 + 1e-9)
     assert learned["margin_achieved"] >= (1 - learned["certified_gap"]) * reference.margin
+
+
+def test_learn_prints_counts_as_integers_and_says_when_it_saves_nothing(
+    train_file: Path,
+) -> None:
+    """``updates 6.53601e+07`` and ``model None`` (the model silently discarded) were
+    printed; a certified gap of -2.2e-16 too, rounding of a margin that meets its bound."""
+    result = runner.invoke(app, ["learn", "--quiet", str(train_file)])
+    assert result.exit_code == 0, result.output
+    assert "warning: no --model: the model was not saved" in result.stderr
+    shown = dict(line.split(None, 1) for line in result.stdout.splitlines())
+    assert shown["model"] == "(not saved)"
+    assert shown["updates"].isdigit() and shown["examples"].isdigit()
+    touching = "+1 1:1\n-1 1:1 2:-1\n"  # the margin meets its bound: -2.2e-16 was shown
+    result = runner.invoke(app, ["learn", "--quiet", "--delta", "0", "--json"], input=touching)
+    assert json.loads(result.stdout)["certified_gap"] == 0.0
