@@ -46,7 +46,10 @@ SINKS = ("predictions", "dead_letters")
 #: reason of an undecodable message (Kafka), beside the parser's reasons for a line
 BAD_MESSAGE = "bad message"
 #: the seconds buckets of one learn call on a batch (a few examples to a large poll)
-LEARN_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10)
+LEARN_BUCKETS = (
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+    0.05, 0.1, 0.25, 0.5, 1, 2.5, 10,
+)  # fmt: skip
 #: the seconds buckets of writing one checkpoint (small models to large replay buffers)
 CHECKPOINT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 ACTIVE_SET_LEVELS = ("1", "2", "3")
@@ -130,14 +133,15 @@ class _StateCollector(Collector):
         seen = facts.correct + facts.mistakes
         yield _gauge(
             "streamlearn_progressive_accuracy",
-            "Fraction of progressive predictions (predict before learn) that were correct.",
+            "Fraction of progressive predictions (predict before learn) that were correct, "
+            "since the daemon started (a window: the rates of progressive_predictions_total).",
             facts.correct / seen if seen else math.nan,
         )
         if facts.last_checkpoint is not None:
             yield _gauge(
-                "streamlearn_checkpoint_age_seconds",
-                "Seconds since the last checkpoint was written.",
-                max(0.0, facts.now - facts.last_checkpoint),
+                "streamlearn_last_checkpoint_timestamp_seconds",
+                "When the last checkpoint was written, in seconds since the epoch.",
+                facts.last_checkpoint,
             )
         if facts.lag:
             family = GaugeMetricFamily(

@@ -160,7 +160,7 @@ def test_no_learner_yet_means_no_state_metrics(registry: CollectorRegistry) -> N
     assert value(registry, "streamlearn_updates_total") is None
     assert value(registry, "streamlearn_margin_achieved") is None
     assert value(registry, "streamlearn_ready") == 0
-    assert value(registry, "streamlearn_checkpoint_age_seconds") is None
+    assert value(registry, "streamlearn_last_checkpoint_timestamp_seconds") is None
 
 
 def test_checkpoints_lag_ready_and_info(registry: CollectorRegistry) -> None:
@@ -171,11 +171,14 @@ def test_checkpoints_lag_ready_and_info(registry: CollectorRegistry) -> None:
     assert value(registry, "streamlearn_checkpoints_total") == 1
     assert value(registry, "streamlearn_checkpoint_duration_seconds_count") == 1
     assert value(registry, "streamlearn_checkpoint_size_bytes") == 4096
-    assert value(registry, "streamlearn_checkpoint_age_seconds") == 10
-    clock.now = 1005.0
-    assert value(registry, "streamlearn_checkpoint_age_seconds") == 15
+    # a timestamp, as Prometheus practice has it (the age is time() - it, in PromQL)
+    assert value(registry, "streamlearn_last_checkpoint_timestamp_seconds") == 990
     assert value(registry, "streamlearn_learn_batch_duration_seconds_count") == 1
     assert value(registry, "streamlearn_learn_batch_duration_seconds_bucket", le="0.005") == 1
+    assert value(registry, "streamlearn_learn_batch_duration_seconds_bucket", le="0.0025") == 0
+    metrics.observe_learn_batch(0.00003)  # a small poll: every one fell in the lowest bucket
+    assert value(registry, "streamlearn_learn_batch_duration_seconds_bucket", le="2.5e-05") == 0
+    assert value(registry, "streamlearn_learn_batch_duration_seconds_bucket", le="5e-05") == 1
 
     metrics.set_lag({0: 5, 1: 0})
     assert value(registry, "streamlearn_consumer_lag_messages", partition="0") == 5
