@@ -93,6 +93,14 @@ def _root(
         ctx.default_map = _defaults_from_toml(config)
 
 
+def _command_config(ctx: typer.Context, value: Path | None) -> Path | None:
+    """``--config`` given after a command: its option defaults from the file."""
+    if value is not None:
+        table = _defaults_from_toml(value).get(ctx.info_name or "", {})
+        ctx.default_map = {**(ctx.default_map or {}), **table}
+    return value
+
+
 #: the commands a configuration file can set options of (a table each)
 CONFIGURED_COMMANDS = ("learn", "serve", "predict", "eval", "inspect")
 
@@ -238,7 +246,18 @@ def _command(
             continue
         parameters.append(param.replace(kind=keyword))
 
+    # --config after the command too (``streamlearn serve --config f.toml``): read first
+    # (eager), so that the options after it take their defaults from the file
+    parameters.insert(0, introspect.Parameter(
+        "config", keyword, default=None,
+        annotation=Annotated[Path | None, typer.Option(
+            "--config", help="TOML file of option values (as before the command).",
+            exists=True, is_eager=True, callback=_command_config,
+        )],
+    ))  # fmt: skip
+
     def command(**values: Any) -> None:
+        values.pop("config", None)
         extra: dict[str, Any] = {"learners": learners}
         if with_options:
             extra["learner_options"] = {name: values.pop(name, None) for name in option_names}

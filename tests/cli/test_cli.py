@@ -407,6 +407,23 @@ def test_a_bad_config_file_is_a_usage_error(
     assert directory.exit_code == 2 and "cannot read" in directory.output
 
 
+def test_config_works_after_the_command_too(train_file: Path, tmp_path: Path) -> None:
+    """``streamlearn learn --config f.toml`` ignored the file (only ``streamlearn
+    --config f.toml learn`` read it)."""
+    config = tmp_path / "streamlearn.toml"
+    config.write_text('algo = "pam"\n[learn]\ntau = 0.5\nbuffer_size = 7\n')
+    after = runner.invoke(app, ["learn", "--config", str(config), "--quiet", "--json",
+                                str(train_file)])  # fmt: skip
+    before = runner.invoke(app, ["--config", str(config), "learn", "--quiet", "--json",
+                                 str(train_file)])  # fmt: skip
+    assert after.exit_code == before.exit_code == 0, after.output
+    assert json.loads(after.stdout)["algorithm"] == "pam" == json.loads(before.stdout)["algorithm"]
+    assert json.loads(after.stdout)["buffer_capacity"] == 7
+    flag_wins = runner.invoke(app, ["learn", "--config", str(config), "--quiet", "--json",
+                                    "--buffer-size", "9", str(train_file)])  # fmt: skip
+    assert json.loads(flag_wins.stdout)["buffer_capacity"] == 9
+
+
 def test_serve_reads_its_table_of_the_config_file(tmp_path: Path) -> None:
     config = tmp_path / "streamlearn.toml"
     config.write_text('[serve]\nidle_replay = "bogus"\n')
