@@ -611,8 +611,9 @@ class Daemon:
             answers = self.learner.answers((rows.indptr, rows.indices, rows.values))
         owners = _owners(first_lines, rows.line_numbers).tolist()
         send = self.sink.send
+        headers = [("content-type", self.learner.answer_type.encode())]
         for owner, answer in zip(owners, answers, strict=True):
-            send(messages.key(owner), answer, origin=_origin(messages, owner))
+            send(messages.key(owner), answer, origin=_origin(messages, owner), headers=headers)
 
     def _reject(
         self, messages: MessageBatch, first_lines: npt.NDArray[np.int64], rejected: list[Rejected]

@@ -139,6 +139,8 @@ class ModelBank:
     #: what :meth:`prediction_lines` writes (see :mod:`streamlearn.learn.bank_answers`)
     outputs: ClassVar[tuple[str, ...]] = bank_answers.BANK_OUTPUTS
     label_output: ClassVar[str] = "class"
+    #: what :meth:`answers` writes: one JSON object per example
+    answer_type: ClassVar[str] = "application/json"
 
     def __init__(self, base: LinearLearner, *, tau_pos_kappa: float | None = None) -> None:
         if not isinstance(base, LinearLearner):

@@ -693,6 +693,8 @@ class LinearLearner:
     #: what :meth:`prediction_lines` writes: decision values, or labels +1/-1
     outputs: ClassVar[tuple[str, ...]] = answers.BINARY_OUTPUTS
     label_output: ClassVar[str] = "labels"
+    #: what :meth:`answers` writes: ``"score label"`` text
+    answer_type: ClassVar[str] = "text/plain; charset=utf-8"
 
     def answers(self, X: Any) -> list[bytes]:
         """Each row's prediction as the daemon sends it: ``"score label"`` (label +1

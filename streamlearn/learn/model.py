@@ -93,6 +93,12 @@ class Model(Protocol):
         ...
 
     @property
+    def answer_type(self) -> str:
+        """The content type of :meth:`answers`' messages (a binary learner's text lines,
+        a bank's JSON objects)."""
+        ...
+
+    @property
     def label_output(self) -> str:
         """The output that writes labels rather than scores."""
         ...

@@ -563,3 +563,19 @@ def test_dead_letters_go_whole_and_are_delivered_before_a_checkpoint(tmp_path: P
     with pytest.raises(CheckpointError, match="2 dead letters still on their way"):
         run.checkpoint()
     assert store.held == []
+
+
+def test_predictions_say_their_content_type() -> None:
+    """A binary model's answers are text lines, a bank's JSON objects: each prediction
+    carries its content type (none was sent)."""
+    from streamlearn.config import ModelSpec
+
+    values = [*messages(20, 3, seed=9), b"1:0.5 2:-1.0\n"]
+    for spec, content_type in ((LearnerSpec.from_options("pdm", {"delta": "1"}), b"text/plain"),
+                               (ModelSpec(LearnerSpec.from_options("pdm", {"delta": "1"}),
+                                          one_vs_rest=True), b"application/json")):  # fmt: skip
+        sink = ListSink()
+        Daemon(spec, MemorySource({0: values}), decode=decode, settings=SETTINGS, sink=sink).run()
+        (headers,) = sink.headers
+        assert len(headers) == 1 and headers[0][0] == "content-type"
+        assert headers[0][1] is not None and headers[0][1].startswith(content_type)

@@ -122,6 +122,7 @@ def test_predictions_dead_letters_and_commits(broker: Tansu, tmp_path: Path) -> 
 
     answers = read_topic(broker, predictions, 2)
     assert [r.key for r in answers] == [b"ask-1", b"ask-1"]
+    assert all(r.headers == [("content-type", b"text/plain; charset=utf-8")] for r in answers)
     for record in answers:
         score, label = record.value.split()
         assert int(label) == (1 if float(score) > 0 else -1)

@@ -141,3 +141,16 @@ def test_the_python_blocks_run(document: str) -> None:
         names = {"X": X[:1000], "y": y[:1000], "X_test": X[1000:], "y_test": y[1000:]}
         names.update(X_new=X[900:1000], y_new=y[900:1000])
         exec(compile(block, document, "exec"), names)
+
+
+def test_the_image_build_context_holds_only_what_the_dockerfile_copies() -> None:
+    """Without an ignore file the context sent to the builder held the .venv (700 MB)."""
+    ignore = (REPOSITORY / "deploy" / "Dockerfile.dockerignore").read_text().splitlines()
+    rules = [line.strip() for line in ignore if line.strip() and not line.startswith("#")]
+    assert rules[0] == "*"  # everything out, then what is copied back in
+    allowed = {rule[1:].rstrip("/") for rule in rules if rule.startswith("!")}
+    copied = set()
+    for line in (REPOSITORY / "deploy" / "Dockerfile").read_text().splitlines():
+        if line.startswith("COPY "):
+            copied.update(part.rstrip("/") for part in line.split()[1:-1])
+    assert copied and copied == allowed
