@@ -48,7 +48,7 @@ from kafka.util import ensure_valid_topic_name
 from streamlearn.errors import InputError, InvalidParameterError
 from streamlearn.sources.base import MessageBatch, Positions
 from streamlearn.sources.kafka_blocks import RecordBlock, install_block_records, warm_up
-from streamlearn.sources.kafka_logging import keep_long_stalls_only
+from streamlearn.sources.kafka_logging import tame_kafka_logs
 
 log = logging.getLogger(__name__)
 
@@ -372,7 +372,7 @@ class KafkaSource:
         prefetch_bytes: int = 4 << 20,
         **consumer_options: Any,
     ) -> None:
-        keep_long_stalls_only()
+        tame_kafka_logs()
         warm_up()  # compiles, if it must, before a consumer exists to send heartbeats
         self.topic = topic
         self.stream = f"kafka:{topic}"

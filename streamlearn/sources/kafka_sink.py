@@ -27,7 +27,7 @@ from kafka.errors import KafkaError
 from streamlearn.sources.base import Undelivered
 from streamlearn.sources.headers import Header
 from streamlearn.sources.kafka import checked_security
-from streamlearn.sources.kafka_logging import keep_long_stalls_only
+from streamlearn.sources.kafka_logging import tame_kafka_logs
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class KafkaSink:
         max_block_ms: int = DEFAULT_MAX_BLOCK_MS,
         **producer_options: Any,
     ) -> None:
-        keep_long_stalls_only()
+        tame_kafka_logs()
         self.topic = topic
         self.close_timeout = close_timeout
         self._producer = KafkaProducer(
