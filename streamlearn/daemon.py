@@ -712,7 +712,10 @@ class Daemon:
             started = self.clock()
             path = self.store.write(self.payload())
             seconds = self.clock() - started
-            self.observer.observe_checkpoint(seconds, path.stat().st_size, time.time())
+            size = path.stat().st_size
+            self.observer.observe_checkpoint(seconds, size, time.time())
+            log.info("checkpoint %s: %d examples, %d bytes, %.2f s",
+                     path, self.stream_examples, size, seconds)  # fmt: skip
             # only positions a checkpoint on disk holds: without checkpoints, none (a
             # restart in the same group would otherwise skip what a lost model learned)
             self.source.commit(dict(self.positions))

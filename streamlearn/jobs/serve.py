@@ -6,6 +6,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
@@ -249,10 +250,25 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
                 raise InputError(f"cannot serve the HTTP API on {host}:{port}: {exc}") from exc
             log.info("HTTP API on http://%s:%d (learning %s)", _address(config.http_addr)[0],
                      port, "on" if config.http_learn else "off")  # fmt: skip
+        started = time.monotonic()
         daemon.run()
+        log.info("%s", _summary(daemon, source, time.monotonic() - started))
     finally:
         server.stop()
         _close_all([source, sink, dead_letters])
+
+
+def _summary(daemon: Daemon, source: Source, seconds: float) -> str:
+    """The line the daemon ends with: why, what it learned, the certificate."""
+    snapshot = daemon.snapshot or {}
+    why = "end of input" if source.exhausted() else "stopped"
+    gap = snapshot.get("certified_gap", snapshot.get("worst_certified_gap"))
+    shown = f"{gap:.4g}" if isinstance(gap, float) else "none"
+    return (
+        f"{why}: {daemon.stream_examples} examples learned in {seconds:.1f} s; window of "
+        f"{snapshot.get('buffer_examples', 0)} examples, certified gap {shown}, converged "
+        f"{snapshot.get('converged')}"
+    )
 
 
 def _bind(server: HttpServer, app: Any, address: str, what: str) -> int:

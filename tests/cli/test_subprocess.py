@@ -286,3 +286,14 @@ def test_a_second_daemon_on_the_same_checkpoint_directory_refuses_to_start(
     finally:
         first.kill()
         first.wait()
+
+
+def test_serve_logs_each_checkpoint_and_ends_with_a_summary(tmp_path: Path) -> None:
+    """Nothing said a checkpoint was written, nor that standard input had ended."""
+    lines = ["+1 1:1 2:0.5", "-1 2:1 3:0.3"] * 50
+    served = serve_on_stdin(lines, "--checkpoint-dir", str(tmp_path), "--delta", "1")
+    assert served.returncode == 0, served.stderr
+    (checkpoint,) = tmp_path.glob("checkpoint-*.ckpt")
+    assert f"checkpoint {checkpoint}: 100 examples, " in served.stderr
+    assert "end of input: 100 examples learned in " in served.stderr
+    assert "certified gap" in served.stderr.splitlines()[-1]
