@@ -57,7 +57,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from streamlearn._kernels import decision_values, row_sqnorms
+from streamlearn._kernels import row_sqnorms
 from streamlearn._kernels.bank import (
     bank_learn_stream,
     bank_present_unbuffered,
@@ -99,7 +99,7 @@ from streamlearn.learn.params import (
     STREAM_BUFFER_SIZE,
     finite,
 )
-from streamlearn.learn.predictor import BankPredictor
+from streamlearn.learn.predictor import BankPredictor, scaled_decisions
 from streamlearn.learn.state import (
     BETA,
     SCALE,
@@ -107,8 +107,10 @@ from streamlearn.learn.state import (
     SQNORM,
     UPDATES,
     grown_weights,
+    packed_weights,
     require_finite,
     stopped_by,
+    unpacked_weights,
 )
 from streamlearn.learn.table import LEARNERS, LearnerTable
 from streamlearn.learn.window import AutoDeltaWindow
@@ -670,9 +672,10 @@ class ModelBank:
         indptr, indices, values = as_rows(X)
         out = np.zeros((indptr.shape[0] - 1, self.n_labels), dtype=np.float64)
         for label, learner in enumerate(self.learners()):
-            out[:, label] = decision_values(
-                indptr, indices, values, learner.coef_, learner.intercept_
-            )
+            out[:, label] = scaled_decisions(
+                (indptr, indices, values), learner.state.weights, learner.output_scale,
+                learner.intercept_,
+            )  # fmt: skip
         return out
 
     def decision_row(
@@ -822,6 +825,7 @@ class ModelBank:
         return BankPredictor(
             labels=tuple(bank_answers.label_value(v) for v in self.labels_.tolist()),
             weights=weights,
+            scales=np.array([one.scale for one in frozen]),
             intercepts=np.array([one.intercept for one in frozen]),
             margin_factors=np.array([one.margin_factor for one in frozen]),
             calibrations=tuple(one.calibration for one in frozen),
@@ -955,7 +959,7 @@ class ModelBank:
             "tau_pos_kappa": math.nan if self.tau_pos_kappa is None else self.tau_pos_kappa,
             "delta_value": math.nan if self._delta_value is None else self._delta_value,
             "label_values": self.labels_,
-            "weights": self._weights[:n, : self._n_features].copy(),
+            "weights": packed_weights(self._weights[:n, : self._n_features]),
             "scalars": self._scalars[:n].copy(),
             "stats": self._stats[:n].copy(),
             "n_features": self._n_features,
@@ -1013,7 +1017,7 @@ class ModelBank:
         n = len(values)
         if n != self._buffer.n_labels or len(state["learners"]) != n:
             raise StateError("model bank state: labels, learners and buffer rows differ")
-        weights = _rows(np.asarray(state["weights"], dtype=np.float64), n)
+        weights = _rows(unpacked_weights(state["weights"]), n)
         require_finite("weights", weights)
         require_finite("scalars", np.asarray(state["scalars"], dtype=np.float64))
         self._n_features = int(state["n_features"])

@@ -21,7 +21,6 @@ import numpy.typing as npt
 from streamlearn._kernels import (
     all_ones,
     check_rows,
-    decision_values,
     learn_stream,
     learn_stream_answering,
     present_unbuffered,
@@ -53,7 +52,7 @@ from streamlearn.learn.params import (
     STREAM_BUFFER_SIZE,
     count,
 )
-from streamlearn.learn.predictor import BinaryPredictor, calibrated
+from streamlearn.learn.predictor import BinaryPredictor, calibrated, scaled_decisions
 from streamlearn.learn.state import LearnerState, require_finite
 from streamlearn.learn.window import AutoDeltaWindow
 from streamlearn.parse import ParsedRows, Rejected, binary_batch
@@ -622,9 +621,8 @@ class LinearLearner:
     def decision_function(self, X: Any) -> npt.NDArray[np.float64]:
         """w . x + rho * beta for every row of X (features never seen weigh 0)."""
         indptr, indices, values = as_rows(X)
-        return decision_values(
-            indptr, indices, values, self.state.weights * self.output_scale, self.intercept_
-        )
+        return scaled_decisions((indptr, indices, values), self.state.weights,
+                                self.output_scale, self.intercept_)  # fmt: skip
 
     def predict(self, X: Any) -> npt.NDArray[np.int64]:
         """+1 where the decision value is positive, -1 elsewhere."""
@@ -680,7 +678,8 @@ class LinearLearner:
         """A frozen copy that answers as this learner does now, from any thread."""
         state = self.state
         return BinaryPredictor(
-            weights=state.weights[: state.n_features] * self.output_scale,
+            weights=state.weights[: state.n_features].copy(),
+            scale=self.output_scale,
             intercept=self.intercept_,
             margin_factor=self._margin_factor(),
             calibration=self.calibration(),
@@ -774,6 +773,7 @@ class LinearLearner:
         :class:`~streamlearn.learn.certificate.Certificate`).
         """
         state = self.state
+        weights = state.weights[: state.n_features]
         stats = state.stats
         found = certificate(state, self.rho)
         negative, positive = found.class_margins()
@@ -803,7 +803,8 @@ class LinearLearner:
             "margin_positive": positive,
             "margin_upper_bound": bound,
             "certified_gap": gap,
-            "weight_norm": float(np.linalg.norm(self.coef_)),
+            # of coef_, without making it (a copy as large as the largest feature index)
+            "weight_norm": math.sqrt(float(weights @ weights)) * abs(self.output_scale),
             "delta": state.delta,
             "n_features": state.n_features,
             "buffer_examples": len(state.buffer),

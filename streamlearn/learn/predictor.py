@@ -74,6 +74,25 @@ class Predictor(Protocol):
         ...
 
 
+def scaled_decisions(
+    rows: Rows, weights: npt.NDArray[np.float64], scale: float, intercept: float
+) -> npt.NDArray[np.float64]:
+    """``scale (w . x) + intercept`` for every row: the decision values of engine weights
+    ``w`` held at a ``scale``, computed without a scaled copy of them (as large as the
+    largest feature index). Learners and predictors both compute them this way, so their
+    answers are the same numbers.
+
+    >>> rows = (np.array([0, 2]), np.array([0, 1], dtype=np.int32), np.array([1.0, 2.0]))
+    >>> scaled_decisions(rows, np.array([0.5, 0.25]), 4.0, 1.0).tolist()
+    [5.0]
+    """
+    indptr, indices, values = rows
+    out: npt.NDArray[np.float64] = decision_values(indptr, indices, values, weights, 0.0)
+    out *= scale
+    out += intercept
+    return out
+
+
 def calibrated(
     scores: npt.NDArray[np.float64], margin_factor: float, platt: Platt
 ) -> npt.NDArray[np.float64]:
@@ -90,9 +109,11 @@ def calibrated(
 
 @dataclass(frozen=True)
 class BinaryPredictor:
-    """A binary learner's weights, intercept, margin factor and calibration, copied."""
+    """A binary learner's weights (the engine's, and the ``scale`` that makes them
+    ``coef_``), intercept, margin factor and calibration, copied."""
 
     weights: npt.NDArray[np.float64]
+    scale: float
     intercept: float
     #: 1 / (the margin unit in the units of ``weights``); NaN before the first update
     margin_factor: float
@@ -104,8 +125,7 @@ class BinaryPredictor:
 
     def scores(self, rows: Rows) -> npt.NDArray[np.float64]:
         """Decision values w . x + b (features beyond the weights weigh 0)."""
-        indptr, indices, values = rows
-        return decision_values(indptr, indices, values, self.weights, self.intercept)
+        return scaled_decisions(rows, self.weights, self.scale, self.intercept)
 
     def probabilities(self, scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """P(+1) of each decision value."""
@@ -123,7 +143,7 @@ class BinaryPredictor:
         """:meth:`answer` as JSON text, written directly (a third faster than encoding
         the objects, which a daemon answering many examples a request notices).
 
-        >>> BinaryPredictor(np.array([2.0]), 0.5, math.nan, Platt()).answer_json(
+        >>> BinaryPredictor(np.array([2.0]), 1.0, 0.5, math.nan, Platt()).answer_json(
         ...     (np.array([0, 1]), np.array([0], dtype=np.int32), np.array([1.0])))
         '[{"score": 2.5, "label": 1, "probability": 0.9241418199787564}]'
         """
@@ -143,6 +163,7 @@ class BankPredictor:
     #: label values as JSON writes them (``3``, not ``3.0``), by label id
     labels: tuple[int | float, ...]
     weights: npt.NDArray[np.float64]
+    scales: npt.NDArray[np.float64]
     intercepts: npt.NDArray[np.float64]
     margin_factors: npt.NDArray[np.float64]
     calibrations: tuple[Platt, ...]
@@ -153,11 +174,10 @@ class BankPredictor:
 
     def scores(self, rows: Rows) -> npt.NDArray[np.float64]:
         """Decision values, one row per example, one column per label id."""
-        indptr, indices, values = rows
-        out = np.zeros((indptr.shape[0] - 1, len(self.labels)))
+        out = np.zeros((rows[0].shape[0] - 1, len(self.labels)))
         for label in range(len(self.labels)):
-            out[:, label] = decision_values(
-                indptr, indices, values, self.weights[label], float(self.intercepts[label])
+            out[:, label] = scaled_decisions(
+                rows, self.weights[label], float(self.scales[label]), float(self.intercepts[label])
             )
         return out
 

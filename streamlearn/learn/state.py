@@ -50,6 +50,48 @@ __all__ = [
 ]
 
 
+def packed_weights(weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64] | dict[str, Any]:
+    """Weights as a state stores them: the array when most weights are nonzero, else
+    ``{"shape", "indices", "values"}`` of its nonzeros (flat, row-major), so that a state's
+    size follows its nonzeros, not its largest feature index (one example with index 6e7
+    made a 512 MB model file).
+
+    >>> packed_weights(np.array([0.0, 2.0, 0.0, 0.0]))
+    {'shape': [4], 'indices': array([1]), 'values': array([2.])}
+    >>> unpacked_weights(packed_weights(np.array([0.0, 2.0, 0.0, 0.0]))).tolist()
+    [0.0, 2.0, 0.0, 0.0]
+    """
+    nonzero = np.flatnonzero(weights)
+    if 2 * nonzero.shape[0] >= weights.size:
+        return weights.copy()
+    return {
+        "shape": list(weights.shape),
+        "indices": nonzero.astype(np.int64),
+        "values": weights.ravel()[nonzero],
+    }
+
+
+def unpacked_weights(stored: Any) -> npt.NDArray[np.float64]:
+    """The weights :func:`packed_weights` stored (an array, or its nonzeros)."""
+    if not isinstance(stored, dict):
+        return np.asarray(stored, dtype=np.float64)
+    shape = tuple(int(n) for n in stored["shape"])
+    if not 1 <= len(shape) <= 2 or min(shape) < 0:
+        raise StateError(f"weights: a shape of one or two sizes, got {shape}")
+    indices = np.asarray(stored["indices"], dtype=np.int64)
+    values = np.asarray(stored["values"], dtype=np.float64)
+    size = math.prod(shape)
+    if indices.ndim != 1 or values.shape != indices.shape:
+        raise StateError("weights: as many values as indices")
+    if indices.shape[0] and (
+        int(indices[0]) < 0 or int(indices[-1]) >= size or np.any(np.diff(indices) <= 0)
+    ):
+        raise StateError(f"weights: indices increasing, within the {size} weights")
+    weights = np.zeros(size, dtype=np.float64)  # untouched zeros cost no memory
+    weights[indices] = values
+    return weights.reshape(shape)
+
+
 def grown_weights(weights: npt.NDArray[np.float64], n_features: int) -> npt.NDArray[np.float64]:
     """``weights`` with room for ``n_features`` along its last axis: the array itself when
     it has room, else a copy of max(twice its room, ``n_features``) columns, zero beyond
@@ -277,7 +319,7 @@ class LearnerState:
         """The learned values as plain numbers and arrays (the buffer's included)."""
         return {
             "delta_value": math.nan if self.delta is None else self.delta,
-            "weights": self.weights[: self.n_features].copy(),
+            "weights": packed_weights(self.weights[: self.n_features]),
             "scalars": self.scalars.copy(),
             "stats": self.stats.copy(),
             "passes": self.passes,
@@ -292,12 +334,17 @@ class LearnerState:
         """The state :meth:`state_dict` wrote (KeyError, TypeError or ValueError on a
         malformed one; :class:`StateError` on arrays of the wrong shape)."""
         delta_value = float(state["delta_value"])
-        weights = np.asarray(state["weights"], dtype=np.float64)
+        weights = unpacked_weights(state["weights"])
         if weights.ndim != 1:
             raise StateError(f"weights must be one row, got shape {weights.shape}")
         require_finite("weights", weights)
-        room = np.zeros(max(FIRST_WEIGHTS, weights.shape[0]), dtype=np.float64)
-        room[: weights.shape[0]] = weights
+        if weights.shape[0] >= FIRST_WEIGHTS:
+            room = weights  # its own array: unpacked or converted
+            if room is state["weights"]:
+                room = room.copy()
+        else:
+            room = np.zeros(FIRST_WEIGHTS, dtype=np.float64)
+            room[: weights.shape[0]] = weights
         scalars = np.array(state["scalars"], dtype=np.float64)
         if scalars.shape != (4,):
             raise StateError("scalars must hold beta, ||a||^2, t and the scale")

@@ -10,6 +10,7 @@ from bank_samples import multilabel_stream
 
 from streamlearn.learn import PAUM, PDM, PDMSucc
 from streamlearn.learn.bank import ModelBank
+from streamlearn.learn.state import unpacked_weights
 
 BANKS: dict[str, Any] = {
     "pdm-delta": lambda: ModelBank(PDM(eps=0.1, delta=1.0, buffer_size=100)),
@@ -35,6 +36,11 @@ def test_one_example_at_a_time_equals_the_rows(kind: str) -> None:
         theirs.replay(max_passes=3)
     a, b = ours.state_dict(), theirs.state_dict()
     for key in ("label_values", "weights", "scalars", "stats"):
-        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+        np.testing.assert_array_equal(unpacked(a, key), unpacked(b, key), err_msg=key)
     assert ours.n_labels == 4
     np.testing.assert_array_equal(ours.tau_pos_, theirs.tau_pos_)
+
+
+def unpacked(state: dict[str, Any], key: str) -> Any:
+    """``state[key]``, with the weights as one array (a state may store their nonzeros)."""
+    return unpacked_weights(state[key]) if key == "weights" else state[key]

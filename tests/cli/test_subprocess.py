@@ -297,3 +297,33 @@ def test_serve_logs_each_checkpoint_and_ends_with_a_summary(tmp_path: Path) -> N
     assert f"checkpoint {checkpoint}: 100 examples, " in served.stderr
     assert "end of input: 100 examples learned in " in served.stderr
     assert "certified gap" in served.stderr.splitlines()[-1]
+
+
+def peak_kib(command: list[str], stdin: str = "") -> tuple[subprocess.CompletedProcess[str], int]:
+    """Run ``command`` under a Python parent of its own; its result and its peak RSS (KiB),
+    that of this one child alone (RUSAGE_CHILDREN here sums up every test's children)."""
+    wrapper = ("import resource, subprocess, sys; "
+               "done = subprocess.run(sys.argv[1:], input=sys.stdin.read(), text=True); "
+               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+               "sys.exit(done.returncode)")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", wrapper, *command], input=stdin,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    return done, int(done.stdout.split()[-1])
+
+
+def test_one_example_with_a_large_index_costs_memory_and_disk_of_its_size(tmp_path: Path) -> None:
+    """``+1 67108864:1`` took learn to 2.3 GB of memory and made a 512 MB model file (a
+    daemon wrote that much at every checkpoint): dense weights, copied and stored whole."""
+    model = tmp_path / "m.ckpt"
+    line = "+1 67108864:1\n"
+    done, peak = peak_kib([*STREAMLEARN, "learn", "--quiet", "--model", str(model)], line)
+    assert done.returncode == 0, done.stderr
+    assert peak < 512 * 1024  # KiB: well under the weights' 512 MB, let alone 1 GB
+    assert model.stat().st_size < 64 * 1024
+    done, peak = peak_kib([*STREAMLEARN, "predict", "--model", str(model)], "67108864:2\n3:1\n")
+    assert done.returncode == 0 and done.stdout.split()[:2] == ["3.0", "1.0"], done.stderr
+    assert peak < 512 * 1024
+    served = serve_on_stdin([line.strip()] * 3, "--checkpoint-dir", str(tmp_path / "ckpt"))
+    assert served.returncode == 0, served.stderr
+    (checkpoint,) = (tmp_path / "ckpt").glob("checkpoint-*.ckpt")
+    assert checkpoint.stat().st_size < 64 * 1024

@@ -24,6 +24,7 @@ from streamlearn.daemon import Daemon, DaemonSettings, FirstLines
 from streamlearn.errors import StateError
 from streamlearn.jobs.serve import info, warm_up
 from streamlearn.learn import ModelBank
+from streamlearn.learn.state import unpacked_weights
 from streamlearn.metrics import DaemonMetrics
 from streamlearn.parse.messages import MessageDecoder
 from streamlearn.parse.svmlight import ParsedRows, SvmlightParser
@@ -87,7 +88,7 @@ def bank_of(run: Daemon) -> ModelBank:
 def assert_same_bank(ours: ModelBank, theirs: ModelBank) -> None:
     a, b = ours.state_dict(), theirs.state_dict()
     for key in ("label_values", "weights", "scalars", "stats", "progressive"):
-        assert np.array_equal(a[key], b[key]), key
+        assert np.array_equal(unpacked(a, key), unpacked(b, key)), key
     assert ours.summary() == theirs.summary()
 
 
@@ -391,3 +392,8 @@ def test_serve_one_vs_rest_on_stdin(tmp_path: Path) -> None:
     found = CheckpointStore(directory).latest()
     assert found is not None
     assert found[1].payload["learner"]["tau_pos_kappa"] == -3.0
+
+
+def unpacked(state: dict[str, Any], key: str) -> Any:
+    """``state[key]``, with the weights as one array (a state may store their nonzeros)."""
+    return unpacked_weights(state[key]) if key == "weights" else state[key]

@@ -12,6 +12,7 @@ from reference import Problem, sparse_problem
 
 import streamlearn
 from streamlearn import PAUM, PDM, PFM, Kozinec, LinearLearner, PDMSucc
+from streamlearn.learn.state import unpacked_weights
 
 SMALL = sparse_problem(80, 20, seed=5, flip=0.1)
 #: longer than the 1000-example window that fixes delta='auto'
@@ -215,7 +216,7 @@ def test_states_whose_parts_disagree_are_refused() -> None:
     learner.learn(X, [1, -1, 1, -1])
     state = learner.state_dict()
     with pytest.raises(streamlearn.StateError, match="beyond the weights"):
-        PDM.from_state({**state, "weights": state["weights"][:10]})
+        PDM.from_state({**state, "weights": unpacked_weights(state["weights"])[:10]})
     with pytest.raises(streamlearn.StateError, match="scalars"):
         PDM.from_state({**state, "scalars": state["scalars"][:2]})
     waiting = PDM(delta="auto").learn(X, [1, -1, 1, -1]).state_dict()

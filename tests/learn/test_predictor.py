@@ -60,7 +60,7 @@ def test_non_finite_scores_become_null_in_json() -> None:
     X, y = data(4)
     predictor = PDM(eps=0.1, delta=0.5).fit(X, y).predictor()
     huge = (np.array([0, 1]), np.array([0], dtype=np.int32), np.array([1e308]))
-    predictor = type(predictor)(predictor.weights * 1e10, 0.0, predictor.margin_factor,
-                                predictor.calibration)  # fmt: skip
+    predictor = type(predictor)(predictor.weights * 1e10, predictor.scale, 0.0,
+                                predictor.margin_factor, predictor.calibration)  # fmt: skip
     (answer,) = json.loads(predictor.answer_json(huge))
     assert answer["score"] is None

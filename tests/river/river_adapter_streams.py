@@ -13,6 +13,7 @@ from river import datasets
 
 from streamlearn.learn import LinearLearner
 from streamlearn.learn.inputs import as_batch
+from streamlearn.learn.state import unpacked_weights
 from streamlearn.replay import ReplaySchedule
 from streamlearn.river import LearnerClassifier, stable_hash
 
@@ -87,7 +88,7 @@ def assert_same_learner(ours: LinearLearner, theirs: LinearLearner) -> None:
     which depends only on how the arrivals were chunked)."""
     a, b = ours.state_dict(), theirs.state_dict()
     for key in ("weights", "scalars", "stats"):
-        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+        np.testing.assert_array_equal(unpacked(a, key), unpacked(b, key), err_msg=key)
     for key in ("examples_seen", "passes", "converged", "delta_value", "window_seen"):
         assert a[key] == b[key] or (a[key] != a[key] and b[key] != b[key]), key
     for key in ("indptr", "indices", "values", "labels", "alpha", "sqnorm", "positions"):
@@ -97,3 +98,8 @@ def assert_same_learner(ours: LinearLearner, theirs: LinearLearner) -> None:
     for key in ("indptr", "indices", "values", "labels"):
         np.testing.assert_array_equal(a["pending"][key], b["pending"][key], err_msg=key)
     assert a["extra"] == b["extra"]
+
+
+def unpacked(state: dict[str, Any], key: str) -> Any:
+    """``state[key]``, with the weights as one array (a state may store their nonzeros)."""
+    return unpacked_weights(state[key]) if key == "weights" else state[key]

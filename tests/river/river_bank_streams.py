@@ -12,6 +12,7 @@ from sklearn.datasets import make_multilabel_classification
 
 from streamlearn.learn.bank import ModelBank
 from streamlearn.learn.labelsets import as_labelled_rows
+from streamlearn.learn.state import unpacked_weights
 from streamlearn.replay import ReplaySchedule
 from streamlearn.river import stable_hash
 from streamlearn.river.bank import BankClassifierBase
@@ -100,10 +101,15 @@ def assert_same_bank(ours: ModelBank, theirs: ModelBank) -> None:
     """Bit-identical labels, weights, scalars, counters and shared buffer."""
     a, b = ours.state_dict(), theirs.state_dict()
     for key in ("label_values", "weights", "scalars", "stats"):
-        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+        np.testing.assert_array_equal(unpacked(a, key), unpacked(b, key), err_msg=key)
     for key in ("examples_seen", "n_features", "window_seen"):
         assert a[key] == b[key], key
     assert a["delta_value"] == b["delta_value"] or (
         a["delta_value"] != a["delta_value"] and b["delta_value"] != b["delta_value"]
     )
     assert [s["passes"] for s in a["learners"]] == [s["passes"] for s in b["learners"]]
+
+
+def unpacked(state: dict[str, Any], key: str) -> Any:
+    """``state[key]``, with the weights as one array (a state may store their nonzeros)."""
+    return unpacked_weights(state[key]) if key == "weights" else state[key]
