@@ -389,8 +389,21 @@ def serve(
         str | None, _option("Directory of checkpoints (none: no checkpoints).", "checkpoint_dir")
     ] = None,
     checkpoint_every: Annotated[
-        int, _option("Checkpoint after this many new examples.", "checkpoint_every")
-    ] = 100_000,
+        int | None,
+        _option(
+            "Checkpoint after this many new examples too (by default time alone decides).",
+            "checkpoint_every",
+        ),
+    ] = None,
+    checkpoint_min_interval: Annotated[
+        float,
+        _option(
+            "The least time between two checkpoints --checkpoint-every asks for.",
+            "checkpoint_min_interval",
+            parser=_seconds,
+            metavar="DURATION",
+        ),
+    ] = "5s",  # type: ignore[assignment]  # the parser makes it seconds
     checkpoint_interval: Annotated[
         float,
         _option(
@@ -482,6 +495,7 @@ def serve(
             else ReplaySchedule(every=replay_every, passes=replay_passes),
             replay_share=replay_share,
             checkpoint_every=checkpoint_every,
+            checkpoint_min_interval=checkpoint_min_interval,
             checkpoint_interval=checkpoint_interval,
             idle_replay=idle_replay == "on",
             max_labels=max_labels,

@@ -19,9 +19,12 @@ A count-based ``replay`` schedule (replay after every ``every`` examples, as ``l
 does) makes the model a function of the input alone, for reproducible runs; with
 ``idle_replay`` off too, it does not depend on arrival timing at all.
 
-Every ``checkpoint_every`` examples or ``checkpoint_interval`` seconds (or on request)
-it writes a checkpoint holding the learner, its buffer and the source positions,
-and only then commits those positions to the source. On start it restores the newest
+Every ``checkpoint_interval`` seconds while the model changes (and after
+``checkpoint_every`` new examples when that is set, but then not sooner than
+``checkpoint_min_interval`` after the last one; on request at once) it writes a
+checkpoint holding the learner, its buffer and the source positions, and only then
+commits those positions to the source. Time, not the example count, paces checkpoints
+by default, so the disk traffic is bounded at any rate of examples. On start it restores the newest
 readable checkpoint and seeks the source to its positions, so a crash loses nothing and
 learns nothing twice; it refuses to start when checkpoints exist but none can be read,
 or when they hold positions in another stream (another topic).
@@ -149,8 +152,11 @@ class DaemonSettings:
     #: level-1 rounds of its pass, so that arriving messages wait little longer than this
     #: and one full epoch over the buffer
     replay_slice: float = 0.25
-    checkpoint_every: int = 100_000
+    #: a checkpoint after this many new examples as well (None: time alone decides)
+    checkpoint_every: int | None = None
     checkpoint_interval: float = 30.0
+    #: seconds between two checkpoints that ``checkpoint_every`` asks for, at the least
+    checkpoint_min_interval: float = 5.0
     idle_replay: bool = True
     poll_timeout: float = 0.2
     #: most messages a turn takes from the source (a Kafka record batch that holds more
@@ -184,8 +190,9 @@ class DaemonSettings:
             raise InvalidParameterError(
                 f"--replay-share must be in [0, 1), got {self.replay_share!r}"
             )
-        if isinstance(self.checkpoint_every, bool) or not (
-            isinstance(self.checkpoint_every, int) and self.checkpoint_every >= 1
+        every = self.checkpoint_every
+        if every is not None and (
+            isinstance(every, bool) or not (isinstance(every, int) and every >= 1)
         ):
             raise InvalidParameterError(
                 f"--checkpoint-every must be an integer >= 1, got {self.checkpoint_every!r}"
@@ -193,6 +200,11 @@ class DaemonSettings:
         if not self.checkpoint_interval > 0.0:  # NaN too
             raise InvalidParameterError(
                 f"--checkpoint-interval must be > 0 seconds, got {self.checkpoint_interval!r}"
+            )
+        if not self.checkpoint_min_interval >= 0.0:  # NaN too
+            raise InvalidParameterError(
+                "--checkpoint-min-interval must be >= 0 seconds, got "
+                f"{self.checkpoint_min_interval!r}"
             )
 
     @property
@@ -679,11 +691,13 @@ class Daemon:
     def _checkpoint_due(self) -> bool:
         if self._checkpoint_requested:
             return True
-        if self.stream_examples - self._examples_at_checkpoint >= self.settings.checkpoint_every:
-            return True
+        settings = self.settings
         elapsed = self.clock() - self._checkpoint_clock
-        changed = self.stream_examples != self._examples_at_checkpoint
-        return changed and elapsed >= self.settings.checkpoint_interval
+        new = self.stream_examples - self._examples_at_checkpoint
+        every = settings.checkpoint_every
+        if every is not None and new >= every and elapsed >= settings.checkpoint_min_interval:
+            return True
+        return new != 0 and elapsed >= settings.checkpoint_interval
 
     def _checkpoint_or_carry_on(self) -> None:
         """A checkpoint during the run: one that fails (a full disk, say) is logged and

@@ -59,6 +59,7 @@ class Serve:
             "--source", "kafka", "--bootstrap-servers", broker.bootstrap, "--topic", topic,
             "--group", f"g-{uuid.uuid4().hex[:8]}", "--checkpoint-dir", str(directory),
             "--idle-replay", "off", "--checkpoint-every", "1000", "--checkpoint-interval", "1h",
+            "--checkpoint-min-interval", "0",
             "--replay-every", "700", "--metrics-addr", f"127.0.0.1:{self.metrics_port}",
             *options,
             *extra,

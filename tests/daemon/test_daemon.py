@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +185,7 @@ def test_decoding_ahead_changes_nothing_but_the_threads(tmp_path: Path) -> None:
     for ahead in (False, True):
         settings = DaemonSettings(
             replay=ReplaySchedule(every=50, passes=1), checkpoint_every=30,
+            checkpoint_min_interval=0.0,
             checkpoint_interval=1e9, idle_replay=False, decode_ahead=ahead,
         )  # fmt: skip
         sink, dead = ListSink(), ListSink()
@@ -339,7 +341,7 @@ def test_a_failed_checkpoint_is_logged_and_the_run_goes_on(
     and the next checkpoint holds everything; the source commits only what is saved."""
     values = messages(60, 4, seed=7)
     settings = DaemonSettings(
-        replay=ReplaySchedule(every=50, passes=1), checkpoint_every=40,
+        replay=ReplaySchedule(every=50, passes=1), checkpoint_every=40, checkpoint_min_interval=0.0,
         checkpoint_interval=1e9, idle_replay=False, decode_ahead=False,
     )  # fmt: skip
     store = FillingStore(tmp_path / "full", failing={2, 3})
@@ -444,7 +446,7 @@ def test_predictions_on_their_way_hold_checkpoints_back(
     values = messages(40, 3, seed=9)
     values.insert(2, b"1:0.5 2:-1.0\n")  # a prediction request
     settings = DaemonSettings(
-        replay=ReplaySchedule(every=50, passes=1), checkpoint_every=20,
+        replay=ReplaySchedule(every=50, passes=1), checkpoint_every=20, checkpoint_min_interval=0.0,
         checkpoint_interval=1e9, idle_replay=False, decode_ahead=False, flush_timeout=0.5,
     )  # fmt: skip
     sink = StalledSink()
@@ -579,3 +581,37 @@ def test_predictions_say_their_content_type() -> None:
         (headers,) = sink.headers
         assert len(headers) == 1 and headers[0][0] == "content-type"
         assert headers[0][1] is not None and headers[0][1].startswith(content_type)
+
+
+class TickingSource(MemorySource):
+    """A source whose every poll takes ``tick`` seconds of a fake clock."""
+
+    def __init__(self, partitions: dict[int, list[bytes]], tick: float) -> None:
+        super().__init__(partitions, per_poll=1)
+        self.now = 0.0
+        self.tick = tick
+
+    def clock(self) -> float:
+        return self.now
+
+    def poll(self, timeout: float, max_messages: int) -> MessageBatch:
+        self.now += self.tick
+        return super().poll(timeout, max_messages)
+
+
+@pytest.mark.parametrize(
+    ("every", "expected"),
+    [(None, 2), (100, 7)],  # 31 s of stream: at 30 s (+ the last); every 5 s at most (+ it)
+)
+def test_time_paces_checkpoints_and_the_count_is_held_to_a_minimum_interval(
+    tmp_path: Path, every: int | None, expected: int
+) -> None:
+    """Checkpoints every 100 000 examples wrote 827 of 20 MB in 3 minutes at 2 million
+    examples a second: time paces them now, and a count triggers one only 5 s apart."""
+    source = TickingSource({0: messages(3100, 1, seed=4)}, tick=0.01)  # 100 a second
+    store = CheckpointStore(tmp_path, keep=1000)
+    settings = replace(SETTINGS, checkpoint_every=every, checkpoint_interval=30.0,
+                       checkpoint_min_interval=5.0, decode_ahead=False)  # fmt: skip
+    Daemon(LearnerSpec.from_options("pdm", {"delta": "1"}), source, decode=decode,
+           settings=settings, store=store, clock=source.clock).run()  # fmt: skip
+    assert len(store.paths()) == expected

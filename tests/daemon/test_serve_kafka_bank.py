@@ -64,7 +64,7 @@ def test_kill_9_and_restarts_give_the_uninterrupted_bank(broker: Tansu, tmp_path
     broker.produce(topic, values)
     total = len(values)
     # a poll takes up to 1000 messages: a checkpoint after each, the last (834) included
-    extra = ("--checkpoint-every", "400", "--replay-every", "500")
+    extra = ("--checkpoint-every", "400", "--checkpoint-min-interval", "0", "--replay-every", "500")
 
     # the uninterrupted run, in a group of its own, alongside the interrupted ones
     whole = Serve(broker, topic, tmp_path / "whole", *BANK_OPTIONS, *extra)
