@@ -206,7 +206,8 @@ class OpsEndpoint:
         request_checkpoint: Callable[[], None],
         checkpoints: bool = True,
     ) -> None:
-        from streamlearn.http import HttpServer, ops_app
+        from streamlearn.http.ops import ops_app
+        from streamlearn.http.server import HttpServer
 
         self.server = HttpServer()
         self.app = ops_app(metrics, ready=ready, request_checkpoint=request_checkpoint,

@@ -1,21 +1,9 @@
-"""The daemon's HTTP side: the operations address (/metrics, health, checkpoint) and the
-API on the live model (/predict, /learn, /model), served by aiohttp from one thread."""
+"""The daemon's HTTP side: the operations address (:mod:`~streamlearn.http.ops`: /metrics,
+health, checkpoint) and the API on the live model (:mod:`~streamlearn.http.api`:
+/predict, /learn, /model), served by aiohttp from one thread
+(:mod:`~streamlearn.http.server`); :mod:`~streamlearn.http.live` is what the daemon
+shares with the API.
 
-from __future__ import annotations
-
-from streamlearn.http.api import api_handler
-from streamlearn.http.auth import check_exposure, token_from_env
-from streamlearn.http.live import Learned, LiveModel, Published
-from streamlearn.http.ops import ops_app
-from streamlearn.http.server import HttpServer
-
-__all__ = [
-    "HttpServer",
-    "Learned",
-    "LiveModel",
-    "Published",
-    "api_handler",
-    "check_exposure",
-    "ops_app",
-    "token_from_env",
-]
+Nothing is imported here: the daemon (and with it ``streamlearn learn``) needs only
+``live``, and aiohttp takes a tenth of a second to import.
+"""

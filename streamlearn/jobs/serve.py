@@ -29,14 +29,11 @@ from streamlearn.config import (
 )
 from streamlearn.daemon import Daemon, DaemonSettings, FirstLines
 from streamlearn.errors import InputError, InvalidParameterError
-from streamlearn.http import (
-    HttpServer,
-    LiveModel,
-    api_handler,
-    check_exposure,
-    ops_app,
-    token_from_env,
-)
+from streamlearn.http.api import api_handler
+from streamlearn.http.auth import check_exposure, token_from_env
+from streamlearn.http.live import LiveModel
+from streamlearn.http.ops import ops_app
+from streamlearn.http.server import HttpServer
 from streamlearn.jobs.allocator import keep_freed_memory
 from streamlearn.jobs.systemd import notify as notify_systemd
 from streamlearn.learn import LabelledRows, Model

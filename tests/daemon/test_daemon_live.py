@@ -14,8 +14,7 @@ from test_daemon import SETTINGS, decode, messages
 
 from streamlearn.config import LearnerSpec, ModelSpec
 from streamlearn.daemon import Daemon
-from streamlearn.http import LiveModel
-from streamlearn.http.live import ClosedError
+from streamlearn.http.live import ClosedError, LiveModel
 from streamlearn.parse.messages import MessageDecoder
 from streamlearn.sources.base import MessageBatch
 

@@ -16,8 +16,10 @@ import msgpack
 import numpy as np
 import pytest
 
-from streamlearn.http import HttpServer, Learned, LiveModel, Published, api_handler
+from streamlearn.http.api import api_handler
+from streamlearn.http.live import Learned, LiveModel, Published
 from streamlearn.http.openapi import openapi_document
+from streamlearn.http.server import HttpServer
 from streamlearn.learn import PDM, ModelBank
 from streamlearn.parse import ParsedRows
 from streamlearn.parse.features import stable_hash

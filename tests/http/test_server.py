@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 from aiohttp import web
 
-from streamlearn.http import HttpServer
+from streamlearn.http.server import HttpServer
 
 
 async def hello(request: web.Request) -> web.Response:
