@@ -12,6 +12,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/streamlearn warmup  # every kernel into numba's cache: no first run compiles
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -270,6 +270,15 @@ def _command(
     return command
 
 
+def warmup(*, learners: LearnerTable) -> None:
+    """Compile every kernel into numba's cache (make install runs it; pip users once)."""
+    with _errors_to_exit_codes():
+        from streamlearn.jobs.warmup import run_warmup
+
+        compiled = run_warmup(_say, learners)
+        _say("every kernel is in the cache" if compiled else "every kernel was in the cache")
+
+
 def make_app(learners: LearnerTable = LEARNERS) -> typer.Typer:
     """The ``streamlearn`` command line over the learners of ``learners`` (their options
     and algorithm names are made from the table)."""
@@ -285,6 +294,7 @@ def make_app(learners: LearnerTable = LEARNERS) -> typer.Typer:
     made.command(name="predict")(_command(predict, learners))
     made.command(name="eval")(_command(evaluate_command, learners))
     made.command(name="inspect")(_command(inspect, learners))
+    made.command(name="warmup")(_command(warmup, learners))
     return made
 
 

@@ -327,3 +327,12 @@ def test_one_example_with_a_large_index_costs_memory_and_disk_of_its_size(tmp_pa
     assert served.returncode == 0, served.stderr
     (checkpoint,) = (tmp_path / "ckpt").glob("checkpoint-*.ckpt")
     assert checkpoint.stat().st_size < 64 * 1024
+
+
+def test_warmup_leaves_nothing_for_a_second_run_to_compile() -> None:
+    """After ``streamlearn warmup`` (make install runs it) a first run compiled for
+    22 s: the second warm-up finds every kernel it runs in the cache."""
+    first = subprocess.run([*STREAMLEARN, "warmup"], capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    again = subprocess.run([*STREAMLEARN, "warmup"], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and again.stderr == "every kernel was in the cache\n"
