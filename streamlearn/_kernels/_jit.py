@@ -3,14 +3,62 @@ and a watch on numba's compilations (the seconds a first run spends compiling)."
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
-import numba
-import numba.core.event
+
+def numba_cache_dir(
+    package: Path, environ: Mapping[str, str], writable: Callable[[Path], bool]
+) -> str | None:
+    """Where numba should keep the compiled kernels, when not where it would by itself
+    (None: ``NUMBA_CACHE_DIR`` as set, or ``__pycache__`` beside the kernels' files).
+
+    A system-wide install (a package directory the user cannot write, and a service
+    user whose home is not writable either) left numba without a cache location: it
+    raised ``RuntimeError`` at import. Then the user's cache directory is used
+    (``$XDG_CACHE_HOME`` or ``~/.cache``), or a directory of the user's in the temporary
+    directory.
+
+    >>> numba_cache_dir(Path("/site/streamlearn/_kernels"), {"HOME": "/home/u"},
+    ...                 lambda p: str(p).startswith("/home"))
+    '/home/u/.cache/streamlearn/numba'
+    >>> numba_cache_dir(Path("/src/streamlearn/_kernels"), {}, lambda p: True) is None
+    True
+    """
+    if environ.get("NUMBA_CACHE_DIR"):
+        return None
+    if writable(package / "__pycache__") or writable(package):
+        return None
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(environ.get("HOME", "~"), ".cache")
+    user = Path(os.path.expanduser(base)) / "streamlearn" / "numba"
+    if writable(user):
+        return str(user)
+    return os.path.join(tempfile.gettempdir(), f"streamlearn-numba-{os.getuid()}")
+
+
+def _writable(path: Path) -> bool:
+    """Whether ``path`` can be written, or made (its nearest existing parent written)."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return os.access(candidate, os.W_OK)
+    return False
+
+
+_CACHE = numba_cache_dir(Path(__file__).resolve().parent, os.environ, _writable)
+if _CACHE is not None:  # before numba reads its configuration, at its import
+    os.environ["NUMBA_CACHE_DIR"] = _CACHE
+
+import numba  # noqa: E402
+import numba.core.event  # noqa: E402
+
+if _CACHE is not None:  # and if numba was imported before streamlearn
+    setattr(numba.config, "CACHE_DIR", _CACHE)  # noqa: B010  # numba has no stub for it
 
 F = TypeVar("F", bound=Callable[..., Any])
 
