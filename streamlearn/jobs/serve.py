@@ -39,6 +39,7 @@ from streamlearn.jobs.systemd import notify as notify_systemd
 from streamlearn.learn import LabelledRows, Model
 from streamlearn.metrics import DaemonMetrics, new_registry
 from streamlearn.parse import ParsedRows
+from streamlearn.parse.messages import FORMATS as MESSAGE_FORMATS
 from streamlearn.parse.messages import MessageDecoder, decode_message
 from streamlearn.replay import ReplaySchedule
 from streamlearn.sources.base import Message, MessageBatch, Sink, Source
@@ -103,9 +104,10 @@ class ServeConfig:
         if self.consumer_options and self.source != "kafka":
             raise InvalidParameterError("--consumer-option needs --source kafka")
         self._check_kafka_names()
-        if self.message_format not in ("svmlight", "msgpack"):
+        if self.message_format not in MESSAGE_FORMATS:
             raise InvalidParameterError(
-                f"--format must be svmlight or msgpack, got {self.message_format!r}"
+                f"--format must be one of {', '.join(MESSAGE_FORMATS)}, got "
+                f"{self.message_format!r}"
             )
         _address(self.metrics_addr, "--metrics-addr")
         if self.http_addr is not None:
@@ -124,10 +126,11 @@ class ServeConfig:
                 f"--hash-features must be in [1, --max-features ({self.max_features})], "
                 f"got {self.hash_features}"
             )
-        if self.message_format == "msgpack" and self.source == "stdin":
-            # standard input is cut into messages at newlines; msgpack is binary
+        if self.message_format != "svmlight" and self.source == "stdin":
+            # standard input is cut into messages at newlines
             raise InvalidParameterError(
-                "--format msgpack needs --source kafka: standard input is read as svmlight lines"
+                f"--format {self.message_format} needs --source kafka: standard input is "
+                "read as svmlight lines"
             )
 
     def _check_kafka_names(self) -> None:
