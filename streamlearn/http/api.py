@@ -69,7 +69,7 @@ class HttpObserver(Protocol):
 class Decode(Protocol):
     """Body bytes in a format (``svmlight``, ``json``, ``msgpack``) to parsed rows."""
 
-    def __call__(self, body: bytes, body_format: str) -> ParsedRows: ...
+    def __call__(self, body: bytes, body_format: str, /) -> ParsedRows: ...
 
 
 def api_handler(

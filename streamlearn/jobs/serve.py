@@ -7,7 +7,9 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
@@ -29,7 +31,7 @@ from streamlearn.config import (
 )
 from streamlearn.daemon import Daemon, DaemonSettings, FirstLines
 from streamlearn.errors import InputError, InvalidParameterError
-from streamlearn.http.api import api_handler
+from streamlearn.http.api import Decode, api_handler
 from streamlearn.http.auth import check_exposure, token_from_env
 from streamlearn.http.live import LiveModel
 from streamlearn.http.ops import ops_app
@@ -106,8 +108,7 @@ class ServeConfig:
         self._check_kafka_names()
         if self.message_format not in MESSAGE_FORMATS:
             raise InvalidParameterError(
-                f"--format must be one of {', '.join(MESSAGE_FORMATS)}, got "
-                f"{self.message_format!r}"
+                f"--format must be one of {', '.join(MESSAGE_FORMATS)}, got {self.message_format!r}"
             )
         _address(self.metrics_addr, "--metrics-addr")
         if self.http_addr is not None:
@@ -227,7 +228,7 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
     try:
         ops = ops_app(metrics, ready=daemon.ready, request_checkpoint=daemon.request_checkpoint,
                       checkpoints=store is not None)  # fmt: skip
-        port = _bind(server, ops, config.metrics_addr, "metrics")
+        port = _bind(partial(server.serve, ops), config.metrics_addr, "metrics")
         log.info("metrics on http://%s:%d/metrics", _address(config.metrics_addr)[0], port)
         daemon.restore()
         _warn_of_other_parameters(asked, info(daemon.learner))
@@ -243,11 +244,8 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
                 live, _body_decoder(config, max_features), learn=config.http_learn,
                 token=token, observer=metrics, max_body=config.http_max_body,
             )  # fmt: skip
-            host, port = _address(config.http_addr)
-            try:
-                port = server.serve_handler(api, host, port, max_body=config.http_max_body)
-            except OSError as exc:  # in use, no such host...
-                raise InputError(f"cannot serve the HTTP API on {host}:{port}: {exc}") from exc
+            port = _bind(partial(server.serve_handler, api, max_body=config.http_max_body),
+                         config.http_addr, "the HTTP API")  # fmt: skip
             log.info("HTTP API on http://%s:%d (learning %s)", _address(config.http_addr)[0],
                      port, "on" if config.http_learn else "off")  # fmt: skip
         started = time.monotonic()
@@ -271,28 +269,20 @@ def _summary(daemon: Daemon, source: Source, seconds: float) -> str:
     )
 
 
-def _bind(server: HttpServer, app: Any, address: str, what: str) -> int:
-    """Serve ``app`` on ``address``; an address that cannot be bound is an input error."""
+def _bind(serve: Callable[[str, int], int], address: str, what: str) -> int:
+    """``serve(host, port)`` of ``address`` (the bound port); an address that cannot be
+    bound is an input error."""
     host, port = _address(address)
     try:
-        return server.serve(app, host, port)
+        return serve(host, port)
     except OSError as exc:  # in use, no such host...
         raise InputError(f"cannot serve {what} on {host}:{port}: {exc}") from exc
 
 
-def _body_decoder(config: ServeConfig, max_features: int) -> Any:
+def _body_decoder(config: ServeConfig, max_features: int) -> Decode:
     """The HTTP API's decoder of request bodies (its own: the daemon's decodes on another
     thread)."""
-    decoder = MessageDecoder(max_features=max_features, hash_features=config.hashed_features)
-
-    def decode(body: bytes, body_format: str) -> ParsedRows:
-        if body_format == "svmlight":
-            return decoder.decode_svmlight(body)
-        if body_format == "json":
-            return decoder.decode_json(body)
-        return decoder.decode_msgpack(body)
-
-    return decode
+    return MessageDecoder(max_features=max_features, hash_features=config.hashed_features).decode_as
 
 
 def _warn_of_other_parameters(

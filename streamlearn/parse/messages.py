@@ -184,14 +184,18 @@ class MessageDecoder:
     def decode(self, value: bytes, headers: Mapping[str, bytes]) -> ParsedRows:
         """The rows of one message and its rejected lines or examples."""
         message_format = self.format_of(headers)
+        if message_format is None:
+            text = headers.get("content-type", b"").decode("utf-8", errors="replace")
+            return _rejected_message(f"unknown content-type {text}")
+        return self.decode_as(value, message_format)
+
+    def decode_as(self, value: bytes, message_format: str) -> ParsedRows:
+        """The rows of one message in ``message_format`` (one of :data:`FORMATS`)."""
         if message_format == "svmlight":
             return self.decode_svmlight(value)
         if message_format == "msgpack":
             return self.decode_msgpack(value)
-        if message_format == "json":
-            return self.decode_json(value)
-        text = headers.get("content-type", b"").decode("utf-8", errors="replace")
-        return _rejected_message(f"unknown content-type {text}")
+        return self.decode_json(value)
 
     def decode_svmlight(self, value: bytes) -> ParsedRows:
         """Rows of svmlight lines, numbered from 1 in this message."""
