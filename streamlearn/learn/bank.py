@@ -73,11 +73,10 @@ from streamlearn.errors import (
 )
 from streamlearn.learn import bank_answers
 from streamlearn.learn.base import (
-    CALIBRATION_EXAMPLES,
-    MAX_CALIBRATION_STEP,
-    MIN_CALIBRATION_STEP,
     LinearLearner,
     arena_cells,
+    calibration_due,
+    calibration_stride,
     check_state_rows,
     refuse_rebuilding,
     refuse_small_buffer,
@@ -801,11 +800,10 @@ class ModelBank:
         fitted = self._class_calibration
         if fitted is not None:
             softmax, examples, fitted_passes = fitted
-            due = examples + max(MIN_CALIBRATION_STEP, min(MAX_CALIBRATION_STEP, examples))
-            if passes == fitted_passes and self._examples_seen < due:
+            if passes == fitted_passes and not calibration_due(examples, self._examples_seen):
                 return softmax
         features = self._buffer.features
-        stride = -(-len(features) // CALIBRATION_EXAMPLES) or 1
+        stride = calibration_stride(len(features))
         sample = features.examples(stride)
         signs = self._buffer.signs[: self.n_labels][:, features.live_slots()[::stride]]
         single = (signs > 0).sum(axis=0) == 1

@@ -78,6 +78,27 @@ CALIBRATION_EXAMPLES = 8192
 MAX_CALIBRATION_STEP = 256
 
 
+def calibration_due(fitted_at: int, examples: int) -> bool:
+    """Whether a calibration fitted after ``fitted_at`` examples is due again now, at
+    ``examples``: once as many as then have been learned since (16 at least, 256 at most).
+
+    >>> calibration_due(100, 199), calibration_due(100, 200), calibration_due(1000, 1256)
+    (False, True, True)
+    """
+    step = max(MIN_CALIBRATION_STEP, min(MAX_CALIBRATION_STEP, fitted_at))
+    return examples >= fitted_at + step
+
+
+def calibration_stride(window: int) -> int:
+    """Every how many window examples a calibration takes one: an even sample of at most
+    :data:`CALIBRATION_EXAMPLES`.
+
+    >>> calibration_stride(100), calibration_stride(8192), calibration_stride(100_000)
+    (1, 1, 13)
+    """
+    return max(1, -(-window // CALIBRATION_EXAMPLES))
+
+
 class LinearLearner:
     """Base class: a linear classifier learned by a perceptron-family update rule.
 
@@ -653,11 +674,10 @@ class LinearLearner:
         fitted = self._calibrated
         if fitted is not None:
             platt, examples, passes = fitted
-            due = examples + max(MIN_CALIBRATION_STEP, min(MAX_CALIBRATION_STEP, examples))
-            if passes == state.passes and state.examples_seen < due:
+            if passes == state.passes and not calibration_due(examples, state.examples_seen):
                 return platt
         buffer = self.state.buffer
-        sample = buffer.examples(stride=-(-len(buffer) // CALIBRATION_EXAMPLES) or 1)
+        sample = buffer.examples(stride=calibration_stride(len(buffer)))
         z = self.margin_scores((sample.indptr, sample.indices, sample.values))
         platt = fit_platt(z, sample.labels)
         self._calibrated = (platt, state.examples_seen, state.passes)
