@@ -542,7 +542,7 @@ class Daemon:
         if self.live is None:
             return
         started = self.clock()
-        self.live.publish(Published(self.version, self.learner.predictor(), self.stream_examples))
+        self.live.publish(Published(self.version, self.learner.predictor()))
         self._published_version = self.version
         took = self.clock() - started
         settings = self.settings

@@ -15,7 +15,7 @@ than a list swap.
 >>> live = LiveModel(max_pending=10)
 >>> live.published() is None
 True
->>> live.publish(Published(version=3, predictor=None, examples=0))
+>>> live.publish(Published(version=3, predictor=None))
 >>> live.published().version
 3
 """
@@ -57,8 +57,6 @@ class Published:
     version: int
     #: the frozen model (``Model.predictor()``)
     predictor: Any
-    #: examples the model had learned from the stream
-    examples: int
     #: ``time.monotonic()`` when it was published
     at: float = 0.0
 

@@ -90,7 +90,7 @@ def serve(
     live: LiveModel | None = None,
 ) -> Iterator[Api]:
     live = live if live is not None else LiveModel(max_pending=50)
-    live.publish(Published(version=7, predictor=model.predictor(), examples=300))
+    live.publish(Published(version=7, predictor=model.predictor()))
     live.wanted(7, 0.05)  # the daemon is at version 7
     live.describe({"algorithm": "pdm", "certificate": {"certified_gap": float("nan")}})
     observed = Observed()
@@ -133,7 +133,7 @@ class Turns:
                 model.learn((rows.indptr, rows.indices, rows.values), labels)
                 self.learned.append(rows)
                 version += 1
-                live.publish(Published(version, model.predictor(), 0))
+                live.publish(Published(version, model.predictor()))
                 posted.done.set_result(Learned(rows.n_rows, [], version))
             time.sleep(0.005)
 
@@ -330,7 +330,7 @@ def test_predict_waits_for_a_fresher_copy_when_the_model_moved() -> None:
         def daemon_turns() -> None:
             while not live.wanted(12, 0.05):
                 time.sleep(0.001)
-            live.publish(Published(12, model.predictor(), 0))
+            live.publish(Published(12, model.predictor()))
 
         thread = threading.Thread(target=daemon_turns)
         thread.start()
