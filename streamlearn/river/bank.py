@@ -12,8 +12,9 @@ and ``PDMMultiLabelClassifier`` (a river ``base.MultiLabelClassifier``), and lik
 Their parameters are the engine class's (the same names and defaults), plus the
 binary adapters' ``n_features`` (None: a map of feature names kept in the model; an
 int: names hashed with :func:`streamlearn.river.stable_hash` modulo ``n_features``),
-``replay_every`` and ``replay_passes`` (every ``replay_every`` calls of ``learn_one``, up
-to ``replay_passes`` replay passes of every label's learner), and for PAUM the bank's
+``replay_every`` and ``replay_passes`` (when to replay every label's learner, up to
+``replay_passes`` passes each time: ``'auto'`` by default, the binary adapters' growing
+schedule), and for PAUM the bank's
 ``tau_pos_kappa`` (per-label margin of positives). Feature values follow the binary
 adapters' rules, Delta too (``'first'`` by default: the first example fixes it). With
 ``delta='auto'`` learning starts once the first min(1000, buffer_size) examples have
@@ -77,6 +78,7 @@ from streamlearn.river.options import (
     TAU_POS_KAPPA,
     check_options,
     engine_parameters,
+    replay_schedule,
 )
 from streamlearn.river.roundtrip import StateRoundTrips
 
@@ -107,7 +109,7 @@ class BankClassifierBase(StateRoundTrips, base.Estimator):
     state_what = "river bank"
     model_key = "bank"
     n_features: int | None
-    replay_every: int | None
+    replay_every: int | str | None
     replay_passes: int
     tau_pos_kappa: float | None
 
@@ -152,6 +154,11 @@ class BankClassifierBase(StateRoundTrips, base.Estimator):
         self._labels: list[Hashable] = list(labels)
         self._label_ids: dict[Hashable, int] = {label: i for i, label in enumerate(labels)}
         self._seen = seen
+        self._schedule = replay_schedule(
+            self.replay_every, self.replay_passes, bank.buffer.max_examples
+        )
+        #: the count after which the next replay is due (0: none is)
+        self._next_replay = self._schedule.next_after(seen) if self._schedule.enabled else 0
         self._columns = np.zeros(0, dtype=np.intp)
         self._last: tuple[dict[Hashable, Any], np.ndarray, np.ndarray] | None = None
 
@@ -278,10 +285,10 @@ class BankClassifierBase(StateRoundTrips, base.Estimator):
         indices, values, _ = encoded
         labels = np.array(positives, dtype=np.float64) if positives else _EMPTY_LABELS
         self._bank.learn_example(indices, values, labels)
-        if self.replay_every:
-            self._seen += 1
-            if self._seen % self.replay_every == 0:
-                self._bank.replay(self.replay_passes)
+        self._seen += 1
+        if self._seen == self._next_replay:
+            self._bank.replay(self.replay_passes)
+            self._next_replay = self._schedule.next_after(self._seen)
 
     # -- decision values ----------------------------------------------------------------
 

@@ -20,9 +20,13 @@ with the same names and defaults, plus four options of their own:
     label seen and +1 when it is the second (a label whose natural sign is taken gets
     the other one). A third distinct label is an error.
 ``replay_every``, ``replay_passes``
-    After every ``replay_every`` calls of ``learn_one``, up to ``replay_passes`` replay
-    passes over the buffer (the engine's count-based schedule). None (default): no
-    replay, a pure online pass; :meth:`LearnerClassifier.replay` replays on demand.
+    When to replay the buffer, up to ``replay_passes`` passes each time (the engine's
+    count-based schedule). ``'auto'`` (default): after 1000 calls of ``learn_one``, then
+    each time the count has grown by half (half the buffer at most), so that
+    one pass over a stream ends close to the model that replays converge to, at a cost
+    that stays a constant number of replay passes per example. An int: after every
+    ``replay_every`` calls. None: no replay, a pure online pass.
+    :meth:`LearnerClassifier.replay` replays on demand.
 
 Feature values must be real numbers: ints, floats, bools (0 and 1), numpy scalars or
 anything else with ``__float__`` but strings; zero and missing are the same. The
@@ -76,7 +80,13 @@ from streamlearn.errors import InvalidInputError, InvalidParameterError
 from streamlearn.learn import LEARNERS, LearnerEntry, LinearLearner
 from streamlearn.learn.one_example import OneExamplePath
 from streamlearn.river.features import HASH_CACHE_SIZE, check_value, stable_hash
-from streamlearn.river.options import COMMON_OPTIONS, POS_LABEL, check_options, engine_parameters
+from streamlearn.river.options import (
+    COMMON_OPTIONS,
+    POS_LABEL,
+    check_options,
+    engine_parameters,
+    replay_schedule,
+)
 from streamlearn.river.roundtrip import StateRoundTrips
 from streamlearn.types import RowStatus
 
@@ -120,7 +130,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
     model_key = "learner"
     n_features: int | None
     pos_label: Any
-    replay_every: int | None
+    replay_every: int | str | None
     replay_passes: int
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -162,7 +172,11 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         self._learner = learner
         self._hashing = self.n_features is not None
         self._lookup: Callable[[Hashable], float] = self._index.__getitem__
-        self._replay_every = int(self.replay_every or 0)
+        self._schedule = replay_schedule(
+            self.replay_every, self.replay_passes, learner.state.buffer.max_examples
+        )
+        #: the count after which the next replay is due (0: none is)
+        self._next_replay = self._schedule.next_after(self._seen) if self._schedule.enabled else 0
         self._convex = learner.entry.convex_combination
         self._last_x: dict[Hashable, Any] | None = None
         #: label of the last predicted example, learned at the next call (0: none)
@@ -378,10 +392,10 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
                     self._path.settle(sign, status)
         if new_label:  # only now: a refused example leaves no label behind
             self._add_label(y, sign)
-        if self._replay_every:
-            self._seen += 1
-            if self._seen % self._replay_every == 0:
-                self.replay(self.replay_passes)
+        self._seen += 1
+        if self._seen == self._next_replay:
+            self.replay(self.replay_passes)
+            self._next_replay = self._schedule.next_after(self._seen)
 
     def _learn_deferred(self) -> None:
         sign, self._deferred = self._deferred, 0.0
@@ -511,8 +525,8 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
 
 _OPTIONS_DOC = """
     Adapter options (see :mod:`streamlearn.river`): ``n_features`` (None: a map of feature
-    names; an int: hashed names), ``pos_label``, ``replay_every`` (None: no replay) and
-    ``replay_passes``.
+    names; an int: hashed names), ``pos_label``, ``replay_every`` (``'auto'``: a growing
+    schedule; an int: a fixed one; None: no replay) and ``replay_passes``.
 """
 
 

@@ -10,12 +10,15 @@ import numpy as np
 
 from streamlearn.errors import InvalidParameterError
 from streamlearn.learn.table import LearnerEntry
+from streamlearn.replay import ReplaySchedule
 
 KEYWORD = inspect.Parameter.KEYWORD_ONLY
+#: ``replay_every``'s default: the growing schedule (``ReplaySchedule.growing``)
+REPLAY_AUTO = "auto"
 #: every adapter's options: how names become indices, and the replay schedule
 COMMON_OPTIONS = (
     inspect.Parameter("n_features", KEYWORD, default=None),
-    inspect.Parameter("replay_every", KEYWORD, default=None),
+    inspect.Parameter("replay_every", KEYWORD, default=REPLAY_AUTO),
     inspect.Parameter("replay_passes", KEYWORD, default=1),
 )
 #: the binary adapters' option: which label is learned as +1
@@ -56,10 +59,14 @@ def check_options(options: dict[str, Any]) -> None:
             f"n_features must be None or an integer in [1, 2**31 - 1], got {n_features!r}"
         )
     every = options.get("replay_every")
-    if every is not None and (
-        isinstance(every, bool) or not isinstance(every, int | np.integer) or every < 1
+    if (
+        every is not None
+        and every != REPLAY_AUTO
+        and (isinstance(every, bool) or not isinstance(every, int | np.integer) or every < 1)
     ):
-        raise InvalidParameterError(f"replay_every must be None or an integer >= 1, got {every!r}")
+        raise InvalidParameterError(
+            f"replay_every must be 'auto', None or an integer >= 1, got {every!r}"
+        )
     passes = options.get("replay_passes", 1)
     if isinstance(passes, bool) or not isinstance(passes, int | np.integer) or passes < 1:
         raise InvalidParameterError(f"replay_passes must be an integer >= 1, got {passes!r}")
@@ -68,3 +75,18 @@ def check_options(options: dict[str, Any]) -> None:
             hash(options["pos_label"])
         except TypeError as exc:
             raise InvalidParameterError("pos_label must be hashable") from exc
+
+
+def replay_schedule(every: int | str | None, passes: int, window: int) -> ReplaySchedule:
+    """The schedule of the options ``replay_every`` and ``replay_passes``, for a buffer of
+    ``window`` examples: ``'auto'`` the growing one, an int a replay every ``every``
+    examples, None none.
+
+    >>> replay_schedule("auto", 1, 100_000).next_after(0)
+    1000
+    >>> replay_schedule(None, 1, 100_000).enabled
+    False
+    """
+    if every == REPLAY_AUTO:
+        return ReplaySchedule.growing(window, passes=passes)
+    return ReplaySchedule(every=int(every or 0), passes=passes)

@@ -14,8 +14,8 @@ from river import datasets
 from streamlearn.learn import LinearLearner
 from streamlearn.learn.inputs import as_batch
 from streamlearn.learn.state import unpacked_weights
-from streamlearn.replay import ReplaySchedule
 from streamlearn.river import LearnerClassifier, stable_hash
+from streamlearn.river.options import replay_schedule
 
 Stream = list[tuple[dict[Hashable, Any], Any]]
 
@@ -56,11 +56,10 @@ def required(adapter_class: type[LearnerClassifier]) -> dict[str, Any]:
     return dict(REQUIRED.get(adapter_class.learner_class.algorithm, {}))
 
 
-def engine_twin(
-    model: LearnerClassifier, stream: Stream, replay_every: int = 0, replay_passes: int = 1
-) -> LinearLearner:
+def engine_twin(model: LearnerClassifier, stream: Stream) -> LinearLearner:
     """The engine learner fed the same examples as ``model`` through its batch path: the
-    model's own feature indices (or hashes) and label signs, zeros left out."""
+    model's own feature indices (or hashes) and label signs, zeros left out, on the
+    model's replay schedule."""
     indptr = [0]
     indices: list[int] = []
     values: list[float] = []
@@ -79,7 +78,10 @@ def engine_twin(
     learner = model.learner_class(**model._learner_params())
     batch = as_batch((np.array(indptr), np.array(indices, dtype=np.int64), np.array(values)),
                      np.array(labels))  # fmt: skip
-    learner.learn_on_schedule(batch, ReplaySchedule(every=replay_every, passes=replay_passes), 0)
+    schedule = replay_schedule(
+        model.replay_every, model.replay_passes, learner.state.buffer.max_examples
+    )
+    learner.learn_on_schedule(batch, schedule, 0)
     return learner
 
 

@@ -13,9 +13,9 @@ from sklearn.datasets import make_multilabel_classification
 from streamlearn.learn.bank import ModelBank
 from streamlearn.learn.labelsets import as_labelled_rows
 from streamlearn.learn.state import unpacked_weights
-from streamlearn.replay import ReplaySchedule
 from streamlearn.river import stable_hash
 from streamlearn.river.bank import BankClassifierBase
+from streamlearn.river.options import replay_schedule
 
 Stream = list[tuple[dict[Hashable, Any], Any]]
 #: parameters for learners that have no default for one of them
@@ -92,7 +92,7 @@ def bank_twin(
         bank.declare_labels([position[label] for label, on in stream[0][1].items() if not on])
     rows = (np.array(indptr), np.array(indices, dtype=np.int64), np.array(values))
     labelled = as_labelled_rows(rows, (np.array(label_ptr), np.array(labels)))
-    schedule = ReplaySchedule(every=model.replay_every or 0, passes=model.replay_passes)
+    schedule = replay_schedule(model.replay_every, model.replay_passes, bank.buffer.max_examples)
     bank.learn_on_schedule(labelled, schedule, 0)
     return bank
 

@@ -65,7 +65,7 @@ def test_replay_every_matches_the_engine_schedule(every: int) -> None:
     model = PDMClassifier(eps=0.05, delta=1.0, replay_every=every, replay_passes=2)
     stream = phishing()[:800]
     _run(model, stream, progressive=True)
-    twin = engine_twin(model, stream, replay_every=every, replay_passes=2)
+    twin = engine_twin(model, stream)
     assert model.learner.summary()["passes"] > 0
     assert_same_learner(model.learner, twin)
 
@@ -75,13 +75,23 @@ def test_replay_during_the_auto_delta_window_matches_the_engine() -> None:
     model = PAUMClassifier(replay_every=300)
     stream = phishing()
     _run(model, stream, progressive=False)
-    twin = engine_twin(model, stream, replay_every=300)
+    twin = engine_twin(model, stream)
     assert model.learner.delta_ is not None
     assert_same_learner(model.learner, twin)
 
 
-def test_no_replay_by_default() -> None:
-    model = PDMClassifier(delta=1.0)
+def test_default_replays_on_the_growing_schedule_as_the_engine_does() -> None:
+    """'auto': a replay after 1000, 2000, 3000 and 4500 examples (half the count is
+    below 1000 until 2000), each one pass, the same as the engine's."""
+    model = PDMClassifier(eps=0.05, delta=1.0)
+    stream = phishing() * 4
+    _run(model, stream, progressive=True)
+    assert model.learner.summary()["passes"] == 4
+    assert_same_learner(model.learner, engine_twin(model, stream))
+
+
+def test_no_replay_with_replay_every_none() -> None:
+    model = PDMClassifier(delta=1.0, replay_every=None)
     _run(model, phishing(), progressive=False)
     assert model.summary()["passes"] == 0
 

@@ -33,7 +33,10 @@ def test_scikit_learn_log_loss_within_10_percent_of_logistic_regression(adult: t
     assert loss <= 1.1 * reference, (loss, reference)
 
 
-def test_river_log_loss_after_replay_within_10_percent(adult: tuple) -> None:
+@pytest.mark.parametrize("replay_at_end", [False, True], ids=["one-pass", "replayed"])
+def test_river_log_loss_within_10_percent(adult: tuple, replay_at_end: bool) -> None:
+    """One pass of ``learn_one`` with the defaults (the growing replay schedule), and the
+    same followed by a replay to convergence."""
     X, y, X_test, y_test, reference = adult
 
     def dicts(matrix: object) -> list[dict[int, float]]:
@@ -46,7 +49,8 @@ def test_river_log_loss_after_replay_within_10_percent(adult: tuple) -> None:
     model = RiverPDM()
     for x, label in zip(dicts(X), y, strict=True):
         model.learn_one(x, bool(label > 0))
-    model.replay()
+    if replay_at_end:
+        model.replay()
     p = np.array([model.predict_proba_one(x)[True] for x in dicts(X_test)])
     loss = log_loss(y_test > 0, p)
     assert loss <= 1.1 * reference, (loss, reference)
