@@ -99,7 +99,8 @@ def main() -> None:
     anchor = median(times["river linear_model.Perceptron"])
     reference = losses["river linear_model.LogisticRegression"]
     print(f"a9a.train: {len(stream)} examples, progressive predict_one + learn_one, "
-          f"median of {args.repeats} interleaved repeats; log loss on a9a.test after the pass")  # noqa: E501  # fmt: skip
+          f"median of {args.repeats} interleaved repeats; "
+          "log loss on a9a.test after the pass")  # fmt: skip
     print(f"{'model':46s} {'examples/s':>11s} {'vs river':>9s} {'accuracy':>9s} "
           f"{'log loss':>9s} {'vs LR':>6s}")  # fmt: skip
     for name in models:
