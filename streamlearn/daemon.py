@@ -62,7 +62,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from streamlearn.checkpoint.codec import Checkpoint
+from streamlearn.checkpoint.codec import DAEMON_KIND, Checkpoint
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import (
     DEFAULT_MAX_LABELS,
@@ -80,7 +80,6 @@ from streamlearn.replay import ReplayPacer, ReplaySchedule
 from streamlearn.sources.base import MessageBatch, Positions, Sink, Source
 
 log = logging.getLogger("streamlearn.daemon")
-DAEMON_KIND = "streamlearn.daemon"
 #: the sinks' names in the logs and the metrics, and what each of their messages is
 SINKS = {"predictions": "prediction", "dead_letters": "dead letter"}
 #: undelivered messages logged one by one at each report (the rest are only counted)

@@ -40,6 +40,12 @@ import numpy.typing as npt
 
 from streamlearn.errors import CheckpointError
 
+#: the ``kind`` of a model file written by ``streamlearn learn``
+MODEL_KIND = "streamlearn.model"
+#: the ``kind`` of a daemon's checkpoint (a model file too: ``predict`` and ``learn
+#: --resume`` read both)
+DAEMON_KIND = "streamlearn.daemon"
+
 #: the envelope's ``format`` field
 FORMAT = "streamlearn.checkpoint"
 #: the only envelope version this module writes and reads

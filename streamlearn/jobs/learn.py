@@ -14,16 +14,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
+from streamlearn.checkpoint.codec import DAEMON_KIND, MODEL_KIND
 from streamlearn.checkpoint.store import check_writable, read_checkpoint, write_checkpoint
 from streamlearn.config import LearnConfig, ModelSpec, features_holding, resume_conflicts
-from streamlearn.daemon import DAEMON_KIND
 from streamlearn.errors import InputError, StateError
 from streamlearn.jobs.rejects import RejectLog
 from streamlearn.learn import LEARNERS, Examples, LearnerTable, Model, model_from_state
 from streamlearn.parse import Rejected, SvmlightParser
 from streamlearn.sources import InputStream
-
-MODEL_KIND = "streamlearn.model"
 
 
 @dataclass

@@ -1,0 +1,119 @@
+"""What a command costs before it learns: start-up of ``streamlearn learn`` with a warm
+numba cache, beside what any Python program that uses numpy, or a cached numba function,
+pays in the same run.
+
+Every row is a fresh process, run in turn with the others (``--repeats`` rounds), wall
+seconds, medians:
+
+- ``python -c "import numpy"``: the anchor the issue measures against;
+- ``numba floor``: ``import numba`` and the CPU target's set-up that loading any cached
+  function triggers (the implementation registries; numba imports ``scipy.linalg`` there
+  when scipy is installed, to look for BLAS); no streamlearn code;
+- ``streamlearn --version``: the command line's imports, no kernel;
+- ``first read``: from the start of ``streamlearn learn --algo pdm`` to the moment it
+  first reads its standard input (the pipe is filled first, so a write beyond its
+  capacity returns when the process starts reading);
+- ``learn, one line``: the whole run of ``streamlearn learn --algo pdm`` on one line
+  (imports, kernels loaded from the cache, the line learned, replayed and reported).
+
+Run: .venv/bin/python benchmarks/bench_startup.py [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from _common import median
+
+NUMBA_FLOOR = (
+    "import numba\n"
+    "from numba.core.registry import cpu_target\n"
+    "cpu_target.target_context.refresh()\n"
+)
+#: a pipe holds 64 KiB on Linux: this much more makes a write wait for the reader
+PIPE_FILL = 64 * 1024
+LINE = b"+1 1:0.5 7:1 30:1\n"
+
+
+def _command() -> str:
+    found = shutil.which("streamlearn", path=str(Path(sys.executable).parent))
+    if found is None:
+        sys.exit("streamlearn is not installed beside this Python: run `make install`")
+    return found
+
+
+def _run(argv: list[str], stdin: Path | None = None) -> float:
+    began = time.perf_counter()
+    with open(stdin or os.devnull, "rb") as source:
+        subprocess.run(
+            argv, stdin=source, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True
+        )
+    return time.perf_counter() - began
+
+
+def _first_read(argv: list[str]) -> float:
+    """Seconds from the start of ``argv`` until it first reads its standard input."""
+    began = time.perf_counter()
+    process = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    assert process.stdin is not None
+    lines = LINE * (2 * PIPE_FILL // len(LINE) + 1)
+    process.stdin.write(lines[:PIPE_FILL])
+    process.stdin.flush()
+    process.stdin.write(lines[PIPE_FILL:])  # returns once the process reads
+    process.stdin.flush()
+    read_at = time.perf_counter() - began
+    process.stdin.close()
+    if process.wait() != 0:
+        sys.exit(f"{argv} failed")
+    return read_at
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=9)
+    args = parser.parse_args()
+    command = _command()
+    with tempfile.TemporaryDirectory() as tmp:
+        one_line = Path(tmp) / "one.svm"
+        one_line.write_bytes(LINE)
+        learn = [command, "learn", "--algo", "pdm"]
+        rows: dict[str, Callable[[], float]] = {
+            'python -c "import numpy"': lambda: _run([sys.executable, "-c", "import numpy"]),
+            "numba floor (import, target set-up)": lambda: _run(
+                [sys.executable, "-c", NUMBA_FLOOR]
+            ),
+            "streamlearn --version": lambda: _run([command, "--version"]),
+            "learn: first read of standard input": lambda: _first_read(learn),
+            "learn, one line": lambda: _run([*learn, str(one_line)]),
+        }
+        _run([*learn, str(one_line)])  # the kernels in the cache, the files in the page cache
+        times: dict[str, list[float]] = {name: [] for name in rows}
+        for _ in range(args.repeats):
+            for name, row in rows.items():
+                times[name].append(row())
+    anchor = median(times['python -c "import numpy"'])
+    scipy = "with" if _has_scipy() else "without"
+    print(f"start-up, wall seconds, median of {args.repeats} interleaved rounds ({scipy} scipy)")
+    print(f"{'':40s} {'seconds':>8s} {'vs numpy':>9s} {'beyond numpy':>13s}")
+    for name, values in times.items():
+        seconds = median(values)
+        print(f"{name:40s} {seconds:8.3f} {seconds / anchor:8.1f}x {seconds - anchor:13.3f}")
+
+
+def _has_scipy() -> bool:
+    probe = [sys.executable, "-c", "import importlib.util as u; print(bool(u.find_spec('scipy')))"]
+    return subprocess.run(probe, capture_output=True, text=True).stdout.strip() == "True"
+
+
+if __name__ == "__main__":
+    main()
