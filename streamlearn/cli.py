@@ -490,6 +490,50 @@ def serve(
             "per_label_metrics",
         ),
     ] = False,
+    sync_topic: Annotated[
+        str | None,
+        _option(
+            "Join a learning group: the daemons of one --group that name the same compacted "
+            "sync topic learn one model (created when missing; needs a numeric --delta).",
+            "sync_topic",
+        ),
+    ] = None,
+    sync: Annotated[
+        Literal["dynamic", "periodic"],
+        _option(
+            "When a group member publishes its share: when its model has drifted "
+            "(dynamic averaging), or after every --sync-every examples (periodic).",
+            "sync",
+        ),
+    ] = "dynamic",
+    sync_every: Annotated[
+        int,
+        _option(
+            "Examples between two checks of the drift (dynamic) or two publications (periodic).",
+            "sync_every",
+        ),
+    ] = 1000,
+    sync_threshold: Annotated[
+        float,
+        _option(
+            "Dynamic: publish once ||share - published share|| exceeds this fraction of ||model||.",
+            "sync_threshold",
+        ),
+    ] = 0.1,
+    sync_max_interval: Annotated[
+        float,
+        _option(
+            "Publish at least this often while the share changes (what a member that "
+            "dies loses at most).",
+            "sync_max_interval",
+            parser=_seconds,
+            metavar="DURATION",
+        ),
+    ] = "60s",  # type: ignore[assignment]  # the parser makes it seconds
+    member_id: Annotated[
+        str | None,
+        _option("This member's id in its learning group (default: host-pid-random).", "member_id"),
+    ] = None,
 ) -> None:
     """Learn continuously from standard input or a Kafka topic, with metrics and checkpoints.
 
@@ -497,6 +541,7 @@ def serve(
     label and its score, the labels with a positive score, and every label ranked."""
     with _errors_to_exit_codes():
         from streamlearn.daemon import DaemonSettings
+        from streamlearn.group.policy import SyncPolicy
         from streamlearn.jobs.serve import ServeConfig, run_serve
 
         settings = DaemonSettings(
@@ -534,6 +579,11 @@ def serve(
             one_vs_rest=one_vs_rest,
             tau_pos_kappa=tau_pos_kappa,
             per_label_metrics=per_label_metrics,
+            sync_topic=sync_topic,
+            sync=SyncPolicy(
+                sync, every=sync_every, threshold=sync_threshold, max_interval=sync_max_interval
+            ),
+            member_id=member_id,
         )
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
         logging.getLogger("kafka").setLevel(logging.WARNING)  # its connection chatter

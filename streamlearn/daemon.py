@@ -52,6 +52,7 @@ kind than it was started for (:class:`~streamlearn.errors.StateError`).
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -73,6 +74,7 @@ from streamlearn.config import (
     check_max_weights,
 )
 from streamlearn.errors import CheckpointError, InvalidParameterError, StateError
+from streamlearn.group.member import GroupMember
 from streamlearn.http.live import Learned, LiveModel, Published
 from streamlearn.learn import Examples, Model, ModelLimits
 from streamlearn.parse import ParsedRows, Rejected
@@ -250,6 +252,7 @@ class Daemon:
         dead_letters: Sink | None = None,
         observer: Observer | None = None,
         live: LiveModel | None = None,
+        group: Callable[[Model], GroupMember] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.spec = spec if isinstance(spec, ModelSpec) else ModelSpec(spec)
@@ -285,6 +288,10 @@ class Daemon:
         self.version = 0
         self._published_version = -1
         self._publish_every = settings.publish_interval
+        #: a polled batch being decoded ahead (see :meth:`_turn_until_stopped`)
+        self._in_flight: _InFlight | None = None
+        #: this daemon as a member of a learning group (see :mod:`streamlearn.group`)
+        self.group = group(self.learner) if group is not None else None
 
     # -- control (signal handlers and HTTP call these) -----------------------------------
 
@@ -323,8 +330,32 @@ class Daemon:
             log.info("restored %s: %d examples", path, self.stream_examples)
         self._examples_at_checkpoint = self.stream_examples
         self._presented_seen, self._mistakes_seen = self._progressive()
+        if self.group is not None:
+            self.group.join()
+            self.version += 1
         self.source.seek(dict(self.positions))
         self.restored = True
+
+    # -- a learning group's partitions (the source calls these during its polls) -------
+
+    def partitions_assigned(self, partitions: set[int]) -> Positions:
+        """Where to resume partitions the consumer group gave this daemon: where the
+        learning group's model ends in them."""
+        if self.group is None:
+            return {}
+        starts = self.group.take(partitions)
+        self.version += 1
+        return starts
+
+    def partitions_revoking(self, partitions: set[int]) -> None:
+        """The consumer group takes ``partitions`` away: learn what was polled from
+        them, then publish where this daemon stopped, for their next owner."""
+        if self.group is None:
+            return
+        if self._in_flight is not None:
+            in_flight, self._in_flight = self._in_flight, None
+            self._finish(in_flight)
+        self.group.release(partitions, self.positions)
 
     def _latest(self) -> tuple[Path, Checkpoint] | None:
         """The newest readable checkpoint; None when there is none at all."""
@@ -359,6 +390,9 @@ class Daemon:
         if not self.restored:
             self.restore()
         self._publish()
+        if self.group is not None:
+            log.info("learning group member %s, sync every %d examples (%s)",
+                     self.group.me, self.group.policy.every, self.group.policy.mode)  # fmt: skip
         try:
             if self.settings.decode_ahead:
                 with ThreadPoolExecutor(1, thread_name_prefix="streamlearn-decode") as worker:
@@ -372,6 +406,9 @@ class Daemon:
         if self.source.exhausted():  # the end of the input: learn what 'auto' still holds
             self.learner.flush()
             self.version += 1
+        if self.group is not None:  # the last word of this member, with a fresh certificate
+            self.take_snapshot()
+            self.group.publish()
         try:
             self.checkpoint()
         except CheckpointError as exc:
@@ -384,29 +421,31 @@ class Daemon:
     def _turn_until_stopped(self, worker: ThreadPoolExecutor | None) -> None:
         """The turns of :meth:`run`; with a ``worker``, each poll is decoded there while
         the poll before it is learned (at most one batch in flight)."""
-        in_flight: _InFlight | None = None
+        self._in_flight = None
         while not self._stop:
             self._learn_posted()  # what came over HTTP before this poll
             # with a batch in flight, or replay to do while idle, only take what has
             # already arrived: a steady stream slower than the poll timeout still
             # leaves its gaps to replay
             replay_due = self._idle_replay_due()
-            waits = in_flight is None and not replay_due
+            waits = self._in_flight is None and not replay_due
             timeout = self.settings.poll_timeout if waits else 0.0
+            # a rebalance during the poll may learn the batch in flight (see
+            # partitions_revoking): it is read again after the poll
             messages = self.source.poll(timeout, self.settings.max_messages)
             behind = bool(len(messages))
+            in_flight: _InFlight | None = self._in_flight
             if len(messages) and worker is not None:
-                polled = _InFlight(
+                self._in_flight = _InFlight(
                     messages, worker.submit(self._decoded, messages), self.source.position()
                 )
                 if in_flight is not None:
                     self._finish(in_flight)
-                in_flight = polled
             elif len(messages):
                 self.process(messages)
             elif in_flight is not None:
+                self._in_flight = None
                 self._finish(in_flight)
-                in_flight = None
             elif self.source.exhausted():
                 break
             elif self._idle_replay_due():
@@ -415,6 +454,8 @@ class Daemon:
             lag = self.source.lag()
             self._caught_up = not any(lag.values())
             self._pace_replay(behind, lag)
+            if self.group is not None and self.group.turn(idle=not behind and self._caught_up):
+                self.version += 1
             self._publish_if_due()
             self._report_undelivered()
             self.observer.set_ready(self.ready())
@@ -423,7 +464,8 @@ class Daemon:
                 self._checkpoint_or_carry_on()
             if self.clock() - self._summary_clock >= self._summary_every:
                 self.take_snapshot()
-        if in_flight is not None:  # stopped: the polled batch is learned before the end
+        if self._in_flight is not None:  # stopped: the polled batch is learned before the end
+            in_flight, self._in_flight = self._in_flight, None
             self._finish(in_flight)
 
     def _idle_replay_due(self) -> bool:
@@ -455,6 +497,8 @@ class Daemon:
         slice_end = started + self.settings.replay_slice
         self.learner.replay(max_passes=1, interrupt=lambda: self.clock() >= slice_end)
         self.version += 1
+        if self.group is not None:
+            self.group.changed()
         seconds = self.clock() - started
         self.observer.observe_replay(seconds)
         return seconds
@@ -493,6 +537,8 @@ class Daemon:
                 self._learn(learn)
             else:
                 self._learn_and_predict(messages, decoded, learn, rejected)
+            if self.group is not None:
+                self.group.learned(_per_partition(messages, decoded, rejected), positions)
         if rejected:
             self._reject(messages, decoded.first_lines(), rejected)
         self.positions = positions
@@ -501,6 +547,11 @@ class Daemon:
         """Store the learner's summary for readers on other threads."""
         started = self.clock()
         self.snapshot = {**self.learner.summary(), "stream_examples": self.stream_examples}
+        if self.group is not None:
+            self.snapshot["group"] = self.group.summary(
+                float(self.snapshot.get("margin_achieved", math.nan)),
+                float(self.snapshot.get("margin_upper_bound", math.nan)),
+            )
         if self.live is not None:
             self.live.describe(live_description(self.learner, self.snapshot))
         self._summary_clock = self.clock()
@@ -751,6 +802,23 @@ def _origin(messages: MessageBatch, i: int) -> tuple[int, int]:
     return int(messages.partitions[i]), int(messages.offsets[i])
 
 
+def _per_partition(
+    messages: MessageBatch, decoded: _Decoded, rejected: list[Rejected]
+) -> dict[int, int]:
+    """Labelled examples learned from each partition: the decoded labelled rows but
+    those the model's admission refused."""
+    labelled = decoded.labelled
+    if labelled is None:
+        return {}
+    lines = labelled.line_numbers
+    refused = {item.line for item in rejected} - {item.line for item in decoded.rejected}
+    if refused:
+        lines = lines[~np.isin(lines, list(refused))]
+    partitions = messages.partitions[_owners(decoded.first_lines(), lines)]
+    found, counts = np.unique(partitions, return_counts=True)
+    return dict(zip(found.tolist(), counts.tolist(), strict=True))
+
+
 def _owners(first_lines: np.ndarray, lines: np.ndarray) -> np.ndarray:
     """Index of the message each line number belongs to (messages start at first_lines)."""
     return np.searchsorted(first_lines, lines, side="right") - 1
@@ -777,7 +845,7 @@ def live_description(model: Model, summary: dict[str, Any]) -> dict[str, Any]:
         certificate = {**{key: summary[key] for key in _CERTIFICATE_KEYS}, **window,
                        "stopped_by": summary["stopped_by"]}  # fmt: skip
         kind = "binary"
-    return {
+    described = {
         "algorithm": model.algorithm,
         "kind": kind,
         "params": model.model_params(),
@@ -787,6 +855,9 @@ def live_description(model: Model, summary: dict[str, Any]) -> dict[str, Any]:
         "passes": summary["passes"],
         "certificate": certificate,
     }
+    if "group" in summary:  # a learning group's member (its certificate is the group's)
+        described["group"] = summary["group"]
+    return described
 
 
 _CERTIFICATE_KEYS = ("margin_achieved", "margin_upper_bound", "certified_gap")

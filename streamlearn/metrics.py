@@ -200,6 +200,9 @@ def _state_metrics(state: Mapping[str, Any], per_label: bool = False) -> Iterato
     keys = {"buffer_nonzeros": "buffer_nnz", "certificate_examples": "examples"}
     for name, documentation in gauges:
         yield _gauge(f"streamlearn_{name}", documentation, _number(state.get(keys.get(name, name))))
+    group = state.get("group")
+    if isinstance(group, Mapping):
+        yield from _group_metrics(group)
     active = state.get("active_set_examples")
     if isinstance(active, Mapping):
         family = GaugeMetricFamily(
@@ -212,6 +215,37 @@ def _state_metrics(state: Mapping[str, Any], per_label: bool = False) -> Iterato
             if value is not None:
                 family.add_metric([level], _number(value))
         yield family
+
+
+def _group_metrics(group: Mapping[str, Any]) -> Iterator[Metric]:
+    """A learning group member's families (see :mod:`streamlearn.group`)."""
+    yield _gauge(
+        "streamlearn_group_members",
+        "Members whose share is in the learning group's model (this one included).",
+        float(len(group.get("members", ()))),
+    )
+    for name, documentation in (
+        ("margin", "Smallest margin of the group's model on a member's window."),
+        ("margin_upper_bound", "Upper bound on the maximum margin of the members' windows."),
+        ("certified_gap", "1 - group margin / group upper bound."),
+    ):
+        yield _gauge(f"streamlearn_group_{name}", documentation, _number(group.get(name)))
+    records = CounterMetricFamily(
+        "streamlearn_group_sync_records",
+        "Records of the sync topic: written by this member, read, and refused as unusable.",
+        labels=["direction"],
+    )
+    sizes = CounterMetricFamily(
+        "streamlearn_group_sync_bytes",
+        "Bytes of record values written to and read from the sync topic.",
+        labels=["direction"],
+    )
+    for direction in ("written", "read"):
+        records.add_metric([direction], _number(group.get(f"records_{direction}", 0)))
+        sizes.add_metric([direction], _number(group.get(f"bytes_{direction}", 0)))
+    records.add_metric(["refused"], _number(group.get("records_refused", 0)))
+    yield records
+    yield sizes
 
 
 def bank_view(state: Mapping[str, Any]) -> dict[str, Any]:

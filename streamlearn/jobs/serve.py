@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import sys
@@ -31,6 +32,8 @@ from streamlearn.config import (
 )
 from streamlearn.daemon import Daemon, DaemonSettings, FirstLines
 from streamlearn.errors import InputError, InvalidParameterError
+from streamlearn.group.member import GroupMember, new_member_id
+from streamlearn.group.policy import SyncPolicy
 from streamlearn.http.api import Decode, api_handler
 from streamlearn.http.auth import check_exposure, token_from_env
 from streamlearn.http.live import LiveModel
@@ -95,6 +98,12 @@ class ServeConfig:
     #: where examples given by feature name put each name (``crc32(name) % N``); None:
     #: 2^20, or ``max_features`` when it is smaller
     hash_features: int | None = None
+    #: a learning group's sync topic (None: the daemon learns alone)
+    sync_topic: str | None = None
+    #: when a member of a learning group publishes its share
+    sync: SyncPolicy = field(default_factory=SyncPolicy)
+    #: this member's id in the learning group (None: a new one, host-pid-random)
+    member_id: str | None = None
 
     def __post_init__(self) -> None:
         ModelSpec(self.learner, self.one_vs_rest, self.tau_pos_kappa)  # checks its options
@@ -127,11 +136,37 @@ class ServeConfig:
                 f"--hash-features must be in [1, --max-features ({self.max_features})], "
                 f"got {self.hash_features}"
             )
+        self._check_group()
         if self.message_format != "svmlight" and self.source == "stdin":
             # standard input is cut into messages at newlines
             raise InvalidParameterError(
                 f"--format {self.message_format} needs --source kafka: standard input is "
                 "read as svmlight lines"
+            )
+
+    def _check_group(self) -> None:
+        """A learning group: Kafka, one binary learner with a fixed Delta, its state on
+        the sync topic (not in checkpoints)."""
+        if self.sync_topic is None:
+            if self.member_id is not None:
+                raise InvalidParameterError("--member-id needs --sync-topic")
+            return
+        if self.source != "kafka":
+            raise InvalidParameterError("--sync-topic needs --source kafka")
+        if self.one_vs_rest:
+            raise InvalidParameterError(
+                "a learning group learns one binary model: drop --one-vs-rest"
+            )
+        delta = self.learner.params.get("delta")
+        if not isinstance(delta, int | float) or isinstance(delta, bool):
+            raise InvalidParameterError(
+                "a learning group needs --delta as a number: every member must use the same "
+                "Delta, which 'auto' and 'first' would each fix from its own examples"
+            )
+        if self.checkpoint_dir is not None:
+            raise InvalidParameterError(
+                "a member of a learning group keeps its state on the sync topic: drop "
+                "--checkpoint-dir"
             )
 
     def _check_kafka_names(self) -> None:
@@ -141,6 +176,8 @@ class ServeConfig:
                   "--dead-letter-topic": self.dead_letter_topic}  # fmt: skip
         if self.source == "kafka":
             topics["--topic"] = self.topic
+        if self.sync_topic is not None:
+            topics["--sync-topic"] = self.sync_topic
         named = {option: name for option, name in topics.items() if name}
         if not named and not self.consumer_options:
             return
@@ -214,11 +251,18 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
     settings = config.settings
     if config.http_learn:  # a posted example waits for the next turn: keep turns short
         settings = replace(settings, poll_timeout=min(settings.poll_timeout, LEARN_POLL_TIMEOUT))
+    group = _group(config, holder)
     daemon = Daemon(
         config.model, source, decode=decode, settings=settings, store=store, sink=sink,
-        dead_letters=dead_letters, observer=metrics, live=live,
+        dead_letters=dead_letters, observer=metrics, live=live, group=group,
     )  # fmt: skip
     holder["daemon"] = daemon
+    if group is not None:
+        from streamlearn.sources.kafka import KafkaSource
+
+        assert isinstance(source, KafkaSource)  # a group needs --source kafka
+        source.start_positions = daemon.partitions_assigned
+        source.before_revoke = daemon.partitions_revoking
     asked = info(daemon.learner)
     metrics.set_info(*asked, version=__version__)
     # handlers first: once the endpoint answers, a SIGTERM stops the daemon cleanly
@@ -254,6 +298,36 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
     finally:
         server.stop()
         _close_all([source, sink, dead_letters])
+
+
+def _group(config: ServeConfig, holder: dict[str, Daemon]) -> Callable[[Model], GroupMember] | None:
+    """How the daemon becomes a member of its learning group (None: it learns alone)."""
+    if config.sync_topic is None:
+        return None
+    from streamlearn.sources.kafka import security_from_env
+    from streamlearn.sources.kafka_sync import SyncTopic
+
+    assert config.bootstrap_servers is not None
+    transport = SyncTopic(
+        config.bootstrap_servers, config.sync_topic, security=security_from_env(os.environ)
+    )
+    member_id = config.member_id or new_member_id()
+
+    def certificate() -> tuple[float, float]:
+        snapshot = holder["daemon"].snapshot if holder else None
+        if not snapshot:
+            return math.nan, math.nan
+        return float(snapshot["margin_achieved"]), float(snapshot["margin_upper_bound"])
+
+    def member(model: Model) -> GroupMember:
+        algorithm, params = info(model)
+        return GroupMember(
+            model, transport, member_id=member_id,
+            model={"algorithm": algorithm, "params": params}, policy=config.sync,
+            max_features=config.max_features, certificate=certificate,
+        )  # fmt: skip
+
+    return member
 
 
 def _summary(daemon: Daemon, source: Source, seconds: float) -> str:

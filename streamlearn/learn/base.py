@@ -236,6 +236,8 @@ class LinearLearner:
         )
         #: the Platt scaling in use, and the examples and passes it was fitted at
         self._calibrated: tuple[Platt, int, int] | None = None
+        #: a calibration set from outside (a learning group's), instead of the window's
+        self._fixed_calibration: Platt | None = None
 
     def _fresh(self) -> bool:
         """Whether the learner has learned nothing, nor holds anything back."""
@@ -553,7 +555,8 @@ class LinearLearner:
         alpha = buf.slot_alpha[buf.live_slots()]
         weights = state.weights
         beta = state.beta
-        own = float(weights @ weights) + beta * beta + state.delta_sq * float(alpha @ alpha)
+        slack = float(alpha @ alpha) + state.external_slack
+        own = float(weights @ weights) + beta * beta + state.delta_sq * slack
         state.scalars[1] = state.scale * state.scale * own
 
     def _present_stream(self, batch: Batch) -> None:
@@ -662,9 +665,21 @@ class LinearLearner:
         return 1.0 / (unit * self._output_factor()) if unit > 0.0 else math.nan
 
     def calibration(self) -> Platt:
-        """The Platt scaling of :meth:`margin_scores` that :meth:`predict_proba` uses,
-        fitted on the window (the buffered examples; an even sample of 8192 of them in a
-        larger window) with the current model.
+        """The Platt scaling of :meth:`margin_scores` that :meth:`predict_proba` uses:
+        the one :meth:`fix_calibration` set, else :meth:`window_calibration`."""
+        if self._fixed_calibration is not None:
+            return self._fixed_calibration
+        return self.window_calibration()
+
+    def fix_calibration(self, platt: Platt | None) -> None:
+        """Use ``platt`` for the probabilities from now on (None: the window's again);
+        a learning group sets the one its members agree on."""
+        self._fixed_calibration = platt
+
+    def window_calibration(self) -> Platt:
+        """The Platt scaling of :meth:`margin_scores` fitted on the window (the buffered
+        examples; an even sample of 8192 of them in a larger window) with the current
+        model.
 
         It is fitted again when a replay has run since, or when the examples learned
         since have reached the count it was fitted at (16 at least, 256 at most): a

@@ -174,6 +174,12 @@ class LearnerState:
         self.passes = passes
         self.converged = converged
         self.stopped_by = stopped_by
+        #: sum of alpha_k^2 over examples whose share of ``weights`` came from elsewhere
+        #: (the other members of a learning group, :mod:`streamlearn.learn.contribution`):
+        #: their slack coordinates are part of ||a||^2, their alpha_k are not in the buffer
+        self.external_slack = 0.0
+        #: how many times :meth:`scale_down` scaled this state (the group's shares carry it)
+        self.scale_exponent = 0
 
     @classmethod
     def empty(cls, buffer_size: int, buffer_nnz: int, delta: float | None) -> LearnerState:
@@ -250,6 +256,8 @@ class LearnerState:
         self.scalars[BETA] *= factor
         self.scalars[SQNORM] *= factor * factor
         self.scalars[UPDATES] *= factor
+        self.external_slack *= factor * factor
+        self.scale_exponent += 1
         return True
 
     def borrow(

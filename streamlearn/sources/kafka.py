@@ -30,7 +30,7 @@ import inspect
 import logging
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -403,6 +403,12 @@ class KafkaSource:
         self.prefetch_bytes = prefetch_bytes
         #: whether the consumer hands over record batches (False: records one by one)
         self.block_records = False
+        #: where to resume partitions the group assigns, when their positions live
+        #: elsewhere (a learning group's sync topic): asked before seeking them
+        self.start_positions: Callable[[set[int]], Positions] | None = None
+        #: told of partitions about to be revoked, before they are (a learning group
+        #: publishes where it stopped in them, for their next owner)
+        self.before_revoke: Callable[[set[int]], None] | None = None
 
     def _connected_consumer(self) -> Any:
         """The consumer, created (and subscribed) on first use; raises if unreachable."""
@@ -440,6 +446,8 @@ class KafkaSource:
         self._pending_bytes = sum(batch.value_bytes() for batch in kept)
 
     def _on_revoked(self, revoked: list[TopicPartition]) -> None:
+        if self.before_revoke is not None:
+            self.before_revoke({tp.partition for tp in revoked} & self._assigned)
         self._assigned -= {tp.partition for tp in revoked}
         self._drop_pending({tp.partition for tp in revoked})
         log.info("partitions revoked: %s", sorted(tp.partition for tp in revoked))
@@ -448,6 +456,8 @@ class KafkaSource:
         consumer = self._consumer
         self._assigned |= {tp.partition for tp in assigned}  # eager or incremental alike
         self._drop_pending({tp.partition for tp in assigned})
+        if self.start_positions is not None:
+            self._positions.update(self.start_positions({tp.partition for tp in assigned}))
         for tp in assigned:
             offset = self._positions.get(tp.partition)
             if offset is not None and consumer is not None:

@@ -49,12 +49,34 @@ class Serve:
         directory: Path,
         *extra: str,
         consumer: dict[str, int] | None = None,
+        command: list[str] | None = None,
     ) -> None:
+        """``command``: the whole command line, instead of the one made here (which
+        sets ``metrics_port`` first)."""
         self.directory = directory
+        if command is None:
+            command = self._default_command(broker, topic, directory, extra, consumer)
+        self.log_path = directory.with_suffix(".log")
+        self.log = self.log_path.open("ab")
+        try:
+            self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self.log)
+        except BaseException:
+            self.log.close()
+            raise
+        Serve.running.append(self)
+
+    def _default_command(
+        self,
+        broker: Tansu,
+        topic: str,
+        directory: Path,
+        extra: tuple[str, ...],
+        consumer: dict[str, int] | None,
+    ) -> list[str]:
         self.metrics_port = free_port()
         options = [f"--consumer-option={name}={value}"
                    for name, value in {**TEST_CONSUMER, **(consumer or {})}.items()]  # fmt: skip
-        command = [
+        return [
             sys.executable, "-m", "streamlearn", "serve", "--algo", "pdm", "--eps", "0.1",
             "--source", "kafka", "--bootstrap-servers", broker.bootstrap, "--topic", topic,
             "--group", f"g-{uuid.uuid4().hex[:8]}", "--checkpoint-dir", str(directory),
@@ -64,14 +86,6 @@ class Serve:
             *options,
             *extra,
         ]  # fmt: skip
-        self.log_path = directory.with_suffix(".log")
-        self.log = self.log_path.open("ab")
-        try:
-            self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self.log)
-        except BaseException:
-            self.log.close()
-            raise
-        Serve.running.append(self)
 
     def log_tail(self) -> str:
         """The end of what the daemon printed (to its stderr, this file)."""

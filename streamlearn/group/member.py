@@ -1,0 +1,351 @@
+"""One member of a learning group: its learner, its records, and the common model.
+
+The daemon tells the member what happens to its stream: which partitions the consumer
+group gives it (:meth:`GroupMember.take`) and takes away (:meth:`GroupMember.release`),
+what it learned from each (:meth:`GroupMember.learned`); once a turn it lets the member
+read the sync topic and publish (:meth:`GroupMember.turn`). The member keeps the learner
+equal to the common model plus its own progress since it last published: every record
+read is folded in at once (:meth:`GroupShares.adopt`), in the members' order.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import numpy as np
+
+from streamlearn.errors import StateError
+from streamlearn.group.policy import SyncPolicy
+from streamlearn.group.records import (
+    MemberRecord,
+    PartitionPosition,
+    WindowView,
+    decode_record,
+    encode_record,
+)
+from streamlearn.group.table import GroupTable, GroupView
+from streamlearn.learn.base import LinearLearner
+from streamlearn.learn.calibration import Platt
+from streamlearn.learn.contribution import Contribution, GroupShares, summed
+from streamlearn.learn.model import Model
+
+log = logging.getLogger("streamlearn.group")
+
+
+class SyncTransport(Protocol):
+    """The sync topic as the member uses it (:class:`streamlearn.sources.kafka_sync.SyncTopic`)."""
+
+    bytes_written: int
+    bytes_read: int
+
+    def read(self, *, to_end: bool, timeout: float = 60.0) -> list[tuple[str, bytes | None]]: ...
+    def write(self, key: str, value: bytes | None) -> None: ...
+
+
+def new_member_id() -> str:
+    """A member id no other process has: host, process and a random part."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def share_distance(a: Contribution, b: Contribution) -> float:
+    """||a - b|| over (w, beta), in ``a``'s units."""
+    b = b.at_exponent(a.exponent)
+    n = max(a.n_features, b.n_features)
+    diff = np.zeros(n)
+    a.add_to(diff)
+    diff[b.indices] -= b.values
+    return math.sqrt(float(diff @ diff) + (a.beta - b.beta) ** 2)
+
+
+class GroupMember:
+    """See the module doc. ``certificate`` returns the local model's margin on its
+    window and its bound, as last measured (the daemon's snapshot)."""
+
+    def __init__(
+        self,
+        learner: Model,
+        transport: SyncTransport,
+        *,
+        member_id: str,
+        model: dict[str, Any],
+        policy: SyncPolicy,
+        max_features: int,
+        certificate: Callable[[], tuple[float, float]],
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.shares = GroupShares(learner)
+        self.transport = transport
+        self.me = member_id
+        self.policy = policy
+        self.max_features = max_features
+        self.certificate = certificate
+        self.clock = clock
+        self.wall = wall
+        self.table = GroupTable(member_id, model)
+        self.partitions: dict[int, PartitionPosition] = {}
+        #: partitions given up: where this member stopped, and its buffer's evictions then
+        self.released: dict[int, tuple[PartitionPosition, int]] = {}
+        self.sequence = 0
+        #: labelled examples this member learned
+        self.examples = 0
+        self._checked = 0
+        self._published = Contribution.zero()
+        self._published_slope = 1.0
+        self._published_at = clock()
+        self._dirty = False
+        self.records_written = 0
+        self.records_read = 0
+        self.records_refused = 0
+
+    @property
+    def learner(self) -> LinearLearner:
+        return self.shares.learner
+
+    # -- what the daemon tells the member ------------------------------------------------
+
+    def join(self) -> None:
+        """Read the sync topic to its end and fold what it holds into the learner."""
+        self._take(self.transport.read(to_end=True))
+        self._fold()
+
+    def take(self, partitions: set[int]) -> dict[int, int]:
+        """The consumer group gave this member ``partitions``: where to resume each
+        (only those some member has learned from; the others start where the consumer
+        would). The member says at once that it holds them (a record), so that the
+        group counts what it learns from them from where it took them."""
+        self._take(self.transport.read(to_end=True))
+        starts: dict[int, int] = {}
+        for partition in sorted(partitions):
+            position = self.table.start(partition)
+            if position is not None:
+                starts[partition] = position.offset
+            self.partitions[partition] = position or PartitionPosition(offset=0, examples=0)
+            self.released.pop(partition, None)
+        log.info("group %s: took partitions %s at %s", self.me, sorted(partitions), starts)
+        self.publish()
+        return starts
+
+    def release(self, partitions: set[int], positions: Mapping[int, int]) -> None:
+        """The consumer group took ``partitions`` away (``positions``: where this member
+        stopped in them): publish at once, so that their next owner resumes there."""
+        evicted = self.learner.buffer.evicted
+        for partition in partitions:
+            position = self.partitions.pop(partition, None)
+            if position is None:
+                continue
+            stopped = int(positions.get(partition, position.offset))
+            self.released[partition] = (PartitionPosition(stopped, position.examples), evicted)
+        if partitions:
+            self.publish()
+
+    def learned(self, counts: Mapping[int, int], positions: Mapping[int, int]) -> None:
+        """This member learned ``counts`` labelled examples per partition, and now stands
+        at ``positions``."""
+        for partition, position in list(self.partitions.items()):
+            self.partitions[partition] = PartitionPosition(
+                offset=int(positions.get(partition, position.offset)),
+                examples=position.examples + int(counts.get(partition, 0)),
+            )
+        self.examples += int(sum(counts.values()))
+        self._dirty = True
+
+    def changed(self) -> None:
+        """The learner changed without learning (a replay pass): its share moved."""
+        self._dirty = True
+
+    def turn(self, idle: bool = False) -> bool:
+        """Read what other members published (fold it in), and publish if the policy
+        says so, or when the stream is ``idle`` (caught up, nothing arrived) and the
+        share changed since it was last published. Returns whether the learner's model
+        changed."""
+        entries = self.transport.read(to_end=False)
+        changed = self._take(entries)
+        if changed:
+            self._fold()
+        if (idle and self._dirty) or self._publish_due():
+            self.publish()
+            return True
+        return changed
+
+    def publish(self) -> None:
+        """Write this member's record now, then fold (its own share in its place)."""
+        own = self.shares.own()
+        self._prune_released()
+        margin, bound = self.certificate()
+        slope = self.learner.window_calibration().slope
+        self.sequence += 1
+        record = MemberRecord(
+            member=self.me,
+            sequence=self.sequence,
+            time=self.wall(),
+            model=self.table.model,
+            share=own,
+            examples=self.examples,
+            partitions=dict(self.partitions),
+            released={p: stopped for p, (stopped, _) in self.released.items()},
+            window=WindowView(
+                examples=len(self.learner.buffer),
+                capacity=self.learner.buffer.max_examples,
+                margin=_finite(margin),
+                bound=_finite(bound),
+                slope=slope,
+            ),
+        )
+        self.transport.write(self.me, encode_record(record))
+        self.records_written += 1
+        self.table.apply(record)
+        self._published = own
+        self._published_slope = slope
+        self._published_at = self.clock()
+        self._checked = self.examples
+        self._dirty = False
+        self._fold(own)
+
+    def view(self, own_margin: float) -> GroupView:
+        """The group's certificate and make-up (see :meth:`GroupTable.view`)."""
+        return self.table.view(own_margin)
+
+    def upper_bound(self, own_bound: float) -> float:
+        """An upper bound on the maximum margin of the union of the windows in the
+        common model: the smallest of the members' bounds on their own windows (the
+        union has all of their examples), and ||h|| / s of the common model's dual
+        combination (h = sum of the shares, s = sum of their t)."""
+        bounds = [own_bound] if math.isfinite(own_bound) else []
+        for member in self.table.in_model():
+            if member != self.me and member in self.table.records:
+                window = self.table.records[member].window
+                if window.examples and window.bound > 0:
+                    bounds.append(window.bound)
+        common = self.common_share()
+        if common.updates > 0:
+            weights = np.zeros(common.n_features)
+            common.add_to(weights)
+            slack = self.learner.state.delta_sq * common.slack
+            hull = math.sqrt(float(weights @ weights) + common.beta**2 + slack)
+            bounds.append(hull / common.updates)
+        return min(bounds) if bounds else math.nan
+
+    def summary(self, own_margin: float, own_bound: float) -> dict[str, Any]:
+        """What the metrics and ``GET /model`` say of the group: its members, the
+        certificate for the union of their windows, the traffic on the sync topic."""
+        view = self.view(own_margin)
+        bound = self.upper_bound(own_bound)
+        gap = 1.0 - view.margin / bound if math.isfinite(bound) and bound > 0 else math.nan
+        return {
+            "member": self.me,
+            "members": view.members,
+            "dropped": view.dropped,
+            "margin": view.margin,
+            "margin_upper_bound": bound,
+            "certified_gap": gap,
+            "partitions": sorted(self.partitions),
+            "records_written": self.records_written,
+            "records_read": self.records_read,
+            "records_refused": self.records_refused,
+            "bytes_written": self.transport.bytes_written,
+            "bytes_read": self.transport.bytes_read,
+            "examples": self.examples,
+        }
+
+    def common_share(self) -> Contribution:
+        """The sum of the shares in the common model, as published (this member's own
+        as it last published it)."""
+        shares = self._shares(self._published)[0]
+        exponent = self.learner.state.scale_exponent
+        weights, (beta, updates, slack) = summed(shares, exponent)
+        return Contribution.of(
+            weights, beta=float(beta), updates=float(updates), slack=float(slack),
+            exponent=exponent,
+        )  # fmt: skip
+
+    # -- inside ----------------------------------------------------------------------
+
+    def _publish_due(self) -> bool:
+        if not self._dirty:
+            return False
+        if self.clock() - self._published_at >= self.policy.max_interval:
+            return True
+        if not self.policy.check_due(self.examples, self._checked):
+            return False
+        self._checked = self.examples
+        if self.policy.mode == "periodic":
+            return True
+        own = self.shares.own()
+        state = self.learner.state
+        weights = state.weights[: state.n_features]
+        norm = math.sqrt(float(weights @ weights) + state.beta**2)
+        return self.policy.drifted(share_distance(own, self._published), norm)
+
+    def _take(self, entries: list[tuple[str, bytes | None]]) -> bool:
+        """Apply records read; whether the table changed. A record this member cannot
+        use (malformed, of another model) is logged and counted, never fatal."""
+        changed = False
+        for key, value in entries:
+            self.records_read += 1
+            if key == self.me:
+                continue  # its own record: the learner already holds its share
+            if value is None:
+                changed |= self.table.forget(key)
+                continue
+            try:
+                changed |= self.table.apply(decode_record(value, self.max_features))
+            except StateError as exc:
+                self.records_refused += 1
+                log.warning("group %s: sync record of %r refused: %s", self.me, key, exc)
+        return changed
+
+    def _shares(self, own: Contribution) -> tuple[list[Contribution], int]:
+        members = self.table.in_model()
+        shares = [own if m == self.me else self.table.records[m].share for m in members]
+        return shares, members.index(self.me)
+
+    def _fold(self, own: Contribution | None = None) -> None:
+        """Make the learner the sum of the shares; this member's own is ``own``, else
+        the one it published when nothing changed since (so that members holding the
+        same records hold the same bits), else what its state holds now."""
+        if own is None:
+            own = self.shares.own() if self._dirty else self._published
+        shares, own_at = self._shares(own)
+        self.shares.adopt(shares, own_at)
+        self.learner.fix_calibration(self._calibration())
+
+    def _calibration(self) -> Platt:
+        """The group's Platt scaling: the members' slopes, each fitted on its window,
+        averaged by the examples of their windows (this member's as published when
+        nothing changed since, else fitted now), in the members' order."""
+        own_examples = len(self.learner.buffer)
+        own_slope = (
+            self.learner.window_calibration().slope if self._dirty else self._published_slope
+        )
+        total = weight = 0.0
+        for member in self.table.in_model():
+            if member == self.me:
+                slope, examples = own_slope, own_examples
+            else:
+                window = self.table.records[member].window
+                slope, examples = window.slope, window.examples
+            total += slope * examples
+            weight += examples
+        return Platt(total / weight) if weight else Platt()
+
+    def _prune_released(self) -> None:
+        """Forget released partitions whose examples have all left this member's window
+        (its buffer has evicted a whole capacity since)."""
+        buffer = self.learner.buffer
+        self.released = {
+            p: (stopped, evicted)
+            for p, (stopped, evicted) in self.released.items()
+            if buffer.evicted - evicted < buffer.max_examples
+        }
+
+
+def _finite(value: float) -> float:
+    return float(value) if math.isfinite(value) else 0.0

@@ -1,0 +1,64 @@
+"""When a member publishes its share: dynamic averaging against periodic averaging.
+
+**Dynamic** (Kamp, Boley, Keren, Schuster and Sharfman, ECML PKDD 2014): every ``every``
+learned examples the member measures how far its share has moved since it last
+published it, relative to its whole model, ||own - published|| / ||model|| over (w,
+beta); it publishes only when that exceeds ``threshold``. A model that has settled sends
+nothing; a burst of change is sent at once. **Periodic** (McDonald, Hall and Mann,
+NAACL 2010, iterative parameter mixing): it publishes after every ``every`` learned
+examples, changed or not. Both also publish when they give partitions up (a rebalance),
+at the end, and at least every ``max_interval`` seconds while the share has changed, so
+that a member that dies loses at most that much work.
+
+>>> dynamic = SyncPolicy("dynamic", every=100, threshold=0.1)
+>>> dynamic.check_due(examples=250, checked=200), dynamic.check_due(examples=310, checked=200)
+(False, True)
+>>> dynamic.drifted(distance=0.05, norm=1.0), dynamic.drifted(distance=0.2, norm=1.0)
+(False, True)
+>>> SyncPolicy("periodic", every=100).drifted(distance=0.0, norm=1.0)
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from streamlearn.errors import InvalidParameterError
+
+SyncMode = Literal["dynamic", "periodic"]
+SYNC_MODES: tuple[SyncMode, ...] = ("dynamic", "periodic")
+
+
+@dataclass(frozen=True)
+class SyncPolicy:
+    """When to publish (see the module doc)."""
+
+    mode: SyncMode = "dynamic"
+    every: int = 1000
+    threshold: float = 0.1
+    max_interval: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.mode not in SYNC_MODES:
+            raise InvalidParameterError(f"sync mode must be one of {SYNC_MODES}, got {self.mode!r}")
+        if self.every < 1:
+            raise InvalidParameterError(f"sync every must be >= 1 example, got {self.every}")
+        if not self.threshold >= 0:
+            raise InvalidParameterError(f"sync threshold must be >= 0, got {self.threshold}")
+        if not self.max_interval > 0:
+            raise InvalidParameterError(
+                f"sync max interval must be > 0 seconds, got {self.max_interval}"
+            )
+
+    def check_due(self, examples: int, checked: int) -> bool:
+        """Whether ``examples`` learned in all (``checked`` at the last check) call for a
+        check of the drift (dynamic) or a publication (periodic)."""
+        return examples - checked >= self.every
+
+    def drifted(self, distance: float, norm: float) -> bool:
+        """Whether a share ``distance`` away from the published one, in a model of norm
+        ``norm``, is to be published (always, for periodic averaging)."""
+        if self.mode == "periodic":
+            return True
+        return distance > self.threshold * norm

@@ -1,0 +1,131 @@
+"""The group as the sync topic tells it: every member's latest record, and what the
+common model is made of.
+
+The common model is the sum of the members' shares, in the order of their ids (so that
+every member that holds the same records computes the same bits). A member that died,
+or gave all its partitions up, leaves its last share behind: its examples were learned
+once and stay in the model as long as they would have stayed in its window, that is
+until the group has learned, from the partitions it covered, as many examples as its
+window held since it stopped in them. Then its share is dropped
+(:meth:`GroupTable.dropped`): the window moved on, as one daemon's would have.
+
+Where to resume a partition is the furthest position any record gives for it: the one
+its last owner published with its share, so what that share holds is never learned
+again, and what the owner learned after it (lost with it) is learned once by the next.
+Each position also counts the labelled examples learned from the partition up to it,
+whoever learned them: the next owner counts on from there.
+
+>>> from streamlearn.learn.contribution import Contribution
+>>> from streamlearn.group.records import MemberRecord, PartitionPosition, WindowView
+>>> def record(member, partitions, released=None, window=10):
+...     return MemberRecord(member, 1, 0.0, {}, Contribution.zero(), 0,
+...                         partitions, released or {}, WindowView(window, 100, 0.1, 0.2))
+>>> table = GroupTable(me="b", model={})
+>>> table.apply(record("a", {0: PartitionPosition(50, 40)}))
+True
+>>> table.start(0), table.dropped()
+(PartitionPosition(offset=50, examples=40), set())
+>>> table.apply(record("b", {0: PartitionPosition(62, 52)}))
+True
+>>> table.dropped()  # 12 examples learned from a's partition since, a's window held 10
+{'a'}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from streamlearn.errors import StateError
+from streamlearn.group.records import MemberRecord, PartitionPosition
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """The certificate and the make-up of the group's model."""
+
+    #: members whose share is in the common model (the local one included)
+    members: list[str]
+    #: the smallest margin a member reports for the common model on its window
+    margin: float
+    #: members whose share was dropped
+    dropped: list[str]
+
+
+class GroupTable:
+    """The latest record of each member, as read from the sync topic (``me``: the
+    local member's id; ``model``: the algorithm and parameters every member must share)."""
+
+    def __init__(self, me: str, model: dict[str, Any]) -> None:
+        self.me = me
+        self.model = model
+        self.records: dict[str, MemberRecord] = {}
+
+    def apply(self, record: MemberRecord) -> bool:
+        """Take ``record`` in; whether it changed the table (an older or repeated record
+        of a member does not). :class:`StateError` when it is of another model."""
+        if self.model and record.model != self.model:
+            raise StateError(
+                f"member {record.member} learns {record.model}, this member "
+                f"{self.model}: members of a group must run the same algorithm and parameters"
+            )
+        held = self.records.get(record.member)
+        if held is not None and held.sequence >= record.sequence:
+            return False
+        self.records[record.member] = record
+        return True
+
+    def forget(self, member: str) -> bool:
+        """A deleted key (a tombstone): the member's record is gone."""
+        return self.records.pop(member, None) is not None
+
+    def start(self, partition: int, excluding: str | None = None) -> PartitionPosition | None:
+        """Where to resume ``partition``: the furthest position a record (not
+        ``excluding``'s) gives for it (None: no member has learned from it)."""
+        found: PartitionPosition | None = None
+        for record in self.records.values():
+            if record.member == excluding:
+                continue
+            for held in (record.partitions, record.released):
+                position = held.get(partition)
+                if position is not None and (found is None or position.offset > found.offset):
+                    found = position
+        return found
+
+    def dropped(self) -> set[str]:
+        """The members (not the local one) whose share has left the common model: each
+        partition they covered has been taken over, and their takers have learned at least
+        as many examples from those partitions as the member's window held."""
+        return {
+            member
+            for member, record in self.records.items()
+            if member != self.me and self._relearned(record)
+        }
+
+    def _relearned(self, record: MemberRecord) -> bool:
+        covered = {**record.released, **record.partitions}
+        learned_since = 0
+        for partition, stopped in covered.items():
+            further = self.start(partition, excluding=record.member)
+            if further is None or further.offset < stopped.offset:
+                return False  # nobody has taken the partition over
+            learned_since += further.examples - stopped.examples
+        return learned_since >= record.window.examples
+
+    def in_model(self) -> list[str]:
+        """The members whose share is in the common model, in the order shares are
+        summed (their ids' order), the local member included."""
+        dropped = self.dropped()
+        return sorted({self.me, *(m for m in self.records if m not in dropped)})
+
+    def view(self, own_margin: float) -> GroupView:
+        """The group's certificate: the smallest margin its members report on their
+        windows (``own_margin``: the local member's, now)."""
+        members = self.in_model()
+        margins = [own_margin]
+        for member in members:
+            if member != self.me and member in self.records:
+                window = self.records[member].window
+                if window.examples:
+                    margins.append(window.margin)
+        return GroupView(members, min(margins), sorted(self.dropped()))

@@ -1,0 +1,238 @@
+"""A share of a linear model in the dual: what a set of examples contributes to it.
+
+Under window semantics a learner's model is a combination of the examples its buffer
+holds: w = sum alpha_k y_k x_k, beta = rho sum alpha_k y_k, t = sum alpha_k and
+||a||^2 = ||w||^2 + beta^2 + Delta^2 sum alpha_k^2. A :class:`Contribution` is that
+combination for some set of examples, without the examples. The members of a learning
+group each learn their own window and exchange contributions; the sum of all of them is
+the common model, itself a combination of the union of the windows, so PDM's upper bound
+on the maximum margin, computed from it, holds for that union.
+
+A learner of a group holds the sum of every share in its state: its own (what its
+buffer's alpha_k make) plus the others' (:class:`GroupShares`). Its kernels learn and
+replay on that sum, changing only its own alpha_k; :meth:`GroupShares.own` takes the
+others' part back out.
+
+>>> from streamlearn import PDM
+>>> learner = PDM(delta=1.0).learn(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([1, -1]))
+>>> shares = GroupShares(learner)
+>>> mine = shares.own()
+>>> theirs = Contribution.of(np.array([0.5, 0.0, 0.25]), beta=0.5, updates=1.0, slack=1.0)
+>>> shares.adopt([theirs, mine], own_at=1)
+>>> learner.state.updates == mine.updates + 1.0, np.allclose(shares.own().values, mine.values)
+(True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from streamlearn.errors import InvalidParameterError, StateError
+from streamlearn.learn.state import BETA, SCALE_DOWN_FACTOR, SQNORM, UPDATES
+
+if TYPE_CHECKING:
+    from streamlearn.learn.base import LinearLearner
+    from streamlearn.learn.model import Model
+
+__all__ = ["Contribution", "GroupShares"]
+
+
+def _float(value: Any, name: str) -> float:
+    number = float(value)
+    if not np.isfinite(number):
+        raise StateError(f"contribution: {name} is not finite ({number})")
+    return number
+
+
+@dataclass(frozen=True, eq=False)
+class Contribution:
+    """w (its nonzeros), beta, t and sum alpha_k^2 of some examples, scaled by
+    ``SCALE_DOWN_FACTOR ** exponent`` (a learner that scaled its state down that many
+    times writes its shares in its own units; :meth:`at_exponent` converts exactly)."""
+
+    indices: npt.NDArray[np.int64]
+    values: npt.NDArray[np.float64]
+    beta: float
+    updates: float
+    slack: float
+    exponent: int = 0
+
+    @classmethod
+    def of(
+        cls,
+        weights: npt.NDArray[np.float64],
+        *,
+        beta: float,
+        updates: float,
+        slack: float,
+        exponent: int = 0,
+    ) -> Contribution:
+        """The share whose w is the dense ``weights``."""
+        indices = np.flatnonzero(weights).astype(np.int64)
+        return cls(indices, weights[indices].astype(np.float64), beta, updates, slack, exponent)
+
+    @classmethod
+    def zero(cls, exponent: int = 0) -> Contribution:
+        """The share of no example."""
+        return cls(np.zeros(0, np.int64), np.zeros(0), 0.0, 0.0, 0.0, exponent)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Contribution):
+            return NotImplemented
+        return (
+            np.array_equal(self.indices, other.indices)
+            and np.array_equal(self.values, other.values)
+            and (self.beta, self.updates, self.slack, self.exponent)
+            == (other.beta, other.updates, other.slack, other.exponent)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def n_features(self) -> int:
+        """One more than the largest feature index with a nonzero weight."""
+        return int(self.indices[-1]) + 1 if self.indices.shape[0] else 0
+
+    def at_exponent(self, exponent: int) -> Contribution:
+        """The same share in the units of a state scaled down ``exponent`` times (exact:
+        the factor is a power of two)."""
+        if exponent == self.exponent:
+            return self
+        factor = SCALE_DOWN_FACTOR ** (exponent - self.exponent)
+        return Contribution(
+            self.indices, self.values * factor, self.beta * factor, self.updates * factor,
+            self.slack * factor * factor, exponent,
+        )  # fmt: skip
+
+    def add_to(self, weights: npt.NDArray[np.float64]) -> None:
+        """Add w into ``weights`` (long enough for :attr:`n_features`)."""
+        weights[self.indices] += self.values
+
+    def to_plain(self) -> dict[str, Any]:
+        """Plain values a msgpack record stores (arrays as little-endian bytes)."""
+        return {
+            "indices": self.indices.astype("<i8").tobytes(),
+            "values": self.values.astype("<f8").tobytes(),
+            "beta": self.beta,
+            "updates": self.updates,
+            "slack": self.slack,
+            "exponent": self.exponent,
+        }
+
+    @classmethod
+    def from_plain(cls, plain: Mapping[str, Any], max_features: int) -> Contribution:
+        """The share :meth:`to_plain` wrote; :class:`StateError` for anything else (not
+        finite, indices not increasing or at ``max_features`` and above)."""
+        try:
+            indices = np.frombuffer(plain["indices"], dtype="<i8").astype(np.int64)
+            values = np.frombuffer(plain["values"], dtype="<f8").astype(np.float64)
+            share = cls(
+                indices, values, _float(plain["beta"], "beta"),
+                _float(plain["updates"], "updates"), _float(plain["slack"], "slack"),
+                int(plain["exponent"]),
+            )  # fmt: skip
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StateError(f"contribution: malformed ({exc})") from exc
+        if indices.shape != values.shape:
+            raise StateError("contribution: as many indices as values are needed")
+        if indices.shape[0] and (
+            indices[0] < 0 or indices[-1] >= max_features or np.any(np.diff(indices) <= 0)
+        ):
+            raise StateError(
+                f"contribution: feature indices must increase within [0, {max_features})"
+            )
+        if not np.all(np.isfinite(values)):
+            raise StateError("contribution: a weight is not finite")
+        if share.updates < 0 or share.slack < 0:
+            raise StateError("contribution: t and the slack sum cannot be negative")
+        return share
+
+
+def summed(shares: Sequence[Contribution], exponent: int) -> tuple[npt.NDArray[np.float64], ...]:
+    """w, and [beta, t, slack] of the sum of ``shares`` (in this order, so that every
+    process that sums the same shares gets the same bits), in a state's units."""
+    converted = [share.at_exponent(exponent) for share in shares]
+    n = max((share.n_features for share in converted), default=0)
+    weights = np.zeros(n, dtype=np.float64)
+    scalars = np.zeros(3, dtype=np.float64)
+    for share in converted:
+        share.add_to(weights)
+        scalars += (share.beta, share.updates, share.slack)
+    return weights, scalars
+
+
+class GroupShares:
+    """A learner of a learning group: its state holds every member's share, its buffer
+    only its own examples. Only for window semantics (the model is then exactly the
+    combination of the buffer) and rules whose scale is 1 (not Kozinec)."""
+
+    def __init__(self, model: Model) -> None:
+        from streamlearn.learn.base import LinearLearner
+
+        if not isinstance(model, LinearLearner):
+            raise InvalidParameterError(
+                "a learning group learns one binary model, not a one-vs-rest bank"
+            )
+        learner = model
+        if learner.forget != "window":
+            raise InvalidParameterError(
+                "a learning group needs window semantics (forget='window'): with 'never' "
+                "a model is not the combination of the examples its window holds"
+            )
+        if learner.entry.convex_combination:
+            raise InvalidParameterError(
+                f"{learner.algorithm} keeps a convex combination, which shares cannot sum"
+            )
+        self.learner: LinearLearner = learner
+        #: the others' share, as last adopted (in the state's units then)
+        self.external = Contribution.zero()
+
+    def own(self) -> Contribution:
+        """This learner's share now: its state minus the others' (its slack sum exactly,
+        from the buffer), in its state's units."""
+        state = self.learner.state
+        external = self.external.at_exponent(state.scale_exponent)
+        n = max(state.n_features, external.n_features)
+        state.reserve_weights(n)
+        weights = state.weights[:n].copy()
+        weights[external.indices] -= external.values
+        buffer = state.buffer
+        alpha = buffer.slot_alpha[buffer.live_slots()]
+        return Contribution.of(
+            weights, beta=state.beta - external.beta, updates=state.updates - external.updates,
+            slack=float(alpha @ alpha), exponent=state.scale_exponent,
+        )  # fmt: skip
+
+    def adopt(self, shares: Sequence[Contribution], own_at: int) -> None:
+        """Make the state the sum of ``shares`` (in their order), ``shares[own_at]``
+        being this learner's own (from :meth:`own`); the others become its external
+        share. ||a||^2 is recomputed; the model counts as changed (not converged)."""
+        state = self.learner.state
+        exponent = state.scale_exponent
+        weights, (beta, updates, _) = summed(shares, exponent)
+        others = [share for i, share in enumerate(shares) if i != own_at]
+        external_weights, (external_beta, external_updates, external_slack) = summed(
+            others, exponent
+        )
+        n = max(state.n_features, weights.shape[0])
+        state.grow_weights(n)
+        state.weights[:] = 0.0
+        state.weights[: weights.shape[0]] = weights
+        state.scalars[BETA] = beta
+        state.scalars[UPDATES] = updates
+        state.external_slack = float(external_slack)
+        buffer = state.buffer
+        alpha = buffer.slot_alpha[buffer.live_slots()]
+        slack = float(alpha @ alpha) + state.external_slack
+        w = state.weights
+        state.scalars[SQNORM] = float(w @ w) + beta * beta + state.delta_sq * slack
+        state.converged = False
+        self.external = Contribution.of(
+            external_weights, beta=float(external_beta), updates=float(external_updates),
+            slack=float(external_slack), exponent=exponent,
+        )  # fmt: skip

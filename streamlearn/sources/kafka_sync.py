@@ -1,0 +1,131 @@
+"""A learning group's sync topic on Kafka: keyed records, read whole and then followed.
+
+The topic is compacted (created so when missing): Kafka keeps the last value of every
+key, a null value deletes the key. A reader folds it itself all the same (compaction is
+never complete, and some brokers do not compact at all): :meth:`SyncTopic.read` reads from
+the beginning the first time, then what came since; a later value of a key replaces an
+earlier one. Every partition of the topic is read, without a consumer group: each member
+reads everything.
+
+Writes wait for the broker (``acks='all'``): a share is published only once it is on
+the topic, so that the positions beside it can be relied on.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+from streamlearn.errors import InputError
+from streamlearn.sources.kafka import checked_security
+from streamlearn.sources.kafka_logging import tame_kafka_logs
+
+log = logging.getLogger(__name__)
+
+#: the largest record a member writes (a share holds a weight per nonzero feature)
+MAX_RECORD_BYTES = 64 << 20
+#: seconds a write may wait for the broker's acknowledgement
+WRITE_TIMEOUT = 30.0
+
+Entry = tuple[str, bytes | None]
+
+
+class SyncTopic:
+    """Keyed records of one compacted topic: all of them read, ours written."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | list[str],
+        topic: str,
+        *,
+        security: Mapping[str, str] | None = None,
+        client_id: str = "streamlearn-sync",
+        request_timeout_ms: int = 30000,
+    ) -> None:
+        tame_kafka_logs()
+        self.topic = topic
+        self._common: dict[str, Any] = {
+            "bootstrap_servers": bootstrap_servers,
+            "client_id": client_id,
+            "request_timeout_ms": request_timeout_ms,
+            **checked_security(security),
+        }
+        self._ensure_topic()
+        self._producer = KafkaProducer(
+            acks="all", max_request_size=MAX_RECORD_BYTES, **self._common
+        )
+        self._consumer = KafkaConsumer(
+            enable_auto_commit=False, fetch_max_bytes=MAX_RECORD_BYTES,
+            max_partition_fetch_bytes=MAX_RECORD_BYTES, **self._common,
+        )  # fmt: skip
+        partitions = self._consumer.partitions_for_topic(topic) or {0}
+        self._partitions = [TopicPartition(topic, p) for p in sorted(partitions)]
+        self._consumer.assign(self._partitions)
+        self._consumer.seek_to_beginning(*self._partitions)
+        #: bytes written and read, for the metrics
+        self.bytes_written = 0
+        self.bytes_read = 0
+
+    def _ensure_topic(self) -> None:
+        """Create the topic, compacted, with one partition, unless it exists."""
+        admin = KafkaAdminClient(**self._common)
+        try:
+            if self.topic in admin.list_topics():
+                return
+            topic = NewTopic(
+                self.topic, num_partitions=1, replication_factor=1,
+                topic_configs={"cleanup.policy": "compact"},
+            )  # fmt: skip
+            admin.create_topics([topic])
+            log.info("created the sync topic %s (compacted)", self.topic)
+        except TopicAlreadyExistsError:
+            pass
+        finally:
+            admin.close()
+
+    def read(self, *, to_end: bool, timeout: float = 60.0) -> list[Entry]:
+        """The records that came since the last read, oldest first. ``to_end``: until
+        the end the topic had when the call began (else whatever has arrived); raises
+        :class:`InputError` when that end is not reached within ``timeout`` seconds."""
+        consumer = self._consumer
+        entries: list[Entry] = []
+        ends: dict[TopicPartition, int] = {}
+        if to_end:
+            ends = {
+                tp: int(offset) for tp, offset in consumer.end_offsets(self._partitions).items()
+            }
+        deadline = time.monotonic() + timeout
+        while True:
+            fetched = consumer.poll(timeout_ms=200 if to_end else 0)
+            for records in fetched.values():
+                for record in records:
+                    key = record.key.decode("utf-8", "replace") if record.key else ""
+                    entries.append((key, record.value))
+                    self.bytes_read += len(record.value or b"")
+            if not to_end or all(consumer.position(tp) >= end for tp, end in ends.items()):
+                return entries
+            if time.monotonic() > deadline:
+                raise InputError(
+                    f"sync topic {self.topic}: its end was not reached within {timeout:.0f} s"
+                )
+
+    def write(self, key: str, value: bytes | None) -> None:
+        """Write ``value`` under ``key`` (None deletes the key) and wait for the broker
+        to have it; :class:`InputError` when it does not."""
+        try:
+            future = self._producer.send(self.topic, key=key.encode(), value=value)
+            future.get(timeout=WRITE_TIMEOUT)
+        except KafkaError as exc:
+            raise InputError(f"sync topic {self.topic}: write failed ({exc})") from exc
+        self.bytes_written += len(value or b"")
+
+    def close(self) -> None:
+        """Close the producer and the consumer."""
+        self._producer.close(timeout=5)
+        self._consumer.close()

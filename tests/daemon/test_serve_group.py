@@ -1,0 +1,130 @@
+"""Learning groups on a real broker (Tansu) with real ``serve`` processes: members of
+one consumer group learn one model through a sync topic, every labelled example once,
+whatever happens to the members."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from group_process import Member, group_examples, positions, records
+from services import Tansu
+from test_serve_kafka import svmlight_messages
+
+pytestmark = pytest.mark.kafka
+
+PARTITIONS = 6
+#: lines of each message
+LINES = 20
+
+
+def _topics(broker: Tansu, messages: int, seed: int = 5) -> tuple[str, str, int]:
+    """A 6-partition input topic holding ``messages`` svmlight messages spread over the
+    partitions, and a sync topic name; the labelled lines in all."""
+    topic, sync = f"t-{uuid.uuid4().hex[:8]}", f"s-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic, PARTITIONS)
+    values = svmlight_messages(messages, LINES, seed=seed)
+    for i, value in enumerate(values):
+        broker.produce(topic, [value], partition=i % PARTITIONS)
+    return topic, sync, messages * LINES
+
+
+def _all_learned(broker: Tansu, topic: str, sync: str) -> bool:
+    """Whether the members' records stand at the end of every partition."""
+    return positions(records(broker, sync)) == broker.end_offsets(topic)
+
+
+QUESTIONS = b"1:0.5 3:-1.2 7:0.3\n2:1.5 9:0.1\n4:-0.7 12:2.0 19:0.4\n"
+
+
+def test_two_members_learn_every_example_once_and_answer_alike(
+    broker: Tansu, tmp_path: Path
+) -> None:
+    topic, sync, total = _topics(broker, 120)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    members = [Member(broker, topic, sync, group, tmp_path, "--sync-every", "200")
+               for _ in range(2)]  # fmt: skip
+    members[0].wait(lambda: _all_learned(broker, topic, sync), "every partition learned")
+    latest = records(broker, sync)
+    assert sum(record.examples for record in latest.values()) == total
+    assert group_examples(latest) == total
+    owned = [set(record.partitions) for record in latest.values()]
+    assert set().union(*owned) == set(range(PARTITIONS))
+    # once every member has folded the others' last records, they answer alike
+    members[0].wait(
+        lambda: members[0].predict(QUESTIONS) == members[1].predict(QUESTIONS),
+        "the same answers from both members",
+    )
+    scores = [answer["score"] for answer in members[0].predict(QUESTIONS)]
+    assert np.all(np.isfinite(scores)) and any(score != 0 for score in scores)
+    for member in members:
+        assert member.stop() == 0, member.log_tail()
+    latest = records(broker, sync)
+    assert sum(record.examples for record in latest.values()) == total
+
+
+def _produce(broker: Tansu, topic: str, messages: int, seed: int) -> int:
+    """``messages`` more svmlight messages over the partitions; their labelled lines."""
+    for i, value in enumerate(svmlight_messages(messages, LINES, seed=seed)):
+        broker.produce(topic, [value], partition=i % PARTITIONS)
+    return messages * LINES
+
+
+def _model(member: Member) -> dict[str, Any]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{member.http_port}/model", timeout=10) as r:
+        described: dict[str, Any] = json.loads(r.read())
+    return described
+
+
+def test_a_member_killed_mid_stream_and_one_started_later_lose_and_repeat_nothing(
+    broker: Tansu, tmp_path: Path
+) -> None:
+    """kill -9 loses what the member learned since it last published; its partitions
+    resume where that record ends, so the group learns it once again, and nothing twice.
+    Its share stays in the model until its takers have learned a window's worth."""
+    topic, sync, total = _topics(broker, 60, seed=7)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    options = ("--sync-every", "100", "--buffer-size", "300")
+    start = [Member(broker, topic, sync, group, tmp_path, *options) for _ in range(3)]
+    start[0].wait(lambda: _all_learned(broker, topic, sync), "every partition learned")
+    total += _produce(broker, topic, 300, seed=8)
+    victim = start[1]
+    victim.wait(
+        lambda: records(broker, sync)[victim.name].examples > 0, "the victim's first record"
+    )
+    victim.kill()
+    survivors = [start[0], start[2]]
+    survivors[0].wait(lambda: _all_learned(broker, topic, sync), "the survivors caught up")
+    late = Member(broker, topic, sync, group, tmp_path, *options)
+    late.wait(lambda: records(broker, sync).get(late.name) is not None, "the late member")
+    total += _produce(broker, topic, 300, seed=9)
+    live = [*survivors, late]
+    late.wait(
+        lambda: (
+            _all_learned(broker, topic, sync) and records(broker, sync)[late.name].partitions != {}
+        ),
+        "every partition learned, the late member owning some",
+    )
+    latest = records(broker, sync)
+    assert sum(record.examples for record in latest.values()) == total
+    assert group_examples(latest) == total
+    late.wait(
+        lambda: all(m.predict(QUESTIONS) == live[0].predict(QUESTIONS) for m in live),
+        "the same answers from every live member",
+    )
+    described = _model(late)["group"]
+    assert victim.name in described["dropped"], described
+    assert set(described["members"]) == {m.name for m in live}
+    margins = [_model(m)["certificate"]["margin_achieved"] for m in live]
+    assert described["margin"] == pytest.approx(min(margins), rel=1e-9) or described[
+        "margin"
+    ] <= min(margins)
+    assert 0 < described["margin"] <= described["margin_upper_bound"]
+    for member in live:
+        assert member.stop() == 0, member.log_tail()
+    assert sum(record.examples for record in records(broker, sync).values()) == total
