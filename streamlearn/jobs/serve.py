@@ -163,7 +163,7 @@ class ServeConfig:
                 "a learning group needs --delta as a number: every member must use the same "
                 "Delta, which 'auto' and 'first' would each fix from its own examples"
             )
-        if self.checkpoint_dir is not None:
+        if self.checkpoint_dir:
             raise InvalidParameterError(
                 "a member of a learning group keeps its state on the sync topic: drop "
                 "--checkpoint-dir"

@@ -30,6 +30,7 @@ DOCUMENTS = [
     "deploy/README.md",
     "deploy/Dockerfile",
     "deploy/docker-compose.yml",
+    "deploy/docker-compose.group.yml",
     "deploy/streamlearn.service",
 ]
 #: the pages that describe each command in full (the README only tours them)
@@ -38,7 +39,7 @@ REFERENCE = {
     "predict": ["docs/cli.md"],
     "eval": ["docs/cli.md"],
     "inspect": ["docs/cli.md"],
-    "serve": ["docs/operating.md", "docs/cli.md"],  # the learner options are in cli.md
+    "serve": ["docs/operating.md", "docs/cli.md", "docs/group.md"],  # learner options: cli.md
     "warmup": ["docs/cli.md"],
 }
 #: flags of other tools that the reference pages name (Vowpal Wabbit's ``--passes``)

@@ -130,6 +130,17 @@ def endpoint() -> Iterator[OpsEndpoint]:
             },
         ],
     }
+    state["group"] = {  # a learning group's member, so that its panels have data too
+        "members": ["a", "b"],
+        "margin": 0.2,
+        "margin_upper_bound": 0.25,
+        "certified_gap": 0.2,
+        "records_written": 3,
+        "records_read": 5,
+        "records_refused": 0,
+        "bytes_written": 3000,
+        "bytes_read": 5000,
+    }
     metrics.set_info("pdm", {"eps": 0.01}, version="test")
     metrics.set_ready(True)
     metrics.count_examples("learned", 500)

@@ -1,0 +1,155 @@
+"""Group members over an in-memory sync topic: what they publish, fold, resume and drop
+(the Kafka tests run the same with real processes and a real broker)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from streamlearn import PDM
+from streamlearn.group.member import GroupMember
+from streamlearn.group.policy import SyncPolicy
+from streamlearn.group.records import decode_record
+from streamlearn.group.table import GroupTable
+from streamlearn.learn.inputs import as_batch
+
+MODEL = {"algorithm": "pdm", "params": {"delta": 1.0}}
+
+
+class Topic:
+    """A log of keyed records that every reader follows from the start."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, bytes | None]] = []
+
+    def reader(self) -> Reader:
+        return Reader(self)
+
+
+class Reader:
+    def __init__(self, topic: Topic) -> None:
+        self.topic = topic
+        self.at = 0
+        self.bytes_written = 0
+        self.bytes_read = 0
+
+    def read(self, *, to_end: bool, timeout: float = 60.0) -> list[tuple[str, bytes | None]]:
+        entries = self.topic.log[self.at :]
+        self.at = len(self.topic.log)
+        return entries
+
+    def write(self, key: str, value: bytes | None) -> None:
+        self.topic.log.append((key, value))
+        self.bytes_written += len(value or b"")
+
+
+def _member(
+    topic: Topic, name: str, policy: SyncPolicy | None = None, buffer: int = 500
+) -> GroupMember:
+    learner = PDM(eps=0.1, delta=1.0, buffer_size=buffer)
+    return GroupMember(
+        learner, topic.reader(), member_id=name, model=MODEL,
+        policy=policy or SyncPolicy("dynamic", every=50, threshold=0.05),
+        max_features=1 << 20, certificate=lambda: (math.nan, math.nan),
+    )  # fmt: skip
+
+
+def _rows(seed: int, n: int) -> object:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 8))
+    y = np.where(X @ np.arange(1.0, 9.0) > 0, 1.0, -1.0)
+    indptr = np.arange(0, 8 * n + 1, 8)
+    return as_batch((indptr, np.tile(np.arange(8), n), X.ravel()), y)
+
+
+def _learn(member: GroupMember, partition: int, seed: int, n: int, offset: int) -> None:
+    member.learner.learn_rows(_rows(seed, n))  # type: ignore[arg-type]
+    member.learned({partition: n}, {partition: offset})
+
+
+def test_members_that_read_the_same_records_hold_the_same_bits() -> None:
+    topic = Topic()
+    a, b = _member(topic, "a"), _member(topic, "b")
+    a.join(), b.join()
+    assert a.take({0}) == {} and b.take({1}) == {}
+    for step in range(4):
+        _learn(a, 0, seed=step, n=100, offset=100 * (step + 1))
+        _learn(b, 1, seed=10 + step, n=100, offset=100 * (step + 1))
+        a.turn(), b.turn()
+    a.turn(idle=True), b.turn(idle=True)
+    a.turn(), b.turn()
+    np.testing.assert_array_equal(a.learner.state.weights, b.learner.state.weights)
+    assert a.learner.calibration() == b.learner.calibration()
+    records = {key: decode_record(value, 1 << 20) for key, value in topic.log if value}
+    assert records["a"].partitions[0].examples == 400
+
+
+def test_a_partition_resumes_where_its_last_owner_published() -> None:
+    topic = Topic()
+    a, b = _member(topic, "a"), _member(topic, "b")
+    a.join(), b.join()
+    a.take({0})
+    _learn(a, 0, seed=1, n=120, offset=12)
+    a.release({0}, {0: 12})
+    assert b.take({0}) == {0: 12}
+    assert b.partitions[0].examples == 120  # the partition's count goes on
+
+
+def test_the_share_of_a_dead_member_leaves_once_its_partitions_relearned_a_window() -> None:
+    topic = Topic()
+    dead, taker = _member(topic, "dead", buffer=200), _member(topic, "taker")
+    dead.join(), taker.join()
+    dead.take({0})
+    _learn(dead, 0, seed=2, n=150, offset=150)
+    dead.publish()  # then killed: it says nothing more
+    assert taker.take({0}) == {0: 150}
+    assert "dead" in taker.table.in_model()
+    _learn(taker, 0, seed=3, n=100, offset=250)
+    taker.publish()
+    assert "dead" in taker.table.in_model()  # 100 examples relearned; its window held 150
+    _learn(taker, 0, seed=4, n=60, offset=310)
+    taker.publish()
+    assert taker.table.dropped() == {"dead"}
+    own = taker.shares.own()
+    assert taker.learner.state.updates == pytest.approx(own.updates)  # nothing else is left
+
+
+def test_records_of_another_model_are_refused_and_counted() -> None:
+    topic = Topic()
+    other = GroupMember(
+        PDM(eps=0.3, delta=1.0), topic.reader(), member_id="other",
+        model={"algorithm": "pdm", "params": {"delta": 2.0}}, policy=SyncPolicy(),
+        max_features=1 << 20, certificate=lambda: (math.nan, math.nan),
+    )  # fmt: skip
+    other.join()
+    other.take({0})
+    ours = _member(topic, "ours")
+    ours.join()
+    assert ours.records_refused == 1 and "other" not in ours.table.in_model()
+    topic.log.append(("junk", b"\x00not msgpack"))
+    ours.turn()
+    assert ours.records_refused == 2
+
+
+def test_periodic_averaging_publishes_on_count_dynamic_only_on_drift() -> None:
+    periodic = _member(Topic(), "p", SyncPolicy("periodic", every=50))
+    dynamic = _member(Topic(), "d", SyncPolicy("dynamic", every=50, threshold=0.2))
+    for member, partition in ((periodic, 0), (dynamic, 1)):
+        member.join()
+        member.take({partition})
+    written = {}
+    for member, partition in ((periodic, 0), (dynamic, 1)):
+        before = member.records_written
+        for step in range(10):
+            _learn(member, partition, seed=step, n=50, offset=50 * (step + 1))
+            member.turn()
+        written[member.me] = member.records_written - before
+    assert written["p"] == 10
+    assert 1 <= written["d"] < 10
+
+
+def test_the_table_refuses_nothing_it_should_take() -> None:
+    table = GroupTable("me", MODEL)
+    assert table.start(3) is None and table.in_model() == ["me"]
