@@ -12,6 +12,7 @@ from streamlearn._kernels._jit import (
     announce_compilation,
     watch_compilation,
 )
+from streamlearn._kernels.answers import BINARY_ANSWER_CHARS, binary_answers
 from streamlearn._kernels.engine import (
     learn_stream,
     learn_stream_answering,
@@ -39,6 +40,7 @@ from streamlearn._kernels.rules import (
 )
 
 __all__ = [
+    "BINARY_ANSWER_CHARS",
     "COMPILING",
     "RULE_AMARGITRON",
     "RULE_KOZINEC",
@@ -51,6 +53,7 @@ __all__ = [
     "CompileLog",
     "all_ones",
     "announce_compilation",
+    "binary_answers",
     "buffer_certificate",
     "canonicalize_rows",
     "check_rows",

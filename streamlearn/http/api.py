@@ -137,8 +137,8 @@ class _Api:
         rows = await self._rows(request)
         published = await self._fresh()
         answers = published.predictor.answer_json((rows.indptr, rows.indices, rows.values))
-        body = f'{{"version": {published.version}, "predictions": {answers}}}'
-        return web.Response(text=body, content_type="application/json")
+        body = b'{"version": %d, "predictions": %b}' % (published.version, answers)
+        return web.Response(body=body, content_type="application/json", charset="utf-8")
 
     async def learn(self, request: web.BaseRequest) -> web.Response:
         if not self.learn_allowed:

@@ -50,8 +50,9 @@ def _round_trip(spec: ModelSpec) -> None:
     X = np.array([[1.0, 0.0, 2.0], [0.0, 1.0, -1.0], [1.0, 1.0, 0.0], [0.0, 2.0, 1.0]])
     labels: Any = [[1], [2], [1, 2], [2]] if spec.one_vs_rest else [1, -1, 1, -1]
     model = spec.build().fit(X, labels)
-    model.predictor().answer((np.array([0, 2]), np.array([0, 2], dtype=np.int32),
-                              np.array([1.0, 1.0])))  # fmt: skip
+    rows = (np.array([0, 2]), np.array([0, 2], dtype=np.int32), np.array([1.0, 1.0]))
+    model.predictor().answer(rows)
+    model.predictor().answer_json(rows)
     model.predict_proba(X)
     model.class_probabilities(X)
     model_from_state(model.state_dict()).summary()

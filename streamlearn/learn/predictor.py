@@ -33,13 +33,11 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from streamlearn._kernels import decision_values
+from streamlearn._kernels import BINARY_ANSWER_CHARS, binary_answers, decision_values
 from streamlearn.learn.calibration import Platt
 
 #: rows as CSR arrays: (indptr, indices, values)
 Rows = tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float64]]
-#: one binary answer as JSON (repr writes a float exactly, as json does)
-_BINARY = '{"score": %r, "label": %d, "probability": %r}'
 
 
 def finite(value: Any) -> Any:
@@ -69,8 +67,8 @@ class Predictor(Protocol):
         """One answer per row, as plain values."""
         ...
 
-    def answer_json(self, rows: Rows) -> str:
-        """:meth:`answer` as a JSON array (non-finite numbers as null)."""
+    def answer_json(self, rows: Rows) -> bytes:
+        """:meth:`answer` as a JSON array in UTF-8 (non-finite numbers as null)."""
         ...
 
 
@@ -139,20 +137,20 @@ class BinaryPredictor:
             for s, p in zip(scores.tolist(), probabilities.tolist(), strict=True)
         ]
 
-    def answer_json(self, rows: Rows) -> str:
-        """:meth:`answer` as JSON text, written directly (a third faster than encoding
-        the objects, which a daemon answering many examples a request notices).
+    def answer_json(self, rows: Rows) -> bytes:
+        """:meth:`answer` as JSON in UTF-8, the text ``json.dumps`` gives (numbers in
+        full, non-finite ones as null), written by one compiled call: ``repr`` of each
+        number took most of the time of a request of a hundred examples.
 
         >>> BinaryPredictor(np.array([2.0]), 1.0, 0.5, math.nan, Platt()).answer_json(
         ...     (np.array([0, 1]), np.array([0], dtype=np.int32), np.array([1.0])))
-        '[{"score": 2.5, "label": 1, "probability": 0.9241418199787564}]'
+        b'[{"score": 2.5, "label": 1, "probability": 0.9241418199787564}]'
         """
-        scores = self.scores(rows)
-        probabilities = self.probabilities(scores)
-        if not (np.isfinite(scores).all() and np.isfinite(probabilities).all()):
-            return json.dumps(finite(self.answer(rows)), allow_nan=False)
-        entries = zip(scores.tolist(), (scores > 0.0).tolist(), probabilities.tolist(), strict=True)
-        return "[" + ", ".join([_BINARY % (s, 1 if up else -1, p) for s, up, p in entries]) + "]"
+        scores = np.ascontiguousarray(self.scores(rows), dtype=np.float64)
+        probabilities = np.ascontiguousarray(self.probabilities(scores), dtype=np.float64)
+        out = np.empty(2 + scores.shape[0] * BINARY_ANSWER_CHARS, dtype=np.uint8)
+        end = binary_answers(scores, probabilities, out, 0)
+        return out[:end].tobytes()
 
 
 @dataclass(frozen=True)
@@ -188,8 +186,8 @@ class BankPredictor:
             out[:, label] = calibrated(scores[:, label], float(self.margin_factors[label]), platt)
         return out
 
-    def answer_json(self, rows: Rows) -> str:
-        return json.dumps(finite(self.answer(rows)), allow_nan=False)
+    def answer_json(self, rows: Rows) -> bytes:
+        return json.dumps(finite(self.answer(rows)), allow_nan=False).encode()
 
     def answer(self, rows: Rows) -> list[dict[str, Any]]:
         scores = self.scores(rows)
