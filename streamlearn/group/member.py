@@ -33,6 +33,7 @@ from streamlearn.group.records import (
 from streamlearn.group.table import GroupTable, GroupView
 from streamlearn.learn.base import LinearLearner
 from streamlearn.learn.calibration import Platt
+from streamlearn.learn.certificate import certificate
 from streamlearn.learn.contribution import Contribution, GroupShares, summed
 from streamlearn.learn.model import Model
 
@@ -65,8 +66,7 @@ def share_distance(a: Contribution, b: Contribution) -> float:
 
 
 class GroupMember:
-    """See the module doc. ``certificate`` returns the local model's margin on its
-    window and its bound, as last measured (the daemon's snapshot)."""
+    """See the module doc."""
 
     def __init__(
         self,
@@ -77,7 +77,6 @@ class GroupMember:
         model: dict[str, Any],
         policy: SyncPolicy,
         max_features: int,
-        certificate: Callable[[], tuple[float, float]],
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
@@ -86,7 +85,6 @@ class GroupMember:
         self.me = member_id
         self.policy = policy
         self.max_features = max_features
-        self.certificate = certificate
         self.clock = clock
         self.wall = wall
         self.table = GroupTable(member_id, model)
@@ -179,7 +177,9 @@ class GroupMember:
         """Write this member's record now, then fold (its own share in its place)."""
         own = self.shares.own()
         self._prune_released()
-        margin, bound = self.certificate()
+        # the margin and bound of the model as published, on the window as it is now
+        found = certificate(self.learner.state, self.learner.rho)
+        margin, bound = found.achieved, found.upper_bound
         slope = self.learner.window_calibration().slope
         self.sequence += 1
         record = MemberRecord(

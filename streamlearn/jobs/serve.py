@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import os
 import signal
 import sys
@@ -251,7 +250,7 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
     settings = config.settings
     if config.http_learn:  # a posted example waits for the next turn: keep turns short
         settings = replace(settings, poll_timeout=min(settings.poll_timeout, LEARN_POLL_TIMEOUT))
-    group = _group(config, holder)
+    group = _group(config)
     daemon = Daemon(
         config.model, source, decode=decode, settings=settings, store=store, sink=sink,
         dead_letters=dead_letters, observer=metrics, live=live, group=group,
@@ -300,7 +299,7 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
         _close_all([source, sink, dead_letters])
 
 
-def _group(config: ServeConfig, holder: dict[str, Daemon]) -> Callable[[Model], GroupMember] | None:
+def _group(config: ServeConfig) -> Callable[[Model], GroupMember] | None:
     """How the daemon becomes a member of its learning group (None: it learns alone)."""
     if config.sync_topic is None:
         return None
@@ -313,18 +312,12 @@ def _group(config: ServeConfig, holder: dict[str, Daemon]) -> Callable[[Model], 
     )
     member_id = config.member_id or new_member_id()
 
-    def certificate() -> tuple[float, float]:
-        snapshot = holder["daemon"].snapshot if holder else None
-        if not snapshot:
-            return math.nan, math.nan
-        return float(snapshot["margin_achieved"]), float(snapshot["margin_upper_bound"])
-
     def member(model: Model) -> GroupMember:
         algorithm, params = info(model)
         return GroupMember(
             model, transport, member_id=member_id,
             model={"algorithm": algorithm, "params": params}, policy=config.sync,
-            max_features=config.max_features, certificate=certificate,
+            max_features=config.max_features,
         )  # fmt: skip
 
     return member

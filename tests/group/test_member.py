@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
@@ -52,7 +50,7 @@ def _member(
     return GroupMember(
         learner, topic.reader(), member_id=name, model=MODEL,
         policy=policy or SyncPolicy("dynamic", every=50, threshold=0.05),
-        max_features=1 << 20, certificate=lambda: (math.nan, math.nan),
+        max_features=1 << 20,
     )  # fmt: skip
 
 
@@ -121,7 +119,7 @@ def test_records_of_another_model_are_refused_and_counted() -> None:
     other = GroupMember(
         PDM(eps=0.3, delta=1.0), topic.reader(), member_id="other",
         model={"algorithm": "pdm", "params": {"delta": 2.0}}, policy=SyncPolicy(),
-        max_features=1 << 20, certificate=lambda: (math.nan, math.nan),
+        max_features=1 << 20,
     )  # fmt: skip
     other.join()
     other.take({0})
