@@ -232,7 +232,8 @@ def _group_metrics(group: Mapping[str, Any]) -> Iterator[Metric]:
         yield _gauge(f"streamlearn_group_{name}", documentation, _number(group.get(name)))
     records = CounterMetricFamily(
         "streamlearn_group_sync_records",
-        "Records of the sync topic: written by this member, read, and refused as unusable.",
+        "Records of the sync topic: written by this member, read, refused as unusable, "
+        "and not written (the broker did not take them; tried again).",
         labels=["direction"],
     )
     sizes = CounterMetricFamily(
@@ -244,6 +245,7 @@ def _group_metrics(group: Mapping[str, Any]) -> Iterator[Metric]:
         records.add_metric([direction], _number(group.get(f"records_{direction}", 0)))
         sizes.add_metric([direction], _number(group.get(f"bytes_{direction}", 0)))
     records.add_metric(["refused"], _number(group.get("records_refused", 0)))
+    records.add_metric(["failed"], _number(group.get("records_failed", 0)))
     yield records
     yield sizes
 

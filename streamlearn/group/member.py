@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from streamlearn.errors import StateError
+from streamlearn.errors import InputError, StateError
 from streamlearn.group.policy import SyncPolicy
 from streamlearn.group.records import (
     MemberRecord,
@@ -77,6 +77,7 @@ class GroupMember:
         model: dict[str, Any],
         policy: SyncPolicy,
         max_features: int,
+        commit: Callable[[dict[int, int]], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
@@ -85,6 +86,9 @@ class GroupMember:
         self.me = member_id
         self.policy = policy
         self.max_features = max_features
+        #: commits the positions of a published record to the consumer group: where its
+        #: partitions resume when the sync topic cannot be read, and what lag tools see
+        self.commit = commit
         self.clock = clock
         self.wall = wall
         self.table = GroupTable(member_id, model)
@@ -102,6 +106,8 @@ class GroupMember:
         self.records_written = 0
         self.records_read = 0
         self.records_refused = 0
+        self.records_failed = 0
+        self._warned_at = -math.inf
 
     @property
     def learner(self) -> LinearLearner:
@@ -110,7 +116,8 @@ class GroupMember:
     # -- what the daemon tells the member ------------------------------------------------
 
     def join(self) -> None:
-        """Read the sync topic to its end and fold what it holds into the learner."""
+        """Read the sync topic to its end and fold what it holds into the learner (an
+        unreadable topic ends the start: :class:`InputError`)."""
         self._take(self.transport.read(to_end=True))
         self._fold()
 
@@ -119,7 +126,15 @@ class GroupMember:
         (only those some member has learned from; the others start where the consumer
         would). The member says at once that it holds them (a record), so that the
         group counts what it learns from them from where it took them."""
-        self._take(self.transport.read(to_end=True))
+        try:
+            self._take(self.transport.read(to_end=True))
+        except InputError as exc:
+            log.error(
+                "group %s: %s; partitions %s resume from the consumer group's committed "
+                "offsets (those of the last records published)", self.me, exc,
+                sorted(partitions),
+            )  # fmt: skip
+            return {}
         starts: dict[int, int] = {}
         for partition in sorted(partitions):
             position = self.table.start(partition)
@@ -164,7 +179,11 @@ class GroupMember:
         says so, or when the stream is ``idle`` (caught up, nothing arrived) and the
         share changed since it was last published. Returns whether the learner's model
         changed."""
-        entries = self.transport.read(to_end=False)
+        try:
+            entries = self.transport.read(to_end=False)
+        except InputError as exc:
+            self._warn(f"group {self.me}: {exc}")
+            entries = []
         changed = self._take(entries)
         if changed:
             self._fold()
@@ -199,8 +218,18 @@ class GroupMember:
                 slope=slope,
             ),
         )
-        self.transport.write(self.me, encode_record(record))
+        try:
+            self.transport.write(self.me, encode_record(record))
+        except InputError as exc:
+            self.records_failed += 1
+            self.sequence -= 1
+            self._warn(f"group {self.me}: record not published, tried again later ({exc})")
+            return
         self.records_written += 1
+        if self.commit is not None:
+            positions = {p: position.offset for p, (position, _) in self.released.items()}
+            positions.update({p: position.offset for p, position in self.partitions.items()})
+            self.commit(positions)
         self.table.apply(record)
         self._published = own
         self._published_slope = slope
@@ -250,6 +279,7 @@ class GroupMember:
             "records_written": self.records_written,
             "records_read": self.records_read,
             "records_refused": self.records_refused,
+            "records_failed": self.records_failed,
             "bytes_written": self.transport.bytes_written,
             "bytes_read": self.transport.bytes_read,
             "examples": self.examples,
@@ -283,6 +313,12 @@ class GroupMember:
         weights = state.weights[: state.n_features]
         norm = math.sqrt(float(weights @ weights) + state.beta**2)
         return self.policy.drifted(share_distance(own, self._published), norm)
+
+    def _warn(self, message: str) -> None:
+        """Log ``message`` at most once a minute (a broker outage repeats it every turn)."""
+        if self.clock() - self._warned_at >= 60.0:
+            log.warning("%s", message)
+            self._warned_at = self.clock()
 
     def _take(self, entries: list[tuple[str, bytes | None]]) -> bool:
         """Apply records read; whether the table changed. A record this member cannot

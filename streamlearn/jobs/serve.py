@@ -250,7 +250,7 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
     settings = config.settings
     if config.http_learn:  # a posted example waits for the next turn: keep turns short
         settings = replace(settings, poll_timeout=min(settings.poll_timeout, LEARN_POLL_TIMEOUT))
-    group = _group(config)
+    group = _group(config, source)
     daemon = Daemon(
         config.model, source, decode=decode, settings=settings, store=store, sink=sink,
         dead_letters=dead_letters, observer=metrics, live=live, group=group,
@@ -299,7 +299,7 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
         _close_all([source, sink, dead_letters])
 
 
-def _group(config: ServeConfig) -> Callable[[Model], GroupMember] | None:
+def _group(config: ServeConfig, source: Source) -> Callable[[Model], GroupMember] | None:
     """How the daemon becomes a member of its learning group (None: it learns alone)."""
     if config.sync_topic is None:
         return None
@@ -317,7 +317,7 @@ def _group(config: ServeConfig) -> Callable[[Model], GroupMember] | None:
         return GroupMember(
             model, transport, member_id=member_id,
             model={"algorithm": algorithm, "params": params}, policy=config.sync,
-            max_features=config.max_features,
+            max_features=config.max_features, commit=source.commit,
         )  # fmt: skip
 
     return member

@@ -93,6 +93,12 @@ class SyncTopic:
         """The records that came since the last read, oldest first. ``to_end``: until
         the end the topic had when the call began (else whatever has arrived); raises
         :class:`InputError` when that end is not reached within ``timeout`` seconds."""
+        try:
+            return self._read(to_end, timeout)
+        except KafkaError as exc:
+            raise InputError(f"sync topic {self.topic}: not readable ({exc!r})") from exc
+
+    def _read(self, to_end: bool, timeout: float) -> list[Entry]:
         consumer = self._consumer
         entries: list[Entry] = []
         ends: dict[TopicPartition, int] = {}

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from streamlearn import PDM
+from streamlearn.errors import InputError
 from streamlearn.group.member import GroupMember
 from streamlearn.group.policy import SyncPolicy
 from streamlearn.group.records import decode_record
@@ -151,3 +152,49 @@ def test_periodic_averaging_publishes_on_count_dynamic_only_on_drift() -> None:
 def test_the_table_refuses_nothing_it_should_take() -> None:
     table = GroupTable("me", MODEL)
     assert table.start(3) is None and table.in_model() == ["me"]
+
+
+class Failing(Reader):
+    """A sync topic that refuses the next ``failures`` writes and reads."""
+
+    def __init__(self, topic: Topic, failures: int) -> None:
+        super().__init__(topic)
+        self.failures = failures
+
+    def write(self, key: str, value: bytes | None) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise InputError("broker away")
+        super().write(key, value)
+
+    def read(self, *, to_end: bool, timeout: float = 60.0) -> list[tuple[str, bytes | None]]:
+        if self.failures:
+            self.failures -= 1
+            raise InputError("broker away")
+        return super().read(to_end=to_end, timeout=timeout)
+
+
+def test_a_broker_away_delays_records_and_commits_but_stops_nothing() -> None:
+    topic = Topic()
+    committed: list[dict[int, int]] = []
+    transport = Failing(topic, failures=0)
+    member = GroupMember(
+        PDM(eps=0.1, delta=1.0), transport, member_id="m", model=MODEL,
+        policy=SyncPolicy("periodic", every=1000), max_features=1 << 20,
+        commit=committed.append,
+    )  # fmt: skip
+    member.join()
+    member.take({0})
+    assert committed[-1] == {0: 0}
+    transport.failures = 1
+    _learn(member, 0, seed=1, n=50, offset=5)
+    member.turn()  # the read fails: nothing folded, nothing lost
+    transport.failures = 1
+    member.publish()  # the write fails: counted, tried again
+    assert member.records_failed == 1 and committed[-1] == {0: 0}
+    member.turn(idle=True)
+    assert committed[-1] == {0: 5}
+    record = decode_record(topic.log[-1][1] or b"", 1 << 20)
+    assert record.partitions[0].offset == 5 and record.sequence == 2
+    transport.failures = 1
+    assert member.take({1}) == {}  # unreadable: the consumer group's committed offsets
