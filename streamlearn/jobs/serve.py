@@ -113,6 +113,7 @@ class ServeConfig:
             raise InvalidParameterError("--source kafka needs --bootstrap-servers and --topic")
         if self.consumer_options and self.source != "kafka":
             raise InvalidParameterError("--consumer-option needs --source kafka")
+        self._check_group()
         self._check_kafka_names()
         if self.message_format not in MESSAGE_FORMATS:
             raise InvalidParameterError(
@@ -135,7 +136,6 @@ class ServeConfig:
                 f"--hash-features must be in [1, --max-features ({self.max_features})], "
                 f"got {self.hash_features}"
             )
-        self._check_group()
         if self.message_format != "svmlight" and self.source == "stdin":
             # standard input is cut into messages at newlines
             raise InvalidParameterError(

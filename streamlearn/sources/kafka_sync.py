@@ -56,15 +56,21 @@ class SyncTopic:
             "request_timeout_ms": request_timeout_ms,
             **checked_security(security),
         }
-        self._ensure_topic()
-        self._producer = KafkaProducer(
-            acks="all", max_request_size=MAX_RECORD_BYTES, **self._common
-        )
-        self._consumer = KafkaConsumer(
-            enable_auto_commit=False, fetch_max_bytes=MAX_RECORD_BYTES,
-            max_partition_fetch_bytes=MAX_RECORD_BYTES, **self._common,
-        )  # fmt: skip
-        partitions = self._consumer.partitions_for_topic(topic) or {0}
+        try:
+            self._ensure_topic()
+            self._producer = KafkaProducer(
+                acks="all", max_request_size=MAX_RECORD_BYTES, **self._common
+            )
+            self._consumer = KafkaConsumer(
+                enable_auto_commit=False, fetch_max_bytes=MAX_RECORD_BYTES,
+                max_partition_fetch_bytes=MAX_RECORD_BYTES, **self._common,
+            )  # fmt: skip
+            partitions = self._consumer.partitions_for_topic(topic) or {0}
+        except KafkaError as exc:
+            raise InputError(
+                f"sync topic {topic}: the brokers do not answer ({exc!r}); a member of a "
+                "learning group starts once they do"
+            ) from exc
         self._partitions = [TopicPartition(topic, p) for p in sorted(partitions)]
         self._consumer.assign(self._partitions)
         self._consumer.seek_to_beginning(*self._partitions)

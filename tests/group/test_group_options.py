@@ -1,0 +1,41 @@
+"""What ``serve`` refuses of a learning group before anything starts (exit 1, a line
+that says why)."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamlearn.config import LearnerSpec
+from streamlearn.errors import InvalidParameterError
+from streamlearn.jobs.serve import ServeConfig
+
+KAFKA = {"source": "kafka", "bootstrap_servers": "127.0.0.1:9092", "topic": "examples"}
+
+
+@pytest.mark.parametrize(
+    ("params", "options", "says"),
+    [
+        ({"delta": 1.0}, {"source": "stdin"}, "--source kafka"),
+        ({"delta": 1.0}, {**KAFKA, "one_vs_rest": True}, "one binary model"),
+        ({"delta": "auto"}, KAFKA, "--delta as a number"),
+        ({}, KAFKA, "--delta as a number"),
+        ({"delta": 1.0}, {**KAFKA, "checkpoint_dir": "/tmp/x"}, "drop --checkpoint-dir"),
+        ({"delta": 1.0}, {**KAFKA, "sync_topic": "bad name!"}, "--sync-topic"),
+    ],
+)
+def test_a_group_that_cannot_work_is_refused(
+    params: dict[str, object], options: dict[str, object], says: str
+) -> None:
+    config = {"sync_topic": "sync", **options}
+    with pytest.raises(InvalidParameterError, match=says):
+        ServeConfig(LearnerSpec("pdm", params), **config)  # type: ignore[arg-type]
+
+
+def test_a_member_id_needs_a_group() -> None:
+    with pytest.raises(InvalidParameterError, match="--member-id needs --sync-topic"):
+        ServeConfig(LearnerSpec("pdm", {"delta": 1.0}), member_id="a", **KAFKA)  # type: ignore[arg-type]
+
+
+def test_a_group_with_what_it_needs_is_taken() -> None:
+    config = ServeConfig(LearnerSpec("pdm", {"delta": 1.0}), sync_topic="sync", **KAFKA)  # type: ignore[arg-type]
+    assert config.sync.mode == "dynamic"
