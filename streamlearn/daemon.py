@@ -409,6 +409,7 @@ class Daemon:
         if self.group is not None:  # the last word of this member, with a fresh certificate
             self.take_snapshot()
             self.group.publish()
+            self.group.commit_published()
         try:
             self.checkpoint()
         except CheckpointError as exc:

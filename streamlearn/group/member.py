@@ -89,6 +89,9 @@ class GroupMember:
         #: commits the positions of a published record to the consumer group: where its
         #: partitions resume when the sync topic cannot be read, and what lag tools see
         self.commit = commit
+        #: positions published and not committed yet (commits wait for :meth:`turn`: the
+        #: consumer cannot commit from inside its own rebalance callbacks)
+        self._uncommitted: dict[int, int] = {}
         self.clock = clock
         self.wall = wall
         self.table = GroupTable(member_id, model)
@@ -187,10 +190,17 @@ class GroupMember:
         changed = self._take(entries)
         if changed:
             self._fold()
-        if (idle and self._dirty) or self._publish_due():
+        published = (idle and self._dirty) or self._publish_due()
+        if published:
             self.publish()
-            return True
-        return changed
+        self.commit_published()
+        return changed or published
+
+    def commit_published(self) -> None:
+        """Commit the positions of the last record published, if not done yet."""
+        if self._uncommitted and self.commit is not None:
+            self.commit(self._uncommitted)
+        self._uncommitted = {}
 
     def publish(self) -> None:
         """Write this member's record now, then fold (its own share in its place)."""
@@ -226,10 +236,7 @@ class GroupMember:
             self._warn(f"group {self.me}: record not published, tried again later ({exc})")
             return
         self.records_written += 1
-        if self.commit is not None:
-            positions = {p: position.offset for p, (position, _) in self.released.items()}
-            positions.update({p: position.offset for p, position in self.partitions.items()})
-            self.commit(positions)
+        self._uncommitted = {p: position.offset for p, position in self.partitions.items()}
         self.table.apply(record)
         self._published = own
         self._published_slope = slope

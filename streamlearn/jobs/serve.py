@@ -250,7 +250,7 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
     settings = config.settings
     if config.http_learn:  # a posted example waits for the next turn: keep turns short
         settings = replace(settings, poll_timeout=min(settings.poll_timeout, LEARN_POLL_TIMEOUT))
-    group = _group(config, source)
+    group, sync_topic = _group(config, source)
     daemon = Daemon(
         config.model, source, decode=decode, settings=settings, store=store, sink=sink,
         dead_letters=dead_letters, observer=metrics, live=live, group=group,
@@ -296,13 +296,21 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
         log.info("%s", _summary(daemon, source, time.monotonic() - started))
     finally:
         server.stop()
-        _close_all([source, sink, dead_letters])
+        # the sync topic last: leaving the consumer group publishes this member's record
+        _close_all([source, sink, dead_letters, sync_topic])
 
 
-def _group(config: ServeConfig, source: Source) -> Callable[[Model], GroupMember] | None:
-    """How the daemon becomes a member of its learning group (None: it learns alone)."""
+class _Closes(Protocol):
+    def close(self) -> None: ...
+
+
+def _group(
+    config: ServeConfig, source: Source
+) -> tuple[Callable[[Model], GroupMember] | None, _Closes | None]:
+    """How the daemon becomes a member of its learning group, and the sync topic to close
+    at the end (None, None: it learns alone)."""
     if config.sync_topic is None:
-        return None
+        return None, None
     from streamlearn.sources.kafka import security_from_env
     from streamlearn.sources.kafka_sync import SyncTopic
 
@@ -320,7 +328,7 @@ def _group(config: ServeConfig, source: Source) -> Callable[[Model], GroupMember
             max_features=config.max_features, commit=source.commit,
         )  # fmt: skip
 
-    return member
+    return member, transport
 
 
 def _summary(daemon: Daemon, source: Source, seconds: float) -> str:
@@ -372,7 +380,7 @@ def _warn_of_other_parameters(
         log.warning("the checkpoint's model goes on with its own parameters: %s", shown)
 
 
-def _close_all(parts: list[Source | Sink | None]) -> None:
+def _close_all(parts: list[Source | Sink | _Closes | None]) -> None:
     """Close each part, whatever the others do: a failure to close is logged, so that
     it neither leaves the rest open nor hides the error that ended the run."""
     for part in parts:

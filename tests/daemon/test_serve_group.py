@@ -64,6 +64,7 @@ def test_two_members_learn_every_example_once_and_answer_alike(
     assert np.all(np.isfinite(scores)) and any(score != 0 for score in scores)
     for member in members:
         assert member.stop() == 0, member.log_tail()
+        assert "Traceback" not in member.log_path.read_text(), member.log_tail()
     latest = records(broker, sync)
     assert sum(record.examples for record in latest.values()) == total
 
@@ -127,4 +128,5 @@ def test_a_member_killed_mid_stream_and_one_started_later_lose_and_repeat_nothin
     assert 0 < described["margin"] <= described["margin_upper_bound"]
     for member in live:
         assert member.stop() == 0, member.log_tail()
+        assert "Traceback" not in member.log_path.read_text(), member.log_tail()
     assert sum(record.examples for record in records(broker, sync).values()) == total

@@ -184,7 +184,9 @@ def test_a_broker_away_delays_records_and_commits_but_stops_nothing() -> None:
         commit=committed.append,
     )  # fmt: skip
     member.join()
-    member.take({0})
+    member.take({0})  # inside a rebalance: committed at the next turn
+    assert committed == []
+    member.turn()
     assert committed[-1] == {0: 0}
     transport.failures = 1
     _learn(member, 0, seed=1, n=50, offset=5)
