@@ -39,6 +39,10 @@ from streamlearn.learn.model import Model
 
 log = logging.getLogger("streamlearn.group")
 
+#: seconds between two looks at the sync topic while the stream flows (a look costs a
+#: round trip to the client's I/O thread, about 0.25 ms)
+READ_INTERVAL = 0.05
+
 
 class SyncTransport(Protocol):
     """The sync topic as the member uses it (:class:`streamlearn.sources.kafka_sync.SyncTopic`)."""
@@ -111,6 +115,7 @@ class GroupMember:
         self.records_refused = 0
         self.records_failed = 0
         self._warned_at = -math.inf
+        self._read_at = -math.inf
 
     @property
     def learner(self) -> LinearLearner:
@@ -178,15 +183,17 @@ class GroupMember:
         self._dirty = True
 
     def turn(self, idle: bool = False) -> bool:
-        """Read what other members published (fold it in), and publish if the policy
-        says so, or when the stream is ``idle`` (caught up, nothing arrived) and the
-        share changed since it was last published. Returns whether the learner's model
-        changed."""
-        try:
-            entries = self.transport.read(to_end=False)
-        except InputError as exc:
-            self._warn(f"group {self.me}: {exc}")
-            entries = []
+        """Read what other members published (fold it in; every ``READ_INTERVAL``
+        seconds at most while the stream flows), and publish if the policy says so, or
+        when the stream is ``idle`` (caught up, nothing arrived) and the share changed
+        since it was last published. Returns whether the learner's model changed."""
+        entries: list[tuple[str, bytes | None]] = []
+        if idle or self.clock() - self._read_at >= READ_INTERVAL:
+            self._read_at = self.clock()
+            try:
+                entries = self.transport.read(to_end=False)
+            except InputError as exc:
+                self._warn(f"group {self.me}: {exc}")
         changed = self._take(entries)
         if changed:
             self._fold()
