@@ -106,6 +106,7 @@ class GroupMember:
         #: labelled examples this member learned
         self.examples = 0
         self._checked = 0
+        self._published_examples = 0
         self._published = Contribution.zero()
         self._published_slope = 1.0
         self._published_at = clock()
@@ -184,9 +185,11 @@ class GroupMember:
 
     def turn(self, idle: bool = False) -> bool:
         """Read what other members published (fold it in; every ``READ_INTERVAL``
-        seconds at most while the stream flows), and publish if the policy says so, or
-        when the stream is ``idle`` (caught up, nothing arrived) and the share changed
-        since it was last published. Returns whether the learner's model changed."""
+        seconds at most while the stream flows), and publish if the policy says so.
+        When the stream is ``idle`` (caught up, nothing arrived), a member that learned
+        examples since it last published publishes at once, and one whose replays moved
+        its share checks its drift (dynamic averaging) without waiting for examples.
+        Returns whether the learner's model changed."""
         entries: list[tuple[str, bytes | None]] = []
         if idle or self.clock() - self._read_at >= READ_INTERVAL:
             self._read_at = self.clock()
@@ -197,7 +200,7 @@ class GroupMember:
         changed = self._take(entries)
         if changed:
             self._fold()
-        published = (idle and self._dirty) or self._publish_due()
+        published = self._publish_due(idle)
         if published:
             self.publish()
         self.commit_published()
@@ -249,6 +252,7 @@ class GroupMember:
         self._published_slope = slope
         self._published_at = self.clock()
         self._checked = self.examples
+        self._published_examples = self.examples
         self._dirty = False
         self._fold(own)
 
@@ -312,12 +316,16 @@ class GroupMember:
 
     # -- inside ----------------------------------------------------------------------
 
-    def _publish_due(self) -> bool:
+    def _publish_due(self, idle: bool) -> bool:
         if not self._dirty:
             return False
         if self.clock() - self._published_at >= self.policy.max_interval:
             return True
-        if not self.policy.check_due(self.examples, self._checked):
+        if idle and self.examples > self._published_examples:
+            return True  # the stream paused: say where it stands
+        if idle and self.policy.mode == "dynamic":
+            pass  # replays moved the share: its drift decides
+        elif not self.policy.check_due(self.examples, self._checked):
             return False
         self._checked = self.examples
         if self.policy.mode == "periodic":
