@@ -33,6 +33,7 @@ True
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,10 +123,10 @@ class GroupTable:
         """The group's certificate: the smallest margin its members report on their
         windows (``own_margin``: the local member's, now)."""
         members = self.in_model()
-        margins = [own_margin]
+        margins = [own_margin] if math.isfinite(own_margin) else []
         for member in members:
             if member != self.me and member in self.records:
                 window = self.records[member].window
                 if window.examples:
                     margins.append(window.margin)
-        return GroupView(members, min(margins), sorted(self.dropped()))
+        return GroupView(members, min(margins, default=math.nan), sorted(self.dropped()))

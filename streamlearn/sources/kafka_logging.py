@@ -112,8 +112,39 @@ def limit_repeats(interval: float = REPEAT_INTERVAL) -> None:
             logger.addFilter(shared)
 
 
+#: the logger of kafka-python's connections
+TRANSPORT_LOGGER = "kafka.net.transport"
+
+
+class ClosedSocketReads(logging.Filter):
+    """Drops kafka-python's error about a read on a connection it has just closed (its
+    I/O loop still reading a socket that ``close`` set to None: an ``AttributeError``
+    with a traceback, logged as an error when a client closes, though nothing failed).
+
+    >>> import sys
+    >>> try:
+    ...     None.recv(4096)
+    ... except AttributeError:
+    ...     info = sys.exc_info()
+    >>> closing = logging.LogRecord(TRANSPORT_LOGGER, logging.ERROR, "", 0,
+    ...     "%s: Error receiving network data closing socket", ("<t>",), info)
+    >>> ClosedSocketReads().filter(closing)
+    False
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not (
+            isinstance(error, AttributeError)
+            and "'NoneType' object has no attribute 'recv'" in str(error)
+        )
+
+
 def tame_kafka_logs() -> None:
-    """:func:`keep_long_stalls_only` and :func:`limit_repeats`: what the Kafka source and
-    sink call when they make their clients."""
+    """:func:`keep_long_stalls_only`, :func:`limit_repeats` and
+    :class:`ClosedSocketReads`: what the Kafka clients' makers call."""
     keep_long_stalls_only()
     limit_repeats()
+    logger = logging.getLogger(TRANSPORT_LOGGER)
+    if not any(isinstance(f, ClosedSocketReads) for f in logger.filters):
+        logger.addFilter(ClosedSocketReads())
