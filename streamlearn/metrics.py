@@ -225,9 +225,8 @@ def _group_metrics(group: Mapping[str, Any]) -> Iterator[Metric]:
         float(len(group.get("members", ()))),
     )
     for name, documentation in (
-        ("margin", "Smallest margin of the group's model on a member's window."),
-        ("margin_upper_bound", "Upper bound on the maximum margin of the members' windows."),
-        ("certified_gap", "1 - group margin / group upper bound."),
+        ("margin", "Smallest margin of the group's model on a member's own window."),
+        ("margin_upper_bound", "Upper bound on the maximum margin of the union of the windows."),
     ):
         yield _gauge(f"streamlearn_group_{name}", documentation, _number(group.get(name)))
     records = CounterMetricFamily(

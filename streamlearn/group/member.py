@@ -257,7 +257,7 @@ class GroupMember:
         self._fold(own)
 
     def view(self, own_margin: float) -> GroupView:
-        """The group's certificate and make-up (see :meth:`GroupTable.view`)."""
+        """The group's make-up and margin (see :meth:`GroupTable.view`)."""
         return self.table.view(own_margin)
 
     def upper_bound(self, own_bound: float) -> float:
@@ -282,17 +282,15 @@ class GroupMember:
 
     def summary(self, own_margin: float, own_bound: float) -> dict[str, Any]:
         """What the metrics and ``GET /model`` say of the group: its members, the
-        certificate for the union of their windows, the traffic on the sync topic."""
+        smallest margin on a window, the upper bound for the union of the windows, the
+        traffic on the sync topic."""
         view = self.view(own_margin)
-        bound = self.upper_bound(own_bound)
-        gap = 1.0 - view.margin / bound if math.isfinite(bound) and bound > 0 else math.nan
         return {
             "member": self.me,
             "members": view.members,
             "dropped": view.dropped,
             "margin": view.margin,
-            "margin_upper_bound": bound,
-            "certified_gap": gap,
+            "margin_upper_bound": self.upper_bound(own_bound),
             "partitions": sorted(self.partitions),
             "records_written": self.records_written,
             "records_read": self.records_read,

@@ -120,7 +120,7 @@ class GroupTable:
         return sorted({self.me, *(m for m in self.records if m not in dropped)})
 
     def view(self, own_margin: float) -> GroupView:
-        """The group's certificate: the smallest margin its members report on their
+        """The group's margin: the smallest margin its members report on their
         windows (``own_margin``: the local member's, now)."""
         members = self.in_model()
         margins = [own_margin] if math.isfinite(own_margin) else []

@@ -134,7 +134,6 @@ def endpoint() -> Iterator[OpsEndpoint]:
         "members": ["a", "b"],
         "margin": 0.2,
         "margin_upper_bound": 0.25,
-        "certified_gap": 0.2,
         "records_written": 3,
         "records_read": 5,
         "records_refused": 0,
