@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_serve_kafka.py --replay-every 0
 	$(BIN)/python benchmarks/bench_endless.py --plot benchmarks/endless.png
 	$(BIN)/python benchmarks/bench_http.py
+	$(BIN)/python benchmarks/bench_group.py --plot benchmarks/group.png
 	$(BIN)/python benchmarks/bench_soak.py --plot benchmarks/soak.png
 
 clean: clean-kernels

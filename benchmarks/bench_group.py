@@ -1,0 +1,915 @@
+"""Learning groups: several ``streamlearn serve`` processes of one consumer group learning
+one model through a sync topic, against a single plain daemon on the same stream, all
+measured in the same run.
+
+A Tansu broker (the one of tests/services.py) is started on a free port. Each run gets
+fresh topics: an input topic of 4 partitions and, for a group, a sync topic. Its members
+(``serve --source kafka --algo pdm --eps 0.05 --delta 1 --idle-replay off --replay-every
+20000 --sync-topic T ...``) are started on the empty input topic
+and the stream is produced only once the consumer group has split the partitions among
+them (each member owns at least one, checked on their consumer-lag metrics), so that no
+member learns alone while the others are still joining. The stream is ``--copies`` copies
+of adult/a9a.train, 100 lines a message, messages spread round robin over the partitions.
+Three copies (the default) fit one daemon's window of 100,000 examples: with more, the
+window evicts, and a window that evicts is a good model only once replays have refitted it
+(with idle replay off and a replay every 20,000 examples, a daemon alone or in a group ends
+near the slack-only solution, predicting one label).
+
+Replay follows a count (``--replay-every``, a pass over the member's window every 20,000
+examples it learns) rather than the default share of the time while behind, which makes
+accuracy and margin depend on how fast the stream comes and how loaded the machine is.
+Idle replay is off: with it on, members keep replaying once the stream ends, their shares
+keep moving, they keep publishing and never answer alike at a well-defined point; off,
+every figure is taken at "the stream learned and the members in agreement". The anchor
+is the same command without ``--sync-topic``: a plain daemon on the same topic.
+
+A run ends when every member's records on the sync topic (folded as a compacted topic
+is: last record per key) stand at the end of every partition and count every example
+once, and every member answers ``POST /predict`` on a9a.test with the same scores. Then:
+
+1. accuracy on a9a.test (the labels of a member's answers against the file's) and the
+   group's margin (``GET /model`` ``group.margin``; the plain daemon's certificate
+   ``margin_achieved``) for the plain daemon and groups of 1, 2 and 4 members;
+2. a drifting stream (``--drift-copies`` copies, then ``--flipped-copies`` copies with
+   every label flipped, as bench_endless.py; ``--buffer-size`` 32,561 / members so that
+   the group's window is one copy of Adult, as the single daemon's) for the plain
+   daemon and 2 members: accuracy on a9a.test with its labels flipped;
+3. bytes synchronised per example (the members' ``group.bytes_written``, summed, over the
+   examples of the stream) with ``--sync periodic`` and ``--sync dynamic`` at a couple of
+   thresholds, 2 members; accuracy beside each; target: dynamic at most 1/10 of
+   periodic's bytes at the same accuracy (within 0.5 point). A member decides between
+   two polled batches (up to 1,000 messages): ``--sync-every`` is the least spacing of
+   its checks, not an exact one;
+4. CPU seconds per example of each member (utime + stime of /proc/PID/stat, from the
+   moment the stream starts being produced, start-up and group join excluded, to the end
+   of the run, over the examples its records say it learned), printed as examples per
+   CPU second relative to the lone member's (groups of 1, 2 and 4); target >= 0.8;
+5. wall throughput of the runs of 1 (and 2, 4 members, the plain daemon): the examples of
+   the stream over the time from the first scrape of /metrics that shows a learned example
+   to the first that shows them all (summed over the members), scraped every 0.05 s
+   (``--repeats`` alternated runs; medians);
+6. with ``--plot PATH``: accuracy on a9a.test and the group's margin against examples
+   learned (the members' learned counts summed), sampled every ``--sample-interval``
+   seconds from the first member's /predict and /model while the stream is learned
+   (groups of 1, 2 and 4), in runs of their own on ``--plot-copies`` copies produced at
+   ``--rate`` lines a second, so that the curves have points.
+
+The machine's load average (``uptime``) is printed at the start and the end: on a shared
+2-core machine with a broker, a producer and up to 4 members, CPU per example is the
+figure to read, wall times follow the load.
+
+Run: .venv/bin/python benchmarks/bench_group.py [--copies 10] [--plot benchmarks/group.png]
+[--parts same,drift,sync] [--idle-replay on] [--src DIR (members run DIR's package)]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TypeVar
+
+import numpy as np
+from _common import data_file
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPOSITORY / "tests"))
+
+from streamlearn.group.records import MemberRecord, PartitionPosition, decode_record  # noqa: E402
+
+T = TypeVar("T")
+
+EPS = 0.05
+PARTITIONS = 4
+LINES_PER_MESSAGE = 100
+ADULT_ROWS = 32_561
+MAX_FEATURES = 1 << 20
+#: short session timeout: Tansu holds a JoinGroup for half of it (see tests/daemon)
+CONSUMER = ("--consumer-option=session_timeout_ms=4000",
+            "--consumer-option=heartbeat_interval_ms=1000")  # fmt: skip
+SAMPLE = re.compile(r"^(streamlearn_[a-z_]+)(\{[^}]*\})? (\S+)$", re.M)
+TIMEOUT = 300.0
+
+
+def services() -> ModuleType:
+    """tests/services.py (Tansu, free_port)."""
+    import services as module
+
+    return module
+
+
+def wait_for(condition: Callable[[], T], what: str, timeout: float = TIMEOUT,
+             interval: float = 0.1) -> T:  # fmt: skip
+    """The first truthy value of ``condition()``; TimeoutError after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+# -- data -------------------------------------------------------------------------------
+
+
+def lines_of(relative: str) -> list[bytes]:
+    """The non-empty lines of a file of ../shared/data, each ending with a newline."""
+    text = data_file(relative).read_bytes()
+    return [line.rstrip(b"\r") + b"\n" for line in text.split(b"\n") if line.strip()]
+
+
+def flipped(lines: list[bytes]) -> list[bytes]:
+    """The same lines with the opposite labels (Adult's are 1 and -1)."""
+    out = []
+    for line in lines:
+        label, rest = line.split(b" ", 1)
+        out.append((b"1 " if label.startswith(b"-") else b"-1 ") + rest)
+    return out
+
+
+def messages_of(lines: list[bytes]) -> list[bytes]:
+    """``lines`` as messages of LINES_PER_MESSAGE lines."""
+    return [b"".join(lines[i : i + LINES_PER_MESSAGE])
+            for i in range(0, len(lines), LINES_PER_MESSAGE)]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TestSet:
+    """a9a.test as a /predict body and its labels (+1/-1)."""
+
+    body: bytes
+    labels: np.ndarray
+
+    @staticmethod
+    def of(lines: list[bytes]) -> TestSet:
+        labels = np.array([1.0 if not line.startswith(b"-") else -1.0 for line in lines])
+        return TestSet(b"".join(lines), labels)
+
+
+# -- a member (or the plain daemon) -----------------------------------------------------------
+
+
+class Member:
+    """One ``streamlearn serve`` process with its HTTP API and metrics."""
+
+    def __init__(self, command: list[str], name: str, http_port: int, metrics_port: int,
+                 log_path: Path, src: str | None) -> None:  # fmt: skip
+        """``src``: a directory whose ``streamlearn`` package runs instead of this one."""
+        self.name = name
+        self.http_port = http_port
+        self.metrics_port = metrics_port
+        self.log_path = log_path
+        self._log = log_path.open("ab")
+        env = dict(os.environ, PYTHONPATH=src) if src else None
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self._log,
+                                        env=env, cwd=src)  # fmt: skip
+
+    def _get(self, url: str, data: bytes | None = None, timeout: float = 30.0) -> bytes:
+        headers = {"content-type": "text/plain"} if data is not None else {}
+        request = urllib.request.Request(url, data=data, headers=headers)
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body: bytes = response.read()
+        return body
+
+    def model(self) -> dict[str, Any]:
+        """``GET /model``."""
+        described: dict[str, Any] = json.loads(
+            self._get(f"http://127.0.0.1:{self.http_port}/model")
+        )
+        return described
+
+    def scores(self, test: TestSet) -> np.ndarray:
+        """The scores ``POST /predict`` gives the test lines."""
+        answer = json.loads(self._get(f"http://127.0.0.1:{self.http_port}/predict", test.body))
+        return np.array([p["score"] for p in answer["predictions"]])
+
+    def metrics(self) -> dict[str, float]:
+        """One scrape of /metrics: name{labels} -> value ({} when it does not answer)."""
+        try:
+            text = self._get(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5).decode()
+        except OSError:
+            return {}
+        return {name + labels: float(value) for name, labels, value in SAMPLE.findall(text)}
+
+    def learned(self, scrape: dict[str, float] | None = None) -> float:
+        """streamlearn_examples_total{outcome="learned"} (0 when absent)."""
+        scrape = self.metrics() if scrape is None else scrape
+        return scrape.get('streamlearn_examples_total{outcome="learned"}', 0.0)
+
+    def partitions(self) -> set[int]:
+        """The partitions this member owns, by the last assignment its log reports."""
+        found = re.findall(r"partitions assigned: \[([\d, ]*)\]", self.log_tail(20_000))
+        return {int(p) for p in found[-1].split(",") if p.strip()} if found else set()
+
+    def cpu(self) -> float:
+        """User + system CPU seconds of the process so far (all its threads)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def log_tail(self, chars: int = 3000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+    def stop(self) -> int:
+        """SIGTERM; the exit code (killed after 60 s)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait(timeout=10)
+        self._log.close()
+        return code
+
+
+# -- the sync topic, folded as a compacted topic is -------------------------------------------
+
+
+class SyncReader:
+    """The latest record of every member on the sync topic, read incrementally (Tansu does
+    not compact: every record stays, so each read starts where the last one ended)."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from kafka import KafkaConsumer
+
+        self.topic = topic
+        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        self.assigned: list[Any] = []
+        self.latest: dict[str, MemberRecord] = {}
+        #: per member: records and bytes of record values on the topic
+        self.records: dict[str, int] = {}
+        self.bytes: dict[str, int] = {}
+
+    def update(self) -> dict[str, MemberRecord]:
+        """Read to the current end of the topic; the latest record per member."""
+        from kafka import TopicPartition
+
+        if not self.assigned:
+            found = self.consumer.partitions_for_topic(self.topic) or set()
+            if not found:
+                return self.latest
+            self.assigned = [TopicPartition(self.topic, p) for p in sorted(found)]
+            self.consumer.assign(self.assigned)
+            self.consumer.seek_to_beginning(*self.assigned)
+        ends = self.consumer.end_offsets(self.assigned)
+        while any(self.consumer.position(tp) < end for tp, end in ends.items()):
+            for batch in self.consumer.poll(timeout_ms=500).values():
+                for message in batch:
+                    key = message.key.decode()
+                    self.records[key] = self.records.get(key, 0) + 1
+                    self.bytes[key] = self.bytes.get(key, 0) + len(message.value or b"")
+                    if message.value is None:
+                        self.latest.pop(key, None)
+                        continue
+                    record = decode_record(message.value, MAX_FEATURES)
+                    held = self.latest.get(key)
+                    if held is None or held.sequence < record.sequence:
+                        self.latest[key] = record
+        return self.latest
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def furthest(latest: dict[str, MemberRecord]) -> dict[int, PartitionPosition]:
+    """The furthest position any record gives for each partition."""
+    found: dict[int, PartitionPosition] = {}
+    for record in latest.values():
+        for held in (record.partitions, record.released):
+            for partition, position in held.items():
+                if partition not in found or found[partition].offset < position.offset:
+                    found[partition] = position
+    return found
+
+
+# -- one run ------------------------------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    """One reading while the stream is learned."""
+
+    at: float
+    learned: float
+    accuracy: float
+    margin: float
+
+
+@dataclass
+class Result:
+    """What one run measured."""
+
+    name: str
+    members: int
+    examples: int
+    accuracy: float = math.nan
+    margin: float = math.nan
+    margin_bound: float = math.nan
+    learn_seconds: float = math.nan
+    produce_seconds: float = math.nan
+    #: per member: examples its records (or, plain, its metrics) say it learned
+    member_examples: list[int] = field(default_factory=list)
+    #: per member: CPU seconds from the start of production to the end of the run
+    member_cpu: list[float] = field(default_factory=list)
+    bytes_written: list[int] = field(default_factory=list)
+    records_written: list[int] = field(default_factory=list)
+    agree_seconds: float = math.nan
+    exit_codes: list[int] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.examples / self.learn_seconds if self.learn_seconds > 0 else math.nan
+
+    @property
+    def bytes_per_example(self) -> float:
+        return sum(self.bytes_written) / self.examples
+
+
+class Runner:
+    """Starts the runs on one broker."""
+
+    def __init__(self, tansu: Any, free_port: Callable[[], int], tmp: Path, test: TestSet,
+                 args: argparse.Namespace) -> None:  # fmt: skip
+        self.src: str | None = args.src
+        self.replay = ("--replay-every", str(args.replay_every), "--idle-replay", args.idle_replay)
+        self.interval: float = args.sample_interval
+        self.tansu = tansu
+        self.free_port = free_port
+        self.tmp = tmp
+        self.test = test
+
+    def start(self, topic: str, group: str, sync_topic: str | None,
+              options: tuple[str, ...]) -> Member:  # fmt: skip
+        name = f"m-{uuid.uuid4().hex[:6]}"
+        http_port, metrics_port = self.free_port(), self.free_port()
+        command = [
+            sys.executable, "-m", "streamlearn", "serve", "--algo", "pdm", "--eps", str(EPS),
+            "--delta", "1", "--source", "kafka", "--bootstrap-servers", self.tansu.bootstrap,
+            "--topic", topic, "--group", group, *self.replay,
+            "--metrics-addr", f"127.0.0.1:{metrics_port}",
+            "--http-addr", f"127.0.0.1:{http_port}", *CONSUMER, *options,
+        ]  # fmt: skip
+        if sync_topic is not None:
+            command += ["--sync-topic", sync_topic, "--member-id", name]
+        else:  # its certificate is read from its last checkpoint (GET /model's can be old)
+            command += ["--checkpoint-dir", str(self.tmp / name), "--checkpoint-every",
+                        "100000000", "--checkpoint-interval", "1h"]  # fmt: skip
+        return Member(command, name, http_port, metrics_port, self.tmp / f"{name}.log", self.src)
+
+    def run(
+        self,
+        name: str,
+        members: int,
+        lines: list[bytes],
+        *,
+        group: bool = True,
+        options: tuple[str, ...] = (),
+        rate: float | None = None,
+        test: TestSet | None = None,
+    ) -> Result:
+        """``members`` daemons (``group``: with a sync topic) learn ``lines``; see the module
+        doc. ``rate``: lines a second to produce at (None: as fast as kafka-python can)."""
+        test = test or self.test
+        topic, sync_topic = f"in-{uuid.uuid4().hex[:8]}", f"sync-{uuid.uuid4().hex[:8]}"
+        self.tansu.create_topic(topic, PARTITIONS)
+        consumer_group = f"bench-{uuid.uuid4().hex[:8]}"
+        result = Result(name, members, len(lines))
+        running = [self.start(topic, consumer_group, sync_topic if group else None, options)
+                   for _ in range(members)]  # fmt: skip
+        reader = SyncReader(self.tansu.bootstrap, sync_topic) if group else None
+        sampler: threading.Thread | None = None
+        stop_sampling = threading.Event()
+        try:
+            self._wait_split(running)
+            cpu_start = [m.cpu() for m in running]
+            if rate is not None:
+                sampler = threading.Thread(
+                    target=self._sample, args=(running, result, test, stop_sampling), daemon=True
+                )
+                sampler.start()
+            scraper = Scraper(running, len(lines))
+            scraper.start()
+            result.produce_seconds, ends = produce(
+                self.tansu.bootstrap, topic, messages_of(lines), rate
+            )
+            result.learn_seconds = scraper.finish(60.0)
+            stop_sampling.set()
+            if sampler is not None:
+                sampler.join(timeout=30)
+            if reader is not None:
+                latest = wait_for(
+                    lambda: self._complete(reader, ends, len(lines), running),
+                    "the records at the end of every partition",
+                )
+            agreed = time.perf_counter()
+            scores = wait_for(lambda: self._agree(running, test), "the members to agree", 120)
+            result.agree_seconds = time.perf_counter() - agreed
+            result.accuracy = accuracy(scores[0], test.labels)
+            result.member_cpu = [c - c0 for c, c0 in zip(scraper.cpu, cpu_start, strict=True)]
+            if reader is not None:
+                result.member_examples = [latest[m.name].examples for m in running]
+                self._check_group(result, running, latest)
+            else:
+                result.member_examples = [int(m.learned()) for m in running]
+        except Exception as error:
+            result.problems.append(f"{type(error).__name__}: {error}")
+            for m in running:
+                result.problems.append(f"log tail of {m.name} (alive: {m.alive()}):\n"
+                                       + m.log_tail(1500))  # fmt: skip
+        finally:
+            stop_sampling.set()
+            result.exit_codes = [m.stop() for m in running]
+            for m, code in zip(running, result.exit_codes, strict=True):
+                if code != 0:
+                    result.problems.append(f"{m.name} exited with {code}:\n{m.log_tail()}")
+            if reader is None:
+                self._certificate(result, running[0])
+            else:
+                try:
+                    final = reader.update()
+                    # each member's last record, written at SIGTERM, carries a fresh
+                    # certificate of the common model on its window
+                    windows = [r.window for r in final.values() if r.window.examples]
+                    result.margin = min((w.margin for w in windows), default=math.nan)
+                    result.margin_bound = min((w.bound for w in windows), default=math.nan)
+                    result.bytes_written = [reader.bytes.get(m.name, 0) for m in running]
+                    result.records_written = [reader.records.get(m.name, 0) for m in running]
+                    total = sum(r.examples for r in final.values())
+                    if total != len(lines):
+                        result.problems.append(
+                            f"after SIGTERM the records count {total:,} examples, the stream "
+                            f"{len(lines):,}"
+                        )
+                finally:
+                    reader.close()
+        return result
+
+    def _wait_split(self, running: list[Member]) -> None:
+        """Until each member owns at least one partition and together they own all,
+        each exactly once, twice in a row 0.5 s apart."""
+
+        def split() -> bool:
+            owned = [m.partitions() for m in running]
+            for m in running:
+                if not m.alive():
+                    raise RuntimeError(f"{m.name} exited: {m.log_tail()}")
+            every = sorted(p for held in owned for p in held)
+            return every == list(range(PARTITIONS)) and all(owned)
+
+        wait_for(lambda: split() and (time.sleep(0.5) or split()), "the partitions split", 120)
+
+    def _complete(self, reader: SyncReader, ends: dict[int, int], total: int,
+                  running: list[Member]) -> dict[str, MemberRecord] | None:  # fmt: skip
+        """The records, once they stand at ``ends`` and count ``total`` examples."""
+        for m in running:
+            if not m.alive():
+                raise RuntimeError(f"{m.name} exited: {m.log_tail()}")
+        latest = reader.update()
+        positions = {p: pos.offset for p, pos in furthest(latest).items()}
+        if positions != ends or len(latest) < len(running):
+            return None
+        return dict(latest)
+
+    def _described(
+        self, running: list[Member], latest: dict[str, MemberRecord]
+    ) -> list[dict[str, Any]] | None:
+        """Every member's /model once each tells the examples of its record and the same
+        group margin."""
+        described = [m.model() for m in running]
+        told = [d["group"]["examples"] for d in described]
+        margins = {nan_if_none(d["group"]["margin"]) for d in described}
+        if told == [latest[m.name].examples for m in running] and len(margins) <= 1:
+            return described
+        return None
+
+    def _agree(self, running: list[Member], test: TestSet) -> list[np.ndarray] | None:
+        """The scores of the test set (in a list of one) when every member gives the
+        same ones."""
+        scores = [m.scores(test) for m in running]
+        if all(np.array_equal(scores[0], s) for s in scores[1:]):
+            return scores[:1]
+        return None
+
+    def _check_group(
+        self, result: Result, running: list[Member], latest: dict[str, MemberRecord]
+    ) -> None:
+        """Record anything the group's own accounts get wrong, GET /model included (given
+        5 s to tell the records: it shows a snapshot taken every second or more)."""
+        total = result.examples
+        counted = sum(r.examples for r in latest.values())
+        if counted != total:
+            result.problems.append(f"the records count {counted:,} examples, the stream {total:,}")
+        grouped = sum(p.examples for p in furthest(latest).values())
+        if grouped != total:
+            result.problems.append(f"the records' positions count {grouped:,} examples, the "
+                                   f"stream {total:,}")  # fmt: skip
+        for m in running:
+            if int(m.learned()) != latest[m.name].examples:
+                result.problems.append(f"{m.name}: metrics learned {m.learned():,.0f}, its "
+                                       f"record {latest[m.name].examples:,}")  # fmt: skip
+        try:
+            wait_for(lambda: self._described(running, latest), "/model to tell the records", 5)
+        except TimeoutError:
+            names = sorted(m.name for m in running)
+            for m in running:
+                told = m.model()["group"]
+                if told["examples"] != latest[m.name].examples or sorted(told["members"]) != names:
+                    result.problems.append(
+                        f"GET /model of {m.name} is stale 5 s after the members agree: group "
+                        f"examples {told['examples']:,} (its record {latest[m.name].examples:,}),"
+                        f" members {len(told['members'])}, margin {told['margin']}"
+                    )
+
+    def _certificate(self, result: Result, member: Member) -> None:
+        """The plain daemon's margin and bound, from its last checkpoint."""
+        directory = self.tmp / member.name
+        newest = max(directory.rglob("*"), key=lambda p: p.stat().st_mtime, default=None)
+        if newest is None:
+            result.problems.append(f"{member.name} wrote no checkpoint")
+            return
+        out = subprocess.run(
+            [sys.executable, "-m", "streamlearn", "inspect", "--json", str(newest)],
+            capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=self.src)
+            if self.src else None, cwd=self.src,
+        )  # fmt: skip
+        try:
+            info = json.loads(out.stdout)
+            result.margin = nan_if_none(find_key(info, "margin_achieved"))
+            result.margin_bound = nan_if_none(find_key(info, "margin_upper_bound"))
+        except ValueError:
+            result.problems.append(f"inspect {newest}: {out.stdout[-500:]} {out.stderr[-500:]}")
+
+    def _sample(self, running: list[Member], result: Result, test: TestSet,
+                stop: threading.Event) -> None:  # fmt: skip
+        """Every ``interval`` s: the learned examples of all, accuracy and the group's
+        margin as the first member sees them."""
+        started = time.perf_counter()
+        while not stop.is_set():
+            try:
+                learned = sum(m.learned() for m in running)
+                if learned > 0:
+                    described = running[0].model()
+                    margin = (described["group"]["margin"] if "group" in described
+                              else described["certificate"]["margin_achieved"])  # fmt: skip
+                    scores = running[0].scores(test)
+                    result.samples.append(Sample(time.perf_counter() - started, learned,
+                                                 accuracy(scores, test.labels),
+                                                 nan_if_none(margin)))  # fmt: skip
+            except (OSError, KeyError, ValueError):
+                pass
+            stop.wait(self.interval)
+
+
+class Scraper(threading.Thread):
+    """Scrapes the members' learned counts: the time from the first scrape
+    showing a learned example to the first showing ``total``, every 0.05 s."""
+
+    def __init__(self, running: list[Member], total: int) -> None:
+        super().__init__(daemon=True)
+        self.running = running
+        self.total = total
+        self.first: float | None = None
+        self.last: float | None = None
+        self.learned = 0.0
+        self.moved = time.perf_counter()
+        #: each member's CPU seconds at the first scrape showing every example learned
+        self.cpu: list[float] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            learned = sum(m.learned() for m in self.running)
+            now = time.perf_counter()
+            if learned != self.learned:
+                self.learned, self.moved = learned, now
+            if learned > 0 and self.first is None:
+                self.first = now
+            if learned >= self.total:
+                self.last = now
+                self.cpu = [m.cpu() for m in self.running]
+                self.done.set()
+                return
+            if not all(m.alive() for m in self.running):
+                self.done.set()
+                return
+            time.sleep(0.05)
+
+    def finish(self, stalled: float) -> float:
+        """Seconds from the first learned example to all; TimeoutError when the count
+        has not moved for ``stalled`` seconds."""
+        while not self.done.wait(1.0):
+            if time.perf_counter() - self.moved > stalled:
+                self.done.set()
+                raise TimeoutError(f"no example learned in {stalled:.0f} s "
+                                   f"({self.learned:,.0f} of {self.total:,})")  # fmt: skip
+        if self.first is None or self.last is None:
+            raise TimeoutError(f"a member exited: {self.learned:,.0f} of {self.total:,} learned")
+        return self.last - self.first
+
+
+def produce(
+    bootstrap: str, topic: str, values: list[bytes], rate: float | None
+) -> tuple[float, dict[int, int]]:
+    """Send ``values`` round robin over the partitions (at ``rate`` lines a second, or as
+    fast as possible) and wait for all; the seconds it took and the end offset of each
+    partition, from the offsets the broker gave the messages (Tansu 0.6 answers
+    ListOffsets with the base offset of the last batch + 1, short of the end when a batch
+    holds several messages)."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=1 << 20,
+                             acks=1, max_request_size=1 << 24)  # fmt: skip
+    started = time.perf_counter()
+    futures = []
+    try:
+        sent_lines = 0
+        for i, value in enumerate(values):
+            futures.append(producer.send(topic, value=value, partition=i % PARTITIONS))
+            sent_lines += value.count(b"\n")
+            if rate is not None:
+                ahead = started + sent_lines / rate - time.perf_counter()
+                if ahead > 0:
+                    producer.flush()
+                    time.sleep(ahead)
+        producer.flush(timeout=300)
+        seconds = time.perf_counter() - started
+        ends: dict[int, int] = {}
+        for future in futures:
+            metadata = future.get(timeout=60)
+            ends[metadata.partition] = max(ends.get(metadata.partition, 0), metadata.offset + 1)
+    finally:
+        producer.close()
+    return seconds, ends
+
+
+def find_key(document: Any, key: str) -> Any:
+    """The first value of ``key`` anywhere in a JSON document (None: none)."""
+    if isinstance(document, dict):
+        if key in document:
+            return document[key]
+        document = list(document.values())
+    if isinstance(document, list):
+        for item in document:
+            found = find_key(item, key)
+            if found is not None:
+                return found
+    return None
+
+
+def nan_if_none(value: float | None) -> float:
+    """JSON's null (a NaN of the daemon) as NaN."""
+    return math.nan if value is None else float(value)
+
+
+def accuracy(scores: np.ndarray, labels: np.ndarray) -> float:
+    """The share of scores whose sign is the label's (a score of 0 counts as +1)."""
+    return float(np.mean(np.where(scores >= 0, 1.0, -1.0) == labels))
+
+
+# -- the report ---------------------------------------------------------------------------
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def describe(result: Result) -> str:
+    """One line per run."""
+    cpu_us = [c / max(e, 1) * 1e6 for c, e in zip(result.member_cpu, result.member_examples,
+                                                   strict=False)]  # fmt: skip
+    parts = [
+        f"{result.name:<28}",
+        f"acc {result.accuracy:.4f}",
+        f"margin {result.margin:.3e} (bound {result.margin_bound:.3e})",
+        f"learned in {result.learn_seconds:.2f} s ({result.rate:,.0f}/s, produced in "
+        f"{result.produce_seconds:.2f} s)",
+        "examples/member " + "/".join(f"{e:,}" for e in result.member_examples),
+        "CPU us/example/member " + "/".join(f"{c:.2f}" for c in cpu_us),
+    ]
+    if result.bytes_written:
+        parts.append(f"sync {sum(result.bytes_written):,} B in "
+                     f"{sum(result.records_written)} records = "
+                     f"{result.bytes_per_example:.2f} B/example")  # fmt: skip
+    parts.append(f"agreed {result.agree_seconds:.1f} s after all learned")
+    return "\n    ".join(parts)
+
+
+def report(result: Result) -> None:
+    print(describe(result), flush=True)
+    for problem in result.problems:
+        print(f"  PROBLEM: {problem}", flush=True)
+
+
+def plot(path: str, results: list[Result]) -> None:
+    """Accuracy and group margin against examples learned, one line per group size."""
+    try:
+        import matplotlib
+    except ImportError:
+        print("matplotlib is not installed: no plot")
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+    for result in results:
+        if not result.samples:
+            continue
+        learned = [s.learned for s in result.samples]
+        top.plot(learned, [s.accuracy for s in result.samples], ".-", label=result.name)
+        bottom.plot(learned, [s.margin for s in result.samples], ".-", label=result.name)
+    top.set_ylabel("accuracy on a9a.test")
+    bottom.set_ylabel("group margin (min over members)")
+    bottom.set_xlabel("examples learned (all members)")
+    top.set_title(f"pdm eps {EPS}, delta 1, a9a.train copies on {PARTITIONS} partitions")
+    for axis in (top, bottom):
+        axis.legend(fontsize=8)
+        axis.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"plot written to {path}")
+
+
+# -- main ---------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--copies", type=int, default=3,
+                        help="copies of a9a.train (3 fit one 100,000-example window)")  # fmt: skip
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="alternated runs of the plain daemon, groups of 1, 2, 4")  # fmt: skip
+    parser.add_argument("--drift-copies", type=int, default=2, help="before the labels flip")
+    parser.add_argument("--flipped-copies", type=int, default=2, help="with labels flipped")
+    parser.add_argument("--plot-copies", type=int, default=3, help="copies in the plot's runs")
+    parser.add_argument("--rate", type=float, default=20_000.0,
+                        help="lines/s produced in the plot's runs")  # fmt: skip
+    parser.add_argument("--sample-interval", type=float, default=0.5, help="seconds")
+    parser.add_argument("--thresholds", default="0.1,0.2,0.4",
+                        help="--sync-threshold values of the dynamic runs")  # fmt: skip
+    parser.add_argument("--sync-every", type=int, default=1000)
+    parser.add_argument("--replay-every", type=int, default=20_000,
+                        help="every daemon's: a pass per N of its examples")  # fmt: skip
+    parser.add_argument("--idle-replay", choices=["on", "off"], default="off")
+    parser.add_argument("--plot", default="", help="PNG file ('' for none)")
+    parser.add_argument("--src", help="run the members from the streamlearn package in DIR")
+    parser.add_argument("--parts", default="same,drift,sync",
+                        help="same (1, 4, 5), drift (2), sync (3); 6: --plot")  # fmt: skip
+    args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    print(f"load at start: {uptime()}")
+    if args.src:
+        print(f"members run the streamlearn package of {args.src}")
+    train = lines_of("adult/a9a.train")
+    test_lines = lines_of("adult/a9a.test")
+    test = TestSet.of(test_lines)
+    module = services()
+    tansu = module.Tansu()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            runner = Runner(tansu, module.free_port, Path(tmp), test, args)
+            sync = ("--sync-every", str(args.sync_every))
+            if "same" in parts:
+                part_same(runner, train * args.copies, args, sync)
+            if "drift" in parts:
+                part_drift(runner, train, TestSet.of(flipped(test_lines)), args, sync)
+            if "sync" in parts:
+                part_sync(runner, train * args.copies, args, sync)
+            if args.plot:
+                part_plot(runner, train * args.plot_copies, args, sync)
+    finally:
+        tansu.stop()
+    print(f"\nload at end: {uptime()}")
+
+
+SAME = (("plain daemon (anchor)", 1, False), ("group of 1", 1, True),
+        ("group of 2", 2, True), ("group of 4", 4, True))  # fmt: skip
+
+
+def part_same(
+    runner: Runner, stream: list[bytes], args: argparse.Namespace, sync: tuple[str, ...]
+) -> None:
+    """Parts 1, 4 and 5: the plain daemon and groups of 1, 2 and 4 on the same stream."""
+    print(f"\n== 1, 4, 5: {len(stream):,} lines ({args.copies} copies of a9a.train), "
+          f"{PARTITIONS} partitions, {LINES_PER_MESSAGE} lines a message, produced unpaced; "
+          f"groups: --sync dynamic --sync-every {args.sync_every} --sync-threshold 0.1 "
+          f"(the defaults)")  # fmt: skip
+    results: dict[str, list[Result]] = {name: [] for name, _, _ in SAME}
+    for _ in range(args.repeats):
+        for name, members, grouped in SAME:
+            result = runner.run(name, members, stream, group=grouped, options=sync)
+            report(result)
+            results[name].append(result)
+    same_stream_table(results)
+
+
+def part_drift(
+    runner: Runner, train: list[bytes], test: TestSet, args: argparse.Namespace,
+    sync: tuple[str, ...],
+) -> None:  # fmt: skip
+    """Part 2: the drifting stream, the plain daemon against 2 members."""
+    stream = train * args.drift_copies + flipped(train) * args.flipped_copies
+    print(f"\n== 2: drift, {args.drift_copies} copies then {args.flipped_copies} flipped "
+          f"({len(stream):,} lines), --buffer-size {ADULT_ROWS:,} / members; accuracy on "
+          "a9a.test with its labels flipped")  # fmt: skip
+    drift: dict[str, Result] = {}
+    for name, members, grouped in (("drift: plain daemon", 1, False),
+                                   ("drift: group of 2", 2, True)):  # fmt: skip
+        window = ("--buffer-size", str(ADULT_ROWS // members))
+        drift[name] = runner.run(
+            name, members, stream, group=grouped, options=(*sync, *window), test=test
+        )
+        report(drift[name])
+    plain, group = drift.values()
+    print(f"flipped a9a.test: plain daemon {plain.accuracy:.4f}, group of 2 "
+          f"{group.accuracy:.4f} ({group.accuracy - plain.accuracy:+.4f})")  # fmt: skip
+
+
+def part_sync(
+    runner: Runner, stream: list[bytes], args: argparse.Namespace, sync: tuple[str, ...]
+) -> None:
+    """Part 3: bytes on the sync topic per example, periodic against dynamic."""
+    print(f"\n== 3: sync traffic, 2 members, {len(stream):,} lines, --sync-every "
+          f"{args.sync_every}")  # fmt: skip
+    runs = [("periodic", ("--sync", "periodic"))] + [
+        (f"dynamic threshold {t}", ("--sync", "dynamic", "--sync-threshold", t))
+        for t in args.thresholds.split(",")
+    ]
+    traffic: dict[str, Result] = {}
+    for name, options in runs:
+        traffic[name] = runner.run(f"sync {name}", 2, stream, options=(*sync, *options))
+        report(traffic[name])
+    sync_table(traffic)
+
+
+def part_plot(
+    runner: Runner, stream: list[bytes], args: argparse.Namespace, sync: tuple[str, ...]
+) -> None:
+    """Part 6: groups of 1, 2 and 4 sampled while a paced stream is learned."""
+    print(f"\n== 6: {len(stream):,} lines produced at {args.rate:,.0f} lines/s, the first "
+          f"member's /predict and /model every {args.sample_interval} s")  # fmt: skip
+    sampled = []
+    for name, members, grouped in SAME[1:]:
+        result = runner.run(name, members, stream, group=grouped, options=sync, rate=args.rate)
+        report(result)
+        print(f"  {len(result.samples)} samples")
+        sampled.append(result)
+    plot(args.plot, sampled)
+
+
+def same_stream_table(results: dict[str, list[Result]]) -> None:
+    """Parts 1, 4 and 5: accuracy, margin, CPU per example and throughput against the
+    anchors (the last run of each; throughputs: medians)."""
+    last = {name: runs[-1] for name, runs in results.items()}
+    anchor = last["plain daemon (anchor)"]
+    lone = last["group of 1"]
+    lone_rate = lone.member_examples[0] / lone.member_cpu[0]
+    print(f"\n{'run':<22} {'accuracy':>8} {'vs plain':>8} {'margin':>9} {'vs plain':>8} "
+          f"{'examples/s':>10} {'vs 1':>5}  examples per CPU s of each member (vs the lone "
+          "member's; target >= 0.8)")  # fmt: skip
+    rates = {name: float(np.median([r.rate for r in runs])) for name, runs in results.items()}
+    for name, r in last.items():
+        per_cpu = [e / c for e, c in zip(r.member_examples, r.member_cpu, strict=True)]
+        relative = " ".join(f"{p / lone_rate:.2f}" for p in per_cpu)
+        print(f"{name:<22} {r.accuracy:>8.4f} {r.accuracy - anchor.accuracy:>+8.4f} "
+              f"{r.margin:>9.3e} {r.margin / anchor.margin:>8.3f} {rates[name]:>10,.0f} "
+              f"{rates[name] / rates['group of 1']:>5.2f}  "
+              f"{' '.join(f'{p:,.0f}' for p in per_cpu)} ({relative})")  # fmt: skip
+
+
+def sync_table(traffic: dict[str, Result]) -> None:
+    """Part 3: bytes per example and accuracy, dynamic against periodic."""
+    periodic = traffic["periodic"]
+    print(f"\n{'sync':<26} {'accuracy':>9} {'vs periodic':>12} {'B/example':>10} "
+          f"{'records':>8} {'bytes vs periodic (target <= 0.1)':>34}")  # fmt: skip
+    for name, r in traffic.items():
+        print(f"{name:<26} {r.accuracy:>9.4f} {r.accuracy - periodic.accuracy:>+12.4f} "
+              f"{r.bytes_per_example:>10.2f} {sum(r.records_written):>8} "
+              f"{r.bytes_per_example / periodic.bytes_per_example:>34.3f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
