@@ -271,13 +271,12 @@ class GroupMember:
                 window = self.table.records[member].window
                 if window.examples and window.bound > 0:
                     bounds.append(window.bound)
-        common = self.common_share()
-        if common.updates > 0:
-            weights = np.zeros(common.n_features)
-            common.add_to(weights)
-            slack = self.learner.state.delta_sq * common.slack
-            hull = math.sqrt(float(weights @ weights) + common.beta**2 + slack)
-            bounds.append(hull / common.updates)
+        state = self.learner.state
+        published = self._shares(self._published)[0]  # this member's own as published
+        weights, (beta, updates, slack) = summed(published, state.scale_exponent)
+        if updates > 0:
+            hull = math.sqrt(float(weights @ weights) + beta * beta + state.delta_sq * slack)
+            bounds.append(hull / updates)
         return min(bounds) if bounds else math.nan
 
     def summary(self, own_margin: float, own_bound: float) -> dict[str, Any]:
@@ -300,17 +299,6 @@ class GroupMember:
             "bytes_read": self.transport.bytes_read,
             "examples": self.examples,
         }
-
-    def common_share(self) -> Contribution:
-        """The sum of the shares in the common model, as published (this member's own
-        as it last published it)."""
-        shares = self._shares(self._published)[0]
-        exponent = self.learner.state.scale_exponent
-        weights, (beta, updates, slack) = summed(shares, exponent)
-        return Contribution.of(
-            weights, beta=float(beta), updates=float(updates), slack=float(slack),
-            exponent=exponent,
-        )  # fmt: skip
 
     # -- inside ----------------------------------------------------------------------
 

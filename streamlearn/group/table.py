@@ -113,20 +113,23 @@ class GroupTable:
             learned_since += further.examples - stopped.examples
         return learned_since >= record.window.examples
 
-    def in_model(self) -> list[str]:
+    def in_model(self, dropped: set[str] | None = None) -> list[str]:
         """The members whose share is in the common model, in the order shares are
-        summed (their ids' order), the local member included."""
-        dropped = self.dropped()
+        summed (their ids' order), the local member included (``dropped``: those of
+        :meth:`dropped`, when already known)."""
+        if dropped is None:
+            dropped = self.dropped()
         return sorted({self.me, *(m for m in self.records if m not in dropped)})
 
     def view(self, own_margin: float) -> GroupView:
         """The group's margin: the smallest margin its members report on their
         windows (``own_margin``: the local member's, now)."""
-        members = self.in_model()
+        dropped = self.dropped()
+        members = self.in_model(dropped)
         margins = [own_margin] if math.isfinite(own_margin) else []
         for member in members:
             if member != self.me and member in self.records:
                 window = self.records[member].window
                 if window.examples:
                     margins.append(window.margin)
-        return GroupView(members, min(margins, default=math.nan), sorted(self.dropped()))
+        return GroupView(members, min(margins, default=math.nan), sorted(dropped))

@@ -548,16 +548,8 @@ class LinearLearner:
         have been evicted and forgotten, the incremental updates of their removal would
         otherwise let rounding drift (only with ``forget='window'``, where a holds the
         buffered examples alone)."""
-        state = self.state
-        if not (self._forgets and state.buffer.evicted):
-            return
-        buf = state.buffer
-        alpha = buf.slot_alpha[buf.live_slots()]
-        weights = state.weights
-        beta = state.beta
-        slack = float(alpha @ alpha) + state.external_slack
-        own = float(weights @ weights) + beta * beta + state.delta_sq * slack
-        state.scalars[1] = state.scale * state.scale * own
+        if self._forgets and self.state.buffer.evicted:
+            self.state.recompute_sqnorm()
 
     def _present_stream(self, batch: Batch) -> None:
         if batch.n_examples == 0:

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn.errors import InvalidParameterError, StateError
-from streamlearn.learn.state import BETA, SCALE_DOWN_FACTOR, SQNORM, UPDATES
+from streamlearn.learn.state import BETA, SCALE_DOWN_FACTOR, UPDATES
 
 if TYPE_CHECKING:
     from streamlearn.learn.base import LinearLearner
@@ -201,11 +201,9 @@ class GroupShares:
         state.reserve_weights(n)
         weights = state.weights[:n].copy()
         weights[external.indices] -= external.values
-        buffer = state.buffer
-        alpha = buffer.slot_alpha[buffer.live_slots()]
         return Contribution.of(
             weights, beta=state.beta - external.beta, updates=state.updates - external.updates,
-            slack=float(alpha @ alpha), exponent=state.scale_exponent,
+            slack=state.buffered_slack(), exponent=state.scale_exponent,
         )  # fmt: skip
 
     def adopt(self, shares: Sequence[Contribution], own_at: int) -> None:
@@ -226,11 +224,7 @@ class GroupShares:
         state.scalars[BETA] = beta
         state.scalars[UPDATES] = updates
         state.external_slack = float(external_slack)
-        buffer = state.buffer
-        alpha = buffer.slot_alpha[buffer.live_slots()]
-        slack = float(alpha @ alpha) + state.external_slack
-        w = state.weights
-        state.scalars[SQNORM] = float(w @ w) + beta * beta + state.delta_sq * slack
+        state.recompute_sqnorm()
         state.converged = False
         self.external = Contribution.of(
             external_weights, beta=float(external_beta), updates=float(external_updates),

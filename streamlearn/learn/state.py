@@ -231,6 +231,21 @@ class LearnerState:
         """Room for ``n_features`` weights, not counted as learned yet."""
         self.weights = grown_weights(self.weights, n_features)
 
+    def buffered_slack(self) -> float:
+        """sum alpha_k^2 over the buffered examples (their slack coordinates carry
+        Delta^2 times it into ||a||^2)."""
+        alpha = self.buffer.alpha()
+        return float(alpha @ alpha)
+
+    def recompute_sqnorm(self) -> None:
+        """Set ||a||^2 from w, beta and the slack counts, the buffered examples' and the
+        external ones (rounding would otherwise drift in the incremental updates)."""
+        w = self.weights
+        beta = self.beta
+        slack = self.buffered_slack() + self.external_slack
+        own = float(w @ w) + beta * beta + self.delta_sq * slack
+        self.scalars[SQNORM] = self.scale * self.scale * own
+
     def scale_down(self) -> bool:
         """Multiply w, beta, the slack counts and t by ``SCALE_DOWN_FACTOR`` (and ||a||^2
         by its square) once t is above ``SCALE_DOWN_ABOVE``; returns whether it did.

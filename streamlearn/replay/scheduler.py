@@ -85,11 +85,15 @@ class ReplaySchedule:
 
     def next_after(self, examples_seen: int) -> int:
         """The count after which the next replay is due, the first above
-        ``examples_seen`` (the schedule must be :attr:`enabled`).
+        ``examples_seen``; 0 when the schedule is not :attr:`enabled` (no count is due).
 
         >>> ReplaySchedule(every=1000).next_after(2500), ReplaySchedule(every=1000).next_after(3000)
         (3000, 4000)
+        >>> ReplaySchedule(every=0).next_after(2500)
+        0
         """
+        if not self.enabled:
+            return 0
         every = self.every
         if not self.growth:
             return (examples_seen // every + 1) * every

@@ -158,7 +158,7 @@ class BankClassifierBase(StateRoundTrips, base.Estimator):
             self.replay_every, self.replay_passes, bank.buffer.max_examples
         )
         #: the count after which the next replay is due (0: none is)
-        self._next_replay = self._schedule.next_after(seen) if self._schedule.enabled else 0
+        self._next_replay = self._schedule.next_after(seen)
         self._columns = np.zeros(0, dtype=np.intp)
         self._last: tuple[dict[Hashable, Any], np.ndarray, np.ndarray] | None = None
 

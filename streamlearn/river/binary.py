@@ -176,7 +176,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             self.replay_every, self.replay_passes, learner.state.buffer.max_examples
         )
         #: the count after which the next replay is due (0: none is)
-        self._next_replay = self._schedule.next_after(self._seen) if self._schedule.enabled else 0
+        self._next_replay = self._schedule.next_after(self._seen)
         self._convex = learner.entry.convex_combination
         self._last_x: dict[Hashable, Any] | None = None
         #: label of the last predicted example, learned at the next call (0: none)
