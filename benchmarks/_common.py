@@ -22,6 +22,21 @@ def data_file(relative: str) -> Path:
     return path
 
 
+def data_lines(relative: str) -> list[bytes]:
+    """The non-empty lines of a file of ../shared/data, each ending with a newline."""
+    text = data_file(relative).read_bytes()
+    return [line.rstrip(b"\r") + b"\n" for line in text.split(b"\n") if line.strip()]
+
+
+def flipped(lines: list[bytes]) -> list[bytes]:
+    """The same svmlight lines with the opposite labels (Adult's are 1 and -1)."""
+    out = []
+    for line in lines:
+        label, rest = line.split(b" ", 1)
+        out.append((b"1 " if label.startswith(b"-") else b"-1 ") + rest)
+    return out
+
+
 def adult() -> tuple[Any, Any]:
     """``adult/a9a.train`` as a scipy CSR matrix and labels +1/-1 (float64)."""
     from sklearn.datasets import load_svmlight_file  # only the scripts that read Adult need it

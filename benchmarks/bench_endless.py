@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
-from _common import data_file
+from _common import data_lines, flipped
 from liblinear.liblinearutil import parameter, problem, train
 
 EPS = 0.05
@@ -80,21 +80,6 @@ SAMPLE = re.compile(rb"^(streamlearn_[a-z_]+)(\{[^}]*\})? (\S+)$", re.M)
 
 
 # -- streams ------------------------------------------------------------------------------
-
-
-def adult_lines() -> list[bytes]:
-    """The lines of adult/a9a.train, each ending with a newline."""
-    text = data_file("adult/a9a.train").read_bytes()
-    return [line.rstrip(b"\r") + b"\n" for line in text.split(b"\n") if line.strip()]
-
-
-def flipped(lines: list[bytes]) -> list[bytes]:
-    """The same lines with the opposite labels (Adult's are 1 and -1)."""
-    out = []
-    for line in lines:
-        label, rest = line.split(b" ", 1)
-        out.append((b"1 " if label.startswith(b"-") else b"-1 ") + rest)
-    return out
 
 
 def drift_stream(lines: list[bytes]) -> list[bytes]:
@@ -218,13 +203,13 @@ def accuracy(model: Path, test: Path) -> float:
 
 
 def part_learn(args: argparse.Namespace, tmp: Path) -> None:
-    lines = adult_lines()
+    lines = data_lines("adult/a9a.train")
     cases = {
         "repeat": (lines * args.copies, ()),
         "drift": (drift_stream(lines), DRIFT),
     }
     test = tmp / "a9a.test.flipped"
-    test.write_bytes(b"".join(flipped(adult_test_lines())))
+    test.write_bytes(b"".join(flipped(data_lines("adult/a9a.test"))))
     for name, (stream_lines, options) in cases.items():
         stream = tmp / f"{name}.svm"
         stream.write_bytes(b"".join(stream_lines))
@@ -264,11 +249,6 @@ def part_learn(args: argparse.Namespace, tmp: Path) -> None:
                 f"median seconds: this checkout {ours:.1f}, baseline {base:.1f}: "
                 f"ratio {ours / base:.2f}"
             )
-
-
-def adult_test_lines() -> list[bytes]:
-    text = data_file("adult/a9a.test").read_bytes()
-    return [line.rstrip(b"\r") + b"\n" for line in text.split(b"\n") if line.strip()]
 
 
 # -- a daemon, scraped ----------------------------------------------------------------------
@@ -442,7 +422,7 @@ def feed(pipe: IO[bytes], lines: list[bytes], rate: float, fed: list[int]) -> No
 
 
 def part_serve(args: argparse.Namespace, tmp: Path) -> None:
-    lines = drift_stream(adult_lines())
+    lines = drift_stream(data_lines("adult/a9a.train"))
     n = len(lines)
     checkpoints = tmp / "serve-checkpoints"
     print(
@@ -553,7 +533,7 @@ def plot(
 
 
 def part_rates(args: argparse.Namespace, tmp: Path) -> None:
-    lines = adult_lines() * args.copies
+    lines = data_lines("adult/a9a.train") * args.copies
     n = len(lines)
     stream = tmp / "rates.svm"
     stream.write_bytes(b"".join(lines))

@@ -85,12 +85,16 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 import numpy as np
-from _common import data_file
+from _common import data_lines, flipped
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY / "tests"))
+sys.path.insert(0, str(REPOSITORY / "tests" / "daemon"))
 
-from streamlearn.group.records import MemberRecord, PartitionPosition, decode_record  # noqa: E402
+from group_process import furthest  # noqa: E402
+from services import wait_for as wait_until  # noqa: E402
+
+from streamlearn.group.records import MemberRecord, decode_record  # noqa: E402
 
 T = TypeVar("T")
 
@@ -113,35 +117,13 @@ def services() -> ModuleType:
     return module
 
 
-def wait_for(condition: Callable[[], T], what: str, timeout: float = TIMEOUT,
-             interval: float = 0.1) -> T:  # fmt: skip
-    """The first truthy value of ``condition()``; TimeoutError after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
+def wait_for(condition: Callable[[], T], what: str, timeout: float = TIMEOUT) -> T:
+    """The first truthy value of ``condition()``, polled every 0.1 s; TimeoutError after
+    ``timeout`` s (tests/services.py's wait)."""
+    return wait_until(condition, timeout=timeout, interval=0.1, what=what)
 
 
 # -- data -------------------------------------------------------------------------------
-
-
-def lines_of(relative: str) -> list[bytes]:
-    """The non-empty lines of a file of ../shared/data, each ending with a newline."""
-    text = data_file(relative).read_bytes()
-    return [line.rstrip(b"\r") + b"\n" for line in text.split(b"\n") if line.strip()]
-
-
-def flipped(lines: list[bytes]) -> list[bytes]:
-    """The same lines with the opposite labels (Adult's are 1 and -1)."""
-    out = []
-    for line in lines:
-        label, rest = line.split(b" ", 1)
-        out.append((b"1 " if label.startswith(b"-") else b"-1 ") + rest)
-    return out
 
 
 def messages_of(lines: list[bytes]) -> list[bytes]:
@@ -289,17 +271,6 @@ class SyncReader:
 
     def close(self) -> None:
         self.consumer.close()
-
-
-def furthest(latest: dict[str, MemberRecord]) -> dict[int, PartitionPosition]:
-    """The furthest position any record gives for each partition."""
-    found: dict[int, PartitionPosition] = {}
-    for record in latest.values():
-        for held in (record.partitions, record.released):
-            for partition, position in held.items():
-                if partition not in found or found[partition].offset < position.offset:
-                    found[partition] = position
-    return found
 
 
 # -- one run ------------------------------------------------------------------------------
@@ -783,8 +754,8 @@ def main() -> None:
     print(f"load at start: {uptime()}")
     if args.src:
         print(f"members run the streamlearn package of {args.src}")
-    train = lines_of("adult/a9a.train")
-    test_lines = lines_of("adult/a9a.test")
+    train = data_lines("adult/a9a.train")
+    test_lines = data_lines("adult/a9a.test")
     test = TestSet.of(test_lines)
     module = services()
     tansu = module.Tansu()
