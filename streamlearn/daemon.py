@@ -406,8 +406,7 @@ class Daemon:
         if self.source.exhausted():  # the end of the input: learn what 'auto' still holds
             self.learner.flush()
             self.version += 1
-        if self.group is not None:  # the last word of this member, with a fresh certificate
-            self.take_snapshot()
+        if self.group is not None:  # the last word of this member
             self.group.publish()
             self.group.commit_published()
         try:
@@ -620,10 +619,7 @@ class Daemon:
             self.observer.count_examples("predicted", questions.n_rows)
             self._learn(batch)
             return
-        lines = labelled.line_numbers
-        if len(rejected) > len(decoded.rejected):  # admission refused some rows
-            lines = lines[~np.isin(lines, [item.line for item in rejected])]
-        before = np.searchsorted(lines, questions.line_numbers)
+        before = np.searchsorted(_admitted_lines(decoded, rejected), questions.line_numbers)
         started = self.clock()
         self.stream_examples, answers = self.learner.learn_and_answer(
             batch, (questions.indptr, questions.indices, questions.values), before,
@@ -808,16 +804,22 @@ def _per_partition(
 ) -> dict[int, int]:
     """Labelled examples learned from each partition: the decoded labelled rows but
     those the model's admission refused."""
-    labelled = decoded.labelled
-    if labelled is None:
+    if decoded.labelled is None:
         return {}
-    lines = labelled.line_numbers
-    refused = {item.line for item in rejected} - {item.line for item in decoded.rejected}
-    if refused:
-        lines = lines[~np.isin(lines, list(refused))]
+    lines = _admitted_lines(decoded, rejected)
     partitions = messages.partitions[_owners(decoded.first_lines(), lines)]
     found, counts = np.unique(partitions, return_counts=True)
     return dict(zip(found.tolist(), counts.tolist(), strict=True))
+
+
+def _admitted_lines(decoded: _Decoded, rejected: list[Rejected]) -> npt.NDArray[np.int64]:
+    """Line numbers of the labelled rows the model admitted: all but those its admission
+    refused (``rejected``: the poll's rejections, the admission's among them)."""
+    assert decoded.labelled is not None
+    lines: npt.NDArray[np.int64] = decoded.labelled.line_numbers
+    if len(rejected) > len(decoded.rejected):  # admission refused some rows
+        lines = lines[~np.isin(lines, [item.line for item in rejected])]
+    return lines
 
 
 def _owners(first_lines: np.ndarray, lines: np.ndarray) -> np.ndarray:
@@ -856,7 +858,7 @@ def live_description(model: Model, summary: dict[str, Any]) -> dict[str, Any]:
         "passes": summary["passes"],
         "certificate": certificate,
     }
-    if "group" in summary:  # a learning group's member (its certificate is the group's)
+    if "group" in summary:  # a learning group's member (its certificate is its window's)
         described["group"] = summary["group"]
     return described
 
