@@ -380,7 +380,7 @@ def _warn_of_other_parameters(
         log.warning("the checkpoint's model goes on with its own parameters: %s", shown)
 
 
-def _close_all(parts: list[Source | Sink | _Closes | None]) -> None:
+def _close_all(parts: list[_Closes | None]) -> None:
     """Close each part, whatever the others do: a failure to close is logged, so that
     it neither leaves the rest open nor hides the error that ended the run."""
     for part in parts:
