@@ -2,10 +2,12 @@
 
 The daemon tells the member what happens to its stream: which partitions the consumer
 group gives it (:meth:`GroupMember.take`) and takes away (:meth:`GroupMember.release`),
-what it learned from each (:meth:`GroupMember.learned`); once a turn it lets the member
-read the sync topic and publish (:meth:`GroupMember.turn`). The member keeps the learner
-equal to the common model plus its own progress since it last published: every record
-read is folded in at once (:meth:`GroupShares.adopt`), in the members' order.
+what it learned from each (:meth:`GroupMember.learned`); once a turn, and within a batch
+every time the policy's count of examples comes due (:meth:`GroupMember.until_check`), it
+lets the member read the sync topic and publish (:meth:`GroupMember.turn`,
+:meth:`GroupMember.sync`). The member keeps the learner equal to the common model plus
+its own progress since it last published: every record read is folded in at once
+(:meth:`GroupShares.adopt`), in the members' order.
 """
 
 from __future__ import annotations
@@ -183,13 +185,28 @@ class GroupMember:
         """The learner changed without learning (a replay pass): its share moved."""
         self._dirty = True
 
+    def until_check(self) -> int:
+        """Examples to learn before the policy's next check is due (1 at least): the
+        daemon cuts its batches there, so that checks come every ``policy.every``
+        examples however large its polls are."""
+        return max(1, self.policy.every - (self.examples - self._checked))
+
     def turn(self, idle: bool = False) -> bool:
+        """:meth:`sync`, then commit the positions of the last record published.
+        Returns whether the learner's model changed."""
+        changed = self.sync(idle)
+        self.commit_published()
+        return changed
+
+    def sync(self, idle: bool = False) -> bool:
         """Read what other members published (fold it in; every ``READ_INTERVAL``
         seconds at most while the stream flows), and publish if the policy says so.
         When the stream is ``idle`` (caught up, nothing arrived), a member that learned
         examples since it last published publishes at once, and one whose replays moved
         its share checks its drift (dynamic averaging) without waiting for examples.
-        Returns whether the learner's model changed."""
+        Commits nothing (the daemon calls it inside a batch, where a rebalance callback
+        may be running): :meth:`turn` commits. Returns whether the learner's model
+        changed."""
         entries: list[tuple[str, bytes | None]] = []
         if idle or self.clock() - self._read_at >= READ_INTERVAL:
             self._read_at = self.clock()
@@ -203,7 +220,6 @@ class GroupMember:
         published = self._publish_due(idle)
         if published:
             self.publish()
-        self.commit_published()
         return changed or published
 
     def commit_published(self) -> None:
@@ -316,7 +332,7 @@ class GroupMember:
         self._checked = self.examples
         if self.policy.mode == "periodic":
             return True
-        own = self.shares.own()
+        own = self.shares.own(slack=False)  # the distance is over (w, beta) alone
         state = self.learner.state
         weights = state.weights[: state.n_features]
         norm = math.sqrt(float(weights @ weights) + state.beta**2)
