@@ -113,7 +113,11 @@ class GroupMember:
         self._published_slope = 1.0
         self._published_at = clock()
         self._dirty = False
+        #: no check publishes before this time (the policy's share of the time)
+        self._publish_allowed = -math.inf
         self.records_written = 0
+        #: checks that asked for a record while publishing had used its share of the time
+        self.records_deferred = 0
         self.records_read = 0
         self.records_refused = 0
         self.records_failed = 0
@@ -230,6 +234,7 @@ class GroupMember:
 
     def publish(self) -> None:
         """Write this member's record now, then fold (its own share in its place)."""
+        started = self.clock()
         own = self.shares.own()
         self._prune_released()
         # the margin and bound of the model as published, on the window as it is now
@@ -271,6 +276,7 @@ class GroupMember:
         self._published_examples = self.examples
         self._dirty = False
         self._fold(own)
+        self._publish_allowed = self.clock() + self.policy.pause_after(self.clock() - started)
 
     def view(self, own_margin: float) -> GroupView:
         """The group's make-up and margin (see :meth:`GroupTable.view`)."""
@@ -308,6 +314,7 @@ class GroupMember:
             "margin_upper_bound": self.upper_bound(own_bound),
             "partitions": sorted(self.partitions),
             "records_written": self.records_written,
+            "records_deferred": self.records_deferred,
             "records_read": self.records_read,
             "records_refused": self.records_refused,
             "records_failed": self.records_failed,
@@ -330,6 +337,10 @@ class GroupMember:
         elif not self.policy.check_due(self.examples, self._checked):
             return False
         self._checked = self.examples
+        if self.clock() < self._publish_allowed:
+            # publishing has used its share of the time: the next check asks again
+            self.records_deferred += 1
+            return False
         if self.policy.mode == "periodic":
             return True
         own = self.shares.own(slack=False)  # the distance is over (w, beta) alone

@@ -50,12 +50,13 @@ def member_daemon(
     source: MemorySource, topic: Topic, every: int, sink: ListSink | None = None
 ) -> Daemon:
     """A daemon that is the one member of a group syncing every ``every`` examples
-    (periodic averaging: every check publishes), its partitions assigned."""
+    (periodic averaging without a time budget: every check publishes), its partitions
+    assigned."""
 
     def member(model: Model) -> GroupMember:
         return GroupMember(
             model, topic, member_id="m", model={"algorithm": "pdm", "params": {}},
-            policy=SyncPolicy("periodic", every=every), max_features=1 << 20,
+            policy=SyncPolicy("periodic", every=every, share=1.0), max_features=1 << 20,
         )  # fmt: skip
 
     daemon = Daemon(SPEC, source, decode=decode, settings=SETTINGS, sink=sink, group=member)

@@ -145,8 +145,8 @@ def test_records_of_another_model_are_refused_and_counted() -> None:
 
 
 def test_periodic_averaging_publishes_on_count_dynamic_only_on_drift() -> None:
-    periodic = _member(Topic(), "p", SyncPolicy("periodic", every=50))
-    dynamic = _member(Topic(), "d", SyncPolicy("dynamic", every=50, threshold=0.2))
+    periodic = _member(Topic(), "p", SyncPolicy("periodic", every=50, share=1.0))
+    dynamic = _member(Topic(), "d", SyncPolicy("dynamic", every=50, threshold=0.2, share=1.0))
     for member, partition in ((periodic, 0), (dynamic, 1)):
         member.join()
         member.take({partition})
@@ -159,6 +159,51 @@ def test_periodic_averaging_publishes_on_count_dynamic_only_on_drift() -> None:
         written[member.me] = member.records_written - before
     assert written["p"] == 10
     assert 1 <= written["d"] < 10
+
+
+class Clock:
+    """A clock that moves when told."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class SlowBroker(Reader):
+    """A sync topic that takes a second to acknowledge each record."""
+
+    def __init__(self, topic: Topic, clock: Clock) -> None:
+        super().__init__(topic)
+        self.clock = clock
+
+    def write(self, key: str, value: bytes | None) -> None:
+        self.clock.now += 1.0
+        super().write(key, value)
+
+
+@pytest.mark.parametrize("share", [0.25, 1.0])
+def test_publishing_takes_at_most_its_share_of_the_time(share: float) -> None:
+    clock = Clock()
+    member = GroupMember(
+        PDM(eps=0.1, delta=1.0), SlowBroker(Topic(), clock), member_id="m", model=MODEL,
+        policy=SyncPolicy("periodic", every=50, share=share), max_features=1 << 20,
+        clock=clock,
+    )  # fmt: skip
+    member.join()
+    member.take({0})
+    started, written = clock.now, member.records_written
+    for step in range(40):
+        _learn(member, 0, seed=step, n=50, offset=step + 1)
+        clock.now += 0.5  # learning the 50 examples
+        member.turn()
+    published = member.records_written - written  # each took 1 s of the clock
+    if share == 1.0:
+        assert published == 40 and member.records_deferred == 0
+    else:
+        assert member.records_deferred > 0
+        assert 0 < published <= share * (clock.now - started) + 1
 
 
 def test_the_table_refuses_nothing_it_should_take() -> None:
