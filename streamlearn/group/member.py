@@ -111,6 +111,7 @@ class GroupMember:
         self._published_examples = 0
         self._published = Contribution.zero()
         self._published_slope = 1.0
+        self._published_window = 0
         self._published_at = clock()
         self._dirty = False
         #: no check publishes before this time (the policy's share of the time)
@@ -271,6 +272,7 @@ class GroupMember:
         self.table.apply(record)
         self._published = own
         self._published_slope = slope
+        self._published_window = record.window.examples
         self._published_at = self.clock()
         self._checked = self.examples
         self._published_examples = self.examples
@@ -389,13 +391,11 @@ class GroupMember:
         self.learner.fix_calibration(self._calibration())
 
     def _calibration(self) -> Platt:
-        """The group's Platt scaling: the members' slopes, each fitted on its window,
-        averaged by the examples of their windows (this member's as published when
-        nothing changed since, else fitted now), in the members' order."""
-        own_examples = len(self.learner.buffer)
-        own_slope = (
-            self.learner.window_calibration().slope if self._dirty else self._published_slope
-        )
+        """The group's Platt scaling: the members' slopes, each fitted on its window when
+        it last published (a fit at every fold of a record read cost milliseconds),
+        averaged by the examples their windows then held, in the members' order: members
+        that hold the same records hold the same calibration."""
+        own_examples, own_slope = self._published_window, self._published_slope
         total = weight = 0.0
         for member in self.table.in_model():
             if member == self.me:

@@ -97,6 +97,20 @@ def test_members_that_read_the_same_records_hold_the_same_bits() -> None:
     assert records["a"].partitions[0].examples == 400
 
 
+def test_members_that_hold_the_same_records_calibrate_alike_while_one_learns_on() -> None:
+    topic = Topic()
+    a, b = _member(topic, "a"), _member(topic, "b")
+    a.join(), b.join()
+    a.take({0}), b.take({1})
+    _learn(a, 0, seed=1, n=300, offset=300)
+    a.publish()
+    _learn(b, 1, seed=2, n=300, offset=300)
+    b.publish()
+    _learn(a, 0, seed=3, n=300, offset=600)  # not published: a folds b's record dirty
+    a.turn(), b.turn()
+    assert a.learner.calibration() == b.learner.calibration()
+
+
 def test_a_partition_resumes_where_its_last_owner_published() -> None:
     topic = Topic()
     a, b = _member(topic, "a"), _member(topic, "b")
