@@ -34,32 +34,52 @@ once, and every member answers ``POST /predict`` on a9a.test with the same score
    every label flipped, as bench_endless.py; ``--buffer-size`` 32,561 / members so that
    the group's window is one copy of Adult, as the single daemon's) for the plain
    daemon and 2 members: accuracy on a9a.test with its labels flipped;
-3. bytes synchronised per example (the members' ``group.bytes_written``, summed, over the
-   examples of the stream) with ``--sync periodic`` and ``--sync dynamic`` at a couple of
-   thresholds, 2 members; accuracy beside each; target: dynamic at most 1/10 of
-   periodic's bytes at the same accuracy (within 0.5 point). A member decides between
-   two polled batches (up to 1,000 messages): ``--sync-every`` is the least spacing of
-   its checks, not an exact one;
+3. bytes synchronised per example (the record values on the sync topic, summed, over the
+   examples of the stream) on ``--sync-copies`` (10) copies in windows that hold the
+   whole stream (``--buffer-size`` its length: no window evicts), for groups of
+   ``--sync-members`` (2 and 4): ``--sync periodic`` every ``--periods`` examples and
+   ``--sync dynamic`` checking every ``--sync-every`` at ``--thresholds``, all with
+   ``--sync-share`` 1 (no time budget: the protocols as they are); beside each, the
+   accuracy on a9a.test and the progressive accuracy of the members (every example
+   predicted by its member's model just before it is learned, over the whole stream: the
+   paper's measure). Each dynamic run is matched with the cheapest periodic run whose
+   accuracy is within 0.5 point (target: dynamic at most 1/10 of its bytes). Then 2
+   members at the default budget (``--sync-share 0.1``), periodic and dynamic;
 4. CPU seconds per example of each member (utime + stime of /proc/PID/stat, from the
    moment the stream starts being produced, start-up and group join excluded, to the end
    of the run, over the examples its records say it learned), printed as examples per
    CPU second relative to the lone member's (groups of 1, 2 and 4); target >= 0.8;
-5. wall throughput of the runs of 1 (and 2, 4 members, the plain daemon): the examples of
-   the stream over the time from the first scrape of /metrics that shows a learned example
-   to the first that shows them all (summed over the members), scraped every 0.05 s
-   (``--repeats`` alternated runs; medians);
+5. wall throughput of 1 against 2 members on ``--wall-copies`` (20) copies without
+   replay (``--replay-every 0``: ingestion alone; windows that hold the stream), and of a
+   lone member deciding about once a poll (``--sync-every 100000``): the examples of the
+   stream over the time from the start of production to the first records that stand at
+   the end of every partition (the records' own wall-clock times; members publish at
+   once when they catch up), ``--wall-repeats`` alternated runs, medians; beside it,
+   what one member per machine would give: the stream over the slowest member's CPU
+   seconds (each member's CPU time taken as its wall time on cores of its own). Part 1
+   gives the same throughput for its runs;
 6. with ``--plot PATH``: accuracy on a9a.test and the group's margin against examples
    learned (the members' learned counts summed), sampled every ``--sample-interval``
    seconds from the first member's /predict and /model while the stream is learned
    (groups of 1, 2 and 4), in runs of their own on ``--plot-copies`` copies produced at
    ``--rate`` lines a second, so that the curves have points.
 
+7. what deciding inside a poll costs ingestion, in one process without a broker (the
+   in-memory source of tests/daemon, polls of 1,000 messages, a sync topic in memory, a
+   lone member): CPU seconds of the process to learn ``--pieces-copies`` (10) copies,
+   the plain daemon against a member deciding about once a poll, every 1,000 examples
+   (the defaults), every 1,000 examples without ever drifting enough to publish
+   (``--sync-threshold 1e9``: the pieces and checks alone), and periodic every 1,000
+   without a time budget; with the bench's replay and without replay;
+   ``--pieces-repeats`` alternated runs, medians.
+
 The machine's load average (``uptime``) is printed at the start and the end: on a shared
 2-core machine with a broker, a producer and up to 4 members, CPU per example is the
 figure to read, wall times follow the load.
 
 Run: .venv/bin/python benchmarks/bench_group.py [--copies 10] [--plot benchmarks/group.png]
-[--parts same,drift,sync] [--idle-replay on] [--src DIR (members run DIR's package)]
+[--parts same,drift,sync,wall,pieces] [--idle-replay on] [--src DIR (members run DIR's
+package)]
 """
 
 from __future__ import annotations
