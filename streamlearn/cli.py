@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import typer
 
 from streamlearn import __version__
-from streamlearn._kernels import announce_compilation
+from streamlearn._kernels import announce_compilation, set_up_target_for_a_command
 from streamlearn.config import (
     DEFAULT_HTTP_ADDR,
     DEFAULT_HTTP_MAX_BODY,
@@ -587,6 +587,7 @@ def serve(
         )
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
         logging.getLogger("kafka").setLevel(logging.WARNING)  # its connection chatter
+        set_up_target_for_a_command()
         run_serve(config)  # it says itself when its warm-up compiles the kernels
 
 
@@ -704,7 +705,9 @@ def _say(message: str) -> None:
 
 def _compile_notice(quiet: bool = False) -> AbstractContextManager[Any]:
     """Say when the kernels are being compiled (the first run after installing spends
-    seconds on it before any work shows) and, after the block, how long it took."""
+    seconds on it before any work shows) and, after the block, how long it took. numba's
+    target is set up first, the command's way (:func:`set_up_target_for_a_command`)."""
+    set_up_target_for_a_command()
     return nullcontext() if quiet else announce_compilation(_say)
 
 
