@@ -75,7 +75,7 @@ from streamlearn.config import (
 )
 from streamlearn.errors import CheckpointError, InvalidParameterError, StateError
 from streamlearn.group.member import GroupMember
-from streamlearn.http.live import Learned, LiveModel, Published
+from streamlearn.http.live import Learned, LiveModel, Published, settle
 from streamlearn.learn import Examples, Model, ModelLimits
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.replay import ReplayPacer, ReplaySchedule
@@ -579,7 +579,7 @@ class Daemon:
         self._publish()
         held = self.learner.held_examples
         for posted, learned, rejected in done:
-            posted.done.set_result(Learned(learned, rejected, self._published_version, held))
+            settle(posted.done, Learned(learned, rejected, self._published_version, held))
 
     def _publish_if_due(self) -> None:
         """Publish a copy of the model when the HTTP API wants one (see

@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from streamlearn.parse import ParsedRows, Rejected
 
@@ -165,7 +165,7 @@ class LiveModel:
         with self._lock:
             waiting, self._waiting = self._waiting, []
         for waiter in waiting:
-            waiter.set_result(published)
+            settle(waiter, published)
 
     def describe(self, description: dict[str, Any]) -> None:
         """Replace the description the HTTP side reads."""
@@ -192,6 +192,29 @@ class LiveModel:
             self._pending = 0
             waiting, self._waiting = self._waiting, []
         for one in posted:
-            one.done.set_exception(ClosedError("the daemon stopped before learning them"))
+            settle(one.done, error=ClosedError("the daemon stopped before learning them"))
         for waiter in waiting:
-            waiter.set_exception(ClosedError("the daemon is stopping"))
+            settle(waiter, error=ClosedError("the daemon is stopping"))
+
+
+T = TypeVar("T")
+
+
+def settle(future: Future[T], result: T | None = None, error: BaseException | None = None) -> None:
+    """Give ``future`` its result (or ``error``), unless its reader gave up on it first:
+    an HTTP request cancelled (its client gone, its time-out reached) cancels the future
+    it waited on, and resolving a cancelled future raises in the daemon's thread.
+
+    >>> waiter: Future[int] = Future()
+    >>> waiter.cancel()
+    True
+    >>> settle(waiter, 1)
+    >>> waiter.cancelled()
+    True
+    """
+    if not future.set_running_or_notify_cancel():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)  # type: ignore[arg-type]
