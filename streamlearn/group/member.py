@@ -213,7 +213,13 @@ class GroupMember:
         self._uncommitted = {}
 
     def publish(self) -> None:
-        """Write this member's record now, then fold (its own share in its place)."""
+        """Write this member's record now, then fold (its own share in its place).
+
+        What the member changed since it last published is damped first, to 1/K of it
+        for K members learning (:meth:`GroupShares.damp`): the common model then moves
+        by the mean of the members' changes, as model averaging moves it, rather than
+        by their sum (K members correcting the same errors at once overshot)."""
+        self.shares.damp(1.0 / self.table.learning())
         own = self.shares.own()
         self._prune_released()
         # the margin and bound of the model as published, on the window as it is now

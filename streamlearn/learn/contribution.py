@@ -191,6 +191,60 @@ class GroupShares:
         self.learner: LinearLearner = learner
         #: the others' share, as last adopted (in the state's units then)
         self.external = Contribution.zero()
+        #: the window's alpha_k when this learner last damped (oldest first), the
+        #: evictions before them, and the state's exponent then
+        self._damped_alpha = np.zeros(0)
+        self._damped_first = 0
+        self._damped_exponent = 0
+
+    def damp(self, keep: float) -> None:
+        """Keep ``keep`` of what this learner changed in its window's alpha_k since it
+        last damped: alpha_k <- alpha_k' + keep (alpha_k - alpha_k') for every example
+        in the window (alpha_k' as they were then, 0 for an example that arrived since),
+        and w, beta, t and ||a||^2 with them. The share stays exactly the combination of
+        the window (examples evicted meanwhile stay out, undamped). A member damps what
+        it publishes, once per change: a record that fails is written again as it is.
+
+        With ``keep`` = 1/K for K members learning at once, their published shares add
+        up to the mean of their models, as model averaging takes it (McDonald et al.,
+        Kamp et al.), not to K times every correction they made concurrently.
+
+        >>> from streamlearn import PDM
+        >>> learner = PDM(delta=1.0).learn(np.array([[1.0, 0.0]]), np.array([1]))
+        >>> shares = GroupShares(learner)
+        >>> shares.damp(1.0)  # the first example kept as it is
+        >>> _ = learner.learn(np.array([[0.0, 1.0]]), np.array([-1]))
+        >>> shares.damp(0.5)
+        >>> learner.buffer.alpha().tolist()
+        [1.0, 0.5]
+        """
+        state, buffer = self.learner.state, self.learner.buffer
+        slots = buffer.live_slots()
+        alpha = buffer.slot_alpha[slots]
+        marked = self._damped_alpha * SCALE_DOWN_FACTOR ** (
+            state.scale_exponent - self._damped_exponent
+        )
+        before = np.zeros_like(alpha)
+        still_there = marked[buffer.evicted - self._damped_first :][: alpha.shape[0]]
+        before[: still_there.shape[0]] = still_there
+        cut = (1.0 - keep) * (alpha - before)
+        moved = np.flatnonzero(cut)
+        if moved.shape[0]:
+            self._take_back(slots[moved], cut[moved])
+        self._damped_alpha = buffer.alpha()
+        self._damped_first = buffer.evicted
+        self._damped_exponent = state.scale_exponent
+
+    def _take_back(self, slots: npt.NDArray[np.int64], cut: npt.NDArray[np.float64]) -> None:
+        """alpha_k -= cut for the examples in ``slots``, and the state with them."""
+        state, buffer = self.learner.state, self.learner.buffer
+        signed = cut * buffer.slot_label[slots]
+        buffer.add_rows(slots, -signed, state.weights)
+        buffer.slot_alpha[slots] -= cut
+        state.scalars[BETA] -= self.learner.rho * float(signed.sum())
+        state.scalars[UPDATES] -= float(cut.sum())
+        state.recompute_sqnorm()
+        state.converged = False
 
     def own(self) -> Contribution:
         """This learner's share now: its state minus the others' (its slack sum exactly,

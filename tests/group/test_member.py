@@ -97,6 +97,34 @@ def test_members_that_read_the_same_records_hold_the_same_bits() -> None:
     assert records["a"].partitions[0].examples == 400
 
 
+def test_members_that_learn_alike_at_once_make_the_mean_of_their_models() -> None:
+    """Two members that learn the same examples at once publish a common model equal
+    to what one of them learned alone (the mean of two equal models), not twice it."""
+    topic = Topic()
+    a, b = _member(topic, "a"), _member(topic, "b")
+    a.join(), b.join()
+    a.take({0}), b.take({1})
+    a.turn(), b.turn()  # each knows the other learns
+    alone = PDM(eps=0.1, delta=1.0, buffer_size=500)
+    for member, partition in ((a, 0), (b, 1)):
+        _learn(member, partition, seed=5, n=200, offset=200)
+    alone.learn_rows(_rows(seed=5, n=200))  # type: ignore[arg-type]
+    a.publish()
+    b.turn(), b.publish()
+    a.turn()
+    for member in (a, b):
+        np.testing.assert_allclose(member.learner.state.weights, alone.state.weights, rtol=1e-12)
+        assert member.learner.state.updates == pytest.approx(alone.state.updates)
+        own = member.shares.own()  # still exactly what its window's alpha_k make
+        window = member.learner.buffer
+        assert own.updates == pytest.approx(window.alpha().sum())
+        expected = np.zeros(member.learner.state.n_features)
+        window.add_rows(
+            window.live_slots(), window.alpha() * window.slot_label[window.live_slots()], expected
+        )
+        np.testing.assert_allclose(own.values, expected[own.indices], atol=1e-12)
+
+
 def test_a_partition_resumes_where_its_last_owner_published() -> None:
     topic = Topic()
     a, b = _member(topic, "a"), _member(topic, "b")
