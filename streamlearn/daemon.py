@@ -495,10 +495,11 @@ class Daemon:
         reports) the seconds it took."""
         started = self.clock()
         slice_end = started + self.settings.replay_slice
+        updates = self.group.learner.state.updates if self.group is not None else 0.0
         self.learner.replay(max_passes=1, interrupt=lambda: self.clock() >= slice_end)
         self.version += 1
-        if self.group is not None:
-            self.group.changed()
+        if self.group is not None and self.group.learner.state.updates != updates:
+            self.group.changed()  # a pass without updates leaves the share as it was
         seconds = self.clock() - started
         self.observer.observe_replay(seconds)
         return seconds

@@ -182,14 +182,18 @@ class GroupMember:
     def changed(self) -> None:
         """The learner changed without learning (a replay pass): its share moved."""
         self._dirty = True
+        if not self.learner.converged:
+            self._settled()
 
     def turn(self, idle: bool = False) -> bool:
         """Read what other members published (fold it in; every ``READ_INTERVAL``
         seconds at most while the stream flows), and publish if the policy says so.
         When the stream is ``idle`` (caught up, nothing arrived), a member that learned
-        examples since it last published publishes at once, and one whose replays moved
-        its share checks its drift (dynamic averaging) without waiting for examples.
-        Returns whether the learner's model changed."""
+        examples since it last published publishes at once, one whose replays moved its
+        share checks its drift (dynamic averaging) without waiting for examples, and one
+        whose replays have converged publishes what they moved, however little: once
+        every member's window has converged on the common model, every member holds
+        the same records and answers alike. Returns whether the learner's model changed."""
         entries: list[tuple[str, bytes | None]] = []
         if idle or self.clock() - self._read_at >= READ_INTERVAL:
             self._read_at = self.clock()
@@ -315,6 +319,8 @@ class GroupMember:
             return True
         if idle and self.examples > self._published_examples:
             return True  # the stream paused: say where it stands
+        if idle and self.learner.converged:
+            return True  # replays settled the window: the group gets the last of them
         if idle and self.policy.mode == "dynamic":
             pass  # replays moved the share: its drift decides
         elif not self.policy.check_due(self.examples, self._checked):
@@ -366,6 +372,24 @@ class GroupMember:
         shares, own_at = self._shares(own)
         self.shares.adopt(shares, own_at)
         self.learner.fix_calibration(self._calibration())
+        self._settled()
+
+    def _settled(self) -> None:
+        """Whether the window needs replays under the common model just folded (or just
+        changed by a replay pass that its own test did not stop): not if the
+        model's margin on it is within the learner's target gap of the group's upper
+        bound (:meth:`upper_bound`, which holds for the union of the windows).
+        A window's own bound would not do: a smaller window has a larger maximum
+        margin, each member replayed towards its own, every change it published set
+        the others replaying, and a group never went quiet after its stream ended."""
+        learner = self.learner
+        target = learner.target_gap()
+        if target is None or not len(learner.buffer):
+            return
+        found = certificate(learner.state, learner.rho)
+        bound = self.upper_bound(found.upper_bound)
+        if found.achieved >= (1.0 - target) * bound:
+            learner.state.converged, learner.state.stopped_by = True, "certified gap"
 
     def _calibration(self) -> Platt:
         """The group's Platt scaling: the members' slopes, each fitted on its window,

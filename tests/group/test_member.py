@@ -125,6 +125,38 @@ def test_members_that_learn_alike_at_once_make_the_mean_of_their_models() -> Non
         np.testing.assert_allclose(own.values, expected[own.indices], atol=1e-12)
 
 
+def test_members_replaying_while_idle_go_quiet_and_answer_alike() -> None:
+    """After the stream, members replay their windows as the daemon does when idle; each
+    change published set the others replaying again. They must settle: no more records,
+    and the same bits everywhere."""
+    topic = Topic()
+    members = [_member(topic, name) for name in ("a", "b", "c")]
+    for partition, member in enumerate(members):
+        member.join()
+        member.take({partition})
+    for partition, member in enumerate(members):
+        _learn(member, partition, seed=20 + partition, n=300, offset=300)
+    quiet_rounds = 0
+    for _ in range(300):
+        written = len(topic.log)
+        for member in members:
+            if not member.learner.converged:
+                updates = member.learner.state.updates
+                member.learner.replay(max_passes=1)
+                if member.learner.state.updates != updates:
+                    member.changed()
+            member.turn(idle=True)
+        settled = len(topic.log) == written and all(m.learner.converged for m in members)
+        quiet_rounds = quiet_rounds + 1 if settled else 0
+        if quiet_rounds == 3:
+            break
+    assert quiet_rounds == 3, f"{len(topic.log)} records and still publishing"
+    for member in members[1:]:
+        np.testing.assert_array_equal(
+            member.learner.state.weights, members[0].learner.state.weights
+        )
+
+
 def test_a_partition_resumes_where_its_last_owner_published() -> None:
     topic = Topic()
     a, b = _member(topic, "a"), _member(topic, "b")
