@@ -167,6 +167,13 @@ class ServeConfig:
                 "a member of a learning group keeps its state on the sync topic: drop "
                 "--checkpoint-dir"
             )
+        if self.http_learn:
+            raise InvalidParameterError(
+                "a member of a learning group learns from its partitions only: examples "
+                "posted to POST /learn belong to no partition, so the group could neither "
+                "count them once nor hand them on when the member leaves; drop --http-learn "
+                "and produce them to --topic"
+            )
 
     def _check_kafka_names(self) -> None:
         """Consumer options and topic names, checked before anything starts (a bad one
