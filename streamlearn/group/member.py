@@ -111,6 +111,9 @@ class GroupMember:
         self._published_slope = 1.0
         self._published_at = clock()
         self._dirty = False
+        #: whether the stream was idle at the last turn: only then do the window's replays
+        #: answer to the group's certificate (a pass over the window each time)
+        self._idle = False
         self.records_written = 0
         self.records_read = 0
         self.records_refused = 0
@@ -182,7 +185,7 @@ class GroupMember:
     def changed(self) -> None:
         """The learner changed without learning (a replay pass): its share moved."""
         self._dirty = True
-        if not self.learner.converged:
+        if self._idle and not self.learner.converged:
             self._settled()
 
     def turn(self, idle: bool = False) -> bool:
@@ -201,6 +204,7 @@ class GroupMember:
                 entries = self.transport.read(to_end=False)
             except InputError as exc:
                 self._warn(f"group {self.me}: {exc}")
+        self._idle = idle
         changed = self._take(entries)
         if changed:
             self._fold()
@@ -372,7 +376,8 @@ class GroupMember:
         shares, own_at = self._shares(own)
         self.shares.adopt(shares, own_at)
         self.learner.fix_calibration(self._calibration())
-        self._settled()
+        if self._idle:
+            self._settled()
 
     def _settled(self) -> None:
         """Whether the window needs replays under the common model just folded (or just
