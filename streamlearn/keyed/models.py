@@ -527,6 +527,8 @@ class _HeldExamples:
 def _unseen(resident: Resident, partitions: npt.NDArray[Any], offsets: IntArray) -> Any:
     """Which messages (their partitions and offsets) the model has not taken yet."""
     new = np.ones(offsets.shape[0], dtype=bool)
+    if not offsets.shape[0] or max(resident.positions.values(), default=0) <= offsets.min():
+        return new  # the usual case: every message is past what the model has taken
     for partition, end in resident.positions.items():
         new &= ~((partitions == partition) & (offsets < end))
     return new

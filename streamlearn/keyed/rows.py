@@ -117,5 +117,12 @@ class KeyGroups:
 
     def rows_of(self, key_id: int) -> tuple[ParsedRows, IntArray]:
         """The rows of key number ``key_id`` and their messages (none: empty)."""
-        first, last = self.runs.get(key_id, (0, 0))
+        run = self.runs.get(key_id)
+        if run is None:
+            return _NO_ROWS, _NO_OWNERS
+        first, last = run
         return row_range(self.rows, first, last), self.owners[first:last]
+
+
+_NO_ROWS = ParsedRows.empty()
+_NO_OWNERS = np.empty(0, dtype=np.int64)
