@@ -363,6 +363,8 @@ class Daemon:
     def partitions_assigned(self, partitions: set[int]) -> Positions:
         """Where to resume partitions the consumer group gave this daemon: where the
         learning group's model ends in them."""
+        if self.keyed is not None:  # their keys' models are found from the next turn on
+            self.keyed.take(partitions)
         if self.group is None:
             return {}
         starts = self.group.take(partitions)

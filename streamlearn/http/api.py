@@ -199,7 +199,9 @@ class _Api:
             description = copy.description
         return _json({**description, "version": published.version})
 
-    async def _key_copy(self, request: web.BaseRequest, published: Published) -> tuple[Any, Any]:
+    async def _key_copy(
+        self, request: web.BaseRequest, published: Published
+    ) -> tuple[Published, Any]:
         """The published copy that holds the model of the request's ``key``, and that
         model's copy (400 without a key, 404 when this daemon has no model of it)."""
         key_text = request.query.get("key")

@@ -166,7 +166,10 @@ class KeyedModels:
         self.clock = clock
         #: answers the questions of keys that have no model
         self.empty = build()
+        #: the partitions whose keys' records the store has read, and those the
+        #: consumer group gave this daemon (read at the next turn, not in its callback)
         self._open: set[int] = set()
+        self._assigned: set[int] = set()
         self._tick = 0
         self._replayed = 0
         self._written_since_flush = False
@@ -283,8 +286,15 @@ class KeyedModels:
 
     # -- memory and the state topic --------------------------------------------------------
 
-    def _open_partitions(self, partitions: set[int]) -> None:
-        new = partitions - self._open
+    def take(self, partitions: set[int]) -> None:
+        """The consumer group gives this daemon ``partitions``: their keys' records are
+        read at the next :meth:`apply` or :meth:`predictor` (the group's callback must
+        not fail on a state topic that cannot be read)."""
+        self._assigned |= partitions
+
+    def _open_partitions(self, partitions: Iterable[int] = ()) -> None:
+        """Read the records of ``partitions`` and of those the group gave, if not yet."""
+        new = (set(partitions) | self._assigned) - self._open
         if new:
             self.store.open(new)
             self._open |= new
@@ -384,10 +394,12 @@ class KeyedModels:
         changed, and forget them (their next owner restores them from their records)."""
         leaving = [key for key, resident in self.resident.items()
                    if resident.partition in partitions]  # fmt: skip
+        written = 0
         for key in leaving:
             resident = self.resident.pop(key)
             if resident is not None and resident.dirty:
                 self._write(key, resident)
+                written += 1
         self._written_since_flush = False
         unwritten = self.store.flush(self.flush_timeout)
         if unwritten:
@@ -396,9 +408,11 @@ class KeyedModels:
                       unwritten, sorted(partitions))  # fmt: skip
         self.store.forget(partitions)
         self._open -= partitions
+        self._assigned -= partitions
         self._copies.clear()  # other daemons answer for those keys now
-        log.info("keyed models: %d models of partitions %s written and released",
-                 len(leaving), sorted(partitions))  # fmt: skip
+        log.info("keyed models: partitions %s released, their %d models in memory (%d "
+                 "written) left to their next owner", sorted(partitions), len(leaving),
+                 written)  # fmt: skip
 
     # -- replay (the daemon paces it; a pass goes over the models in memory) -------------
 
@@ -485,6 +499,7 @@ class KeyedModels:
     def predictor(self, asked: Iterable[bytes] = ()) -> KeyedPredictor:
         """Copies of the models of the keys requests asked for (``asked``: those asked
         since the last call), each copied again only when its model has changed."""
+        self._open_partitions()
         limit = self.resident.max_models
         for key in asked:
             if key not in self._copies:

@@ -246,3 +246,16 @@ def test_copies_for_answers_follow_the_models_that_change() -> None:
     x = np.random.default_rng(1).normal(size=(5, FEATURES))
     rows = (np.arange(0, 41, 8), np.tile(np.arange(8, dtype=np.int32), 5), x.ravel())
     assert fresh.predictor.answer(rows) != copy.predictor.answer(rows)
+
+
+def test_the_keys_of_a_partition_given_are_found_before_its_first_message() -> None:
+    store = MemoryStates()
+    first = keyed(store)
+    run(first, keyed_lines(100, 2, seed=12))
+    first.release({0})
+    taker = keyed(store)
+    assert taker.predictor([b"key-1"]).get(b"key-1") is None  # partition 0 is not its own
+    taker.take({0})
+    copy = taker.predictor().get(b"key-1")
+    assert copy is not None and not copy.description["in_memory"]
+    assert len(taker.resident) == 0  # answered from its record, which stays where it is
