@@ -322,7 +322,7 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
     server = HttpServer(nice=config.http_nice)
     try:
         ops = ops_app(metrics, ready=daemon.ready, request_checkpoint=daemon.request_checkpoint,
-                      checkpoints=store is not None)  # fmt: skip
+                      checkpoints=store is not None or keyed is not None)  # fmt: skip
         port = _bind(partial(server.serve, ops), config.metrics_addr, "metrics")
         log.info("metrics on http://%s:%d/metrics", _address(config.metrics_addr)[0], port)
         daemon.restore()

@@ -207,6 +207,11 @@ def test_each_tenant_is_answered_by_its_own_model_and_spills_change_nothing(
     assert restored is not None and spilled is not None and restored > 50 and spilled > 50
     assert (tight.metric("streamlearn_keyed_models_resident") or 0) <= 2
     assert tight.metric("streamlearn_keyed_models_stored") == KEYS
+    checkpoint = urllib.request.Request(
+        f"http://127.0.0.1:{tight.metrics_port}/checkpoint", data=b"", method="POST"
+    )
+    with urllib.request.urlopen(checkpoint, timeout=10) as response:
+        assert response.status == 202  # the models' records are the checkpoint
 
     ours = run_to_end(tight, broker, tight_state, 1500)
     theirs = run_to_end(free, broker, free_state, 1500)
