@@ -47,6 +47,11 @@ and counts progressive accuracy (for a bank, the argmax label just before learni
 example against its label set). An example with no label is a prediction request. A
 checkpoint holds either kind of model; the daemon refuses to restore one of the other
 kind than it was started for (:class:`~streamlearn.errors.StateError`).
+
+**Keyed models** (``keyed``, :mod:`streamlearn.keyed`): one model per message key
+instead of one model. Each poll's rows go to the models of their messages' keys; replay
+passes go over the models in memory; a checkpoint writes the models that changed to the
+state topic, and only then commits the offsets.
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sized
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +81,7 @@ from streamlearn.config import (
 from streamlearn.errors import CheckpointError, InvalidParameterError, StateError
 from streamlearn.group.member import GroupMember
 from streamlearn.http.live import Learned, LiveModel, Published, settle
+from streamlearn.keyed.models import KeyedBatch, KeyedModels
 from streamlearn.learn import Examples, Model, ModelLimits
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.replay import ReplayPacer, ReplaySchedule
@@ -106,6 +112,18 @@ class Observer(Protocol):
     def count_undelivered(self, sink: str, n: int) -> None: ...
     def set_lag(self, lag: Mapping[int, int]) -> None: ...
     def set_ready(self, ready: bool) -> None: ...
+
+
+class Replayable(Protocol):
+    """What replay passes go over: the model, or a keyed daemon's models in memory."""
+
+    @property
+    def buffer(self) -> Sized: ...
+    @property
+    def converged(self) -> bool: ...
+    def replay(
+        self, max_passes: int | None = None, interrupt: Callable[[], bool] | None = None
+    ) -> object: ...
 
 
 class _Silent:
@@ -253,6 +271,7 @@ class Daemon:
         observer: Observer | None = None,
         live: LiveModel | None = None,
         group: Callable[[Model], GroupMember] | None = None,
+        keyed: KeyedModels | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.spec = spec if isinstance(spec, ModelSpec) else ModelSpec(spec)
@@ -292,6 +311,9 @@ class Daemon:
         self._in_flight: _InFlight | None = None
         #: this daemon as a member of a learning group (see :mod:`streamlearn.group`)
         self.group = group(self.learner) if group is not None else None
+        #: one model per message key (see :mod:`streamlearn.keyed`); ``learner`` then
+        #: only says which algorithm and parameters a new key's model gets
+        self.keyed = keyed
 
     # -- control (signal handlers and HTTP call these) -----------------------------------
 
@@ -341,6 +363,8 @@ class Daemon:
     def partitions_assigned(self, partitions: set[int]) -> Positions:
         """Where to resume partitions the consumer group gave this daemon: where the
         learning group's model ends in them."""
+        if self.keyed is not None:  # their keys' models are found from the next turn on
+            self.keyed.take(partitions)
         if self.group is None:
             return {}
         starts = self.group.take(partitions)
@@ -349,13 +373,17 @@ class Daemon:
 
     def partitions_revoking(self, partitions: set[int]) -> None:
         """The consumer group takes ``partitions`` away: learn what was polled from
-        them, then publish where this daemon stopped, for their next owner."""
-        if self.group is None:
+        them, then publish where this daemon stopped (a group member), or write their
+        keys' models (keyed models), for their next owner."""
+        if self.group is None and self.keyed is None:
             return
         if self._in_flight is not None:
             in_flight, self._in_flight = self._in_flight, None
             self._finish(in_flight)
-        self.group.release(partitions, self.positions)
+        if self.group is not None:
+            self.group.release(partitions, self.positions)
+        if self.keyed is not None:  # their next owner restores their keys' models
+            self.keyed.release(partitions)
 
     def _latest(self) -> tuple[Path, Checkpoint] | None:
         """The newest readable checkpoint; None when there is none at all."""
@@ -449,7 +477,7 @@ class Daemon:
             elif self.source.exhausted():
                 break
             elif self._idle_replay_due():
-                examples = len(self.learner.buffer)
+                examples = len(self._replayed.buffer)
                 self._pacer.timed(self._replay_pass(), examples)
             lag = self.source.lag()
             self._caught_up = not any(lag.values())
@@ -472,7 +500,7 @@ class Daemon:
         """Whether an empty poll means idle time to replay in: the window has not
         converged, and the source has nothing waiting (an empty poll while messages wait
         is a fetch still under way, not idle time)."""
-        learner = self.learner
+        learner = self._replayed
         return (
             self.settings.idle_replay
             and self._caught_up
@@ -486,8 +514,8 @@ class Daemon:
         if self.settings.replay is not None:
             return
         self._pacer.tick(self.clock(), sum(lag.values()) if lag else None, behind)
-        examples = len(self.learner.buffer)
-        if behind and not self.learner.converged and self._pacer.may_replay(examples):
+        examples = len(self._replayed.buffer)
+        if behind and not self._replayed.converged and self._pacer.may_replay(examples):
             self._pacer.spent(self._replay_pass(), examples)
 
     def _replay_pass(self) -> float:
@@ -496,13 +524,18 @@ class Daemon:
         started = self.clock()
         slice_end = started + self.settings.replay_slice
         updates = self.group.learner.state.updates if self.group is not None else 0.0
-        self.learner.replay(max_passes=1, interrupt=lambda: self.clock() >= slice_end)
+        self._replayed.replay(max_passes=1, interrupt=lambda: self.clock() >= slice_end)
         self.version += 1
         if self.group is not None and self.group.learner.state.updates != updates:
             self.group.changed()  # a pass without updates leaves the share as it was
         seconds = self.clock() - started
         self.observer.observe_replay(seconds)
         return seconds
+
+    @property
+    def _replayed(self) -> Replayable:
+        """What replay passes go over: the model, or the keyed models in memory."""
+        return self.keyed if self.keyed is not None else self.learner
 
     def _finish(self, in_flight: _InFlight) -> None:
         self._apply(in_flight.messages, in_flight.decoded.result(), in_flight.positions)
@@ -526,6 +559,10 @@ class Daemon:
     def _apply(self, messages: MessageBatch, decoded: _Decoded, positions: Positions) -> None:
         """Predict, learn and reject what ``messages`` decoded to; then the daemon is at
         ``positions``."""
+        if self.keyed is not None:
+            self._apply_keyed(messages, decoded)
+            self.positions = positions
+            return
         questions = decoded.unlabelled
         rejected = decoded.rejected
         if decoded.labelled is None:
@@ -544,17 +581,45 @@ class Daemon:
             self._reject(messages, decoded.first_lines(), rejected)
         self.positions = positions
 
+    def _apply_keyed(self, messages: MessageBatch, decoded: _Decoded) -> None:
+        """:meth:`_apply` for keyed models: each key's rows to its model, answered
+        and rejected as one model's are."""
+        assert self.keyed is not None
+        started = self.clock()
+        first_lines = decoded.first_lines()
+        keys = [messages.key(i) for i in range(len(messages))]
+        batch = KeyedBatch(keys, messages.partitions, messages.offsets, first_lines,
+                           decoded.labelled, decoded.unlabelled)  # fmt: skip
+        done = self.keyed.apply(batch, self.settings.limits, self.settings.replay or NO_REPLAY)
+        self.stream_examples += done.learned
+        self._learned(done.learned, started)
+        if decoded.unlabelled is not None:
+            self.observer.count_examples("predicted", decoded.unlabelled.n_rows)
+        if self.sink is not None:
+            headers = [("content-type", self.learner.answer_type.encode())]
+            for owner, answer in done.answers:
+                self.sink.send(messages.key(owner), answer, origin=_origin(messages, owner),
+                               headers=headers)  # fmt: skip
+        rejected = sorted([*decoded.rejected, *done.rejected], key=lambda item: item.line)
+        if rejected:
+            self._reject(messages, first_lines, rejected)
+
     def take_snapshot(self) -> None:
         """Store the learner's summary for readers on other threads."""
         started = self.clock()
-        self.snapshot = {**self.learner.summary(), "stream_examples": self.stream_examples}
+        summary = self.learner.summary() if self.keyed is None else self.keyed.summary()
+        self.snapshot = {**summary, "stream_examples": self.stream_examples}
         if self.group is not None:
             self.snapshot["group"] = self.group.summary(
                 float(self.snapshot.get("margin_achieved", math.nan)),
                 float(self.snapshot.get("margin_upper_bound", math.nan)),
             )
         if self.live is not None:
-            self.live.describe(live_description(self.learner, self.snapshot))
+            self.live.describe(
+                live_description(self.learner, self.snapshot)
+                if self.keyed is None
+                else self.keyed.description(self.snapshot)
+            )
         self._summary_clock = self.clock()
         took = self._summary_clock - started
         settings = self.settings
@@ -593,7 +658,12 @@ class Daemon:
         if self.live is None:
             return
         started = self.clock()
-        self.live.publish(Published(self.version, self.learner.predictor()))
+        predictor = (
+            self.learner.predictor()
+            if self.keyed is None
+            else self.keyed.predictor(self.live.take_asked_keys())
+        )
+        self.live.publish(Published(self.version, predictor))
         self._published_version = self.version
         took = self.clock() - started
         settings = self.settings
@@ -629,11 +699,12 @@ class Daemon:
         self._learned(batch, started)
         self._predict(messages, decoded.first_lines(), questions, answers)
 
-    def _learned(self, batch: Examples, started: float) -> None:
-        """Report ``batch``, learned since ``started``."""
+    def _learned(self, batch: Examples | int, started: float) -> None:
+        """Report ``batch`` (or that many examples), learned since ``started``."""
         self.version += 1
         self.observer.observe_learn_batch(self.clock() - started)
-        self.observer.count_examples("learned", batch.n_examples)
+        learned = batch if isinstance(batch, int) else batch.n_examples
+        self.observer.count_examples("learned", learned)
         # examples held for delta='auto' are presented (and judged) later, all at once
         presented, mistakes = self._progressive()
         new_mistakes = mistakes - self._mistakes_seen
@@ -643,7 +714,8 @@ class Daemon:
 
     def _progressive(self) -> tuple[int, int]:
         """Examples judged before learning them so far, and the mistakes among them."""
-        return self.learner.stream_judged, self.learner.stream_mistakes
+        model = self.learner if self.keyed is None else self.keyed
+        return model.stream_judged, model.stream_mistakes
 
     def _model_of_kind(self, model: Model, path: str) -> Model:
         """``model`` if it is the kind (bank or binary) this daemon was started for."""
@@ -780,6 +852,11 @@ class Daemon:
                      path, self.stream_examples, size, seconds)  # fmt: skip
             # only positions a checkpoint on disk holds: without checkpoints, none (a
             # restart in the same group would otherwise skip what a lost model learned)
+            self.source.commit(dict(self.positions))
+        elif self.keyed is not None:  # the keyed models' records are their checkpoint
+            started = self.clock()
+            size = self.keyed.save()
+            self.observer.observe_checkpoint(self.clock() - started, size, time.time())
             self.source.commit(dict(self.positions))
         self._examples_at_checkpoint = self.stream_examples
         self._checkpoint_clock = self.clock()

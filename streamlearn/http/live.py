@@ -94,6 +94,8 @@ class LiveModel:
         self.version = 0
         self._last_read = -math.inf
         self._waiting: list[Future[Published]] = []
+        #: model keys requests asked for since the daemon last took them (keyed models)
+        self._asked: set[bytes] = set()
         self._published: Published | None = None
         self._description: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -113,14 +115,17 @@ class LiveModel:
         or it was published within ``MAX_AGE`` seconds."""
         return published.version == self.version or self.clock() - published.at <= MAX_AGE
 
-    def refresh(self) -> Future[Published]:
+    def refresh(self, key: bytes | None = None) -> Future[Published]:
         """A future of the next copy the daemon publishes (it publishes one at its next
-        turn)."""
+        turn); with a ``key``, one that holds the copy of that key's model (a daemon
+        that learns one model per key copies the models requests name)."""
         waiter: Future[Published] = Future()
         with self._lock:
             if self._closed:
                 raise ClosedError("the daemon is stopping")
             self._waiting.append(waiter)
+            if key is not None:
+                self._asked.add(key)
         return waiter
 
     def description(self) -> dict[str, Any]:
@@ -166,6 +171,12 @@ class LiveModel:
             waiting, self._waiting = self._waiting, []
         for waiter in waiting:
             settle(waiter, published)
+
+    def take_asked_keys(self) -> set[bytes]:
+        """The model keys requests asked for since the last call."""
+        with self._lock:
+            asked, self._asked = self._asked, set()
+        return asked
 
     def describe(self, description: dict[str, Any]) -> None:
         """Replace the description the HTTP side reads."""

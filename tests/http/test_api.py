@@ -355,3 +355,10 @@ def test_json_gives_features_by_index_or_by_name_not_both(api: Api) -> None:
     status, answer, _ = api.request("POST", "/predict", json.dumps(both).encode(),
                                     "application/json")  # fmt: skip
     assert status == 400 and answer["rejected"][0]["reason"] == "bad message"
+
+
+def test_a_daemon_of_one_model_refuses_a_key(api: Api) -> None:
+    status, answer, _ = api.request("POST", "/predict?key=tenant-1", b"1:0.5 3:-2\n")
+    assert status == 400 and "drop the key" in answer["error"]
+    status, answer, _ = api.request("GET", "/model?key=tenant-1")
+    assert status == 400 and "--model-key" in answer["error"]
