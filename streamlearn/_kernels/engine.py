@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from streamlearn._kernels._jit import kernel
-from streamlearn._kernels.ring import FIRST, UNBUFFERED, evictions_for, ring_append
+from streamlearn._kernels.ring import UNBUFFERED, ring_append
 from streamlearn._kernels.rows import dot_within
 from streamlearn._kernels.rules import RULE_KOZINEC, multiplicity, threshold
 
@@ -278,68 +278,6 @@ def count_new(stats: np.ndarray, lam: float, p: float) -> None:
         stats[STAT_UPDATE_EVENTS] += 1
 
 
-@kernel()
-def forget_example(
-    idx: np.ndarray,
-    val: np.ndarray,
-    start: int,
-    stop: int,
-    label: float,
-    alpha: np.ndarray,
-    k: Slot,
-    x_sqnorm: float,
-    w: np.ndarray,
-    state: State,
-    rule_code: int,
-    rho: float,
-    delta_sq: float,
-) -> State:
-    """Take example ``k`` (nonzeros ``idx[start:stop]``, slack count ``alpha[k]``) out of
-    a: a -= alpha_k y_k, t -= alpha_k and ||a||^2 updated exactly; its slack count becomes
-    0. For Kozinec, whose a is a convex combination, the rest is renormalised:
-    a <- (a - lambda_k y_k) / (1 - lambda_k) with lambda_k its weight in the combination
-    (nothing is left when a was y_k alone). Returns the new ``state``."""
-    a_k = alpha[np.uint64(k)]
-    if a_k == 0.0:
-        return state
-    beta, sqnorm, t, scale = state
-    p = label * (sparse_dot(idx, val, start, stop, w) + rho * beta) + delta_sq * a_k
-    q = x_sqnorm + rho * rho + delta_sq
-    scatter_add(idx, val, start, stop, -a_k * label, w)
-    alpha[np.uint64(k)] = 0.0
-    beta -= a_k * label * rho
-    if rule_code != RULE_KOZINEC:
-        return beta, max(sqnorm - 2.0 * a_k * p + a_k * a_k * q, 0.0), t - a_k, scale
-    weight = scale * a_k
-    if weight >= 1.0:
-        for i in range(w.shape[0]):
-            w[i] = 0.0
-        return 0.0, 0.0, t, 1.0
-    p *= scale
-    rest = 1.0 - weight
-    sqnorm = (sqnorm - 2.0 * weight * p + weight * weight * q) / (rest * rest)
-    return beta, max(sqnorm, 0.0), t, scale / rest
-
-
-@kernel(inline=True)
-def forget_evicted(
-    reserve: int, buffer: BufferArrays, ring: np.ndarray, w: np.ndarray, state: State, rule: Rule
-) -> State:
-    """Take out of a the examples that storing one of ``reserve`` cells will evict (see
-    :func:`~streamlearn._kernels.ring.evictions_for`), oldest first."""
-    slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm, arena_idx, arena_val = buffer
-    capacity = slot_start.shape[0]
-    evicted = evictions_for(reserve, slot_start, arena_idx.shape[0], ring)
-    for e in range(evicted):
-        k = (ring[FIRST] + e) % capacity
-        start = slot_start[k]
-        state = forget_example(
-            arena_idx, arena_val, start, start + slot_len[k], float(slot_label[k]), slot_alpha,
-            k, slot_sqnorm[k], w, state, rule[0], rule[2], rule[3],
-        )  # fmt: skip
-    return state
-
-
 @kernel(releases_gil=True)
 def learn_stream(
     indptr: np.ndarray,
@@ -355,10 +293,10 @@ def learn_stream(
     rule: Rule,
     stats: np.ndarray,
     first: int,
-    forget: bool,
 ) -> int:
     """Store each example of the batch from position ``first`` on in the buffer (evicting
-    the oldest, whose contributions leave a first when ``forget``), then present it.
+    the oldest: their contributions stay in ``w`` until the learner takes them out, see
+    :meth:`~streamlearn.learn.state.LearnerState.forget_evicted`), then present it.
 
     Stops before an example with more nonzeros than the buffer can ever hold and returns
     its position, or the number of examples at the end of the batch. Such an example
@@ -373,7 +311,7 @@ def learn_stream(
             return i
         state = store_and_present(
             i, indptr, indices, values, labels, x_sqnorms, buffer, ring, w, state, scalars,
-            rule, stats, forget,
+            rule, stats,
         )  # fmt: skip
     _store_state(state, scalars)
     return n
@@ -394,17 +332,13 @@ def store_and_present(
     scalars: np.ndarray,
     rule: Rule,
     stats: np.ndarray,
-    forget: bool,
 ) -> State:
-    """Store example ``i`` of the batch in the buffer (evicting the oldest, whose
-    contributions leave a first when ``forget``), present it and count it; returns the
-    new ``state``."""
+    """Store example ``i`` of the batch in the buffer (evicting the oldest), present it
+    and count it; returns the new ``state``."""
     slot_start, slot_alpha, arena_idx, arena_val = buffer[0], buffer[3], buffer[5], buffer[6]
     lo = indptr[i]
     hi = indptr[i + 1]
     label = float(labels[i])
-    if forget:
-        state = forget_evicted(max(hi - lo, 1), buffer, ring, w, state, rule)
     slot = ring_append(indices, values, lo, hi, label, x_sqnorms[i], buffer, ring)
     start = slot_start[slot]
     lam, p, _, state = present(
@@ -429,7 +363,6 @@ def learn_stream_answering(
     scalars: np.ndarray,
     rule: Rule,
     stats: np.ndarray,
-    forget: bool,
     before: np.ndarray,
     q_indptr: np.ndarray,
     q_indices: np.ndarray,
@@ -467,7 +400,7 @@ def learn_stream_answering(
             return False
         state = store_and_present(
             i, indptr, indices, values, labels, x_sqnorms, buffer, ring, w, state, scalars,
-            rule, stats, forget,
+            rule, stats,
         )  # fmt: skip
         i += 1
     _store_state(state, scalars)
@@ -496,8 +429,8 @@ def present_unbuffered(
     """Present example ``i`` of the batch from the batch itself, without storing it (it
     has more nonzeros than the buffer can ever hold); counted as :func:`learn_stream`
     counts, and in the ring's count of such examples. ``loose`` (one float64) holds its
-    slack meanwhile. When ``forget`` (a is a combination of the buffered examples), it is
-    judged but not learned: it could never be in the buffer."""
+    slack meanwhile. When ``forget`` (window semantics: replay makes a a combination of
+    the buffered examples), it is judged but not learned: it could never be in the buffer."""
     ring[UNBUFFERED] += 1
     label = float(labels[i])
     if forget:

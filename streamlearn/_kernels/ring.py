@@ -6,9 +6,9 @@ in the arena, how many there are, its label, its slack count alpha_k and ||x_k||
 kept in arrival order; each reserves max(nnz, 1) contiguous arena cells, so arena
 positions strictly increase from the oldest example to the newest, wrapping at most once.
 Adding an example evicts the oldest ones until there is a free slot and a free
-contiguous stretch of arena, so memory never exceeds what was allocated;
-:func:`evictions_for` says beforehand which, so that a learner can take their
-contributions out of its weights while their nonzeros are still there.
+contiguous stretch of arena, so memory never exceeds what was allocated. An evicted
+example's contribution stays in the weights until the learner rebuilds them from what
+the buffer holds (:func:`add_combination`).
 """
 
 from __future__ import annotations
@@ -53,23 +53,6 @@ def _free_at(
 def _free_position(reserve: int, slot_start: np.ndarray, arena_size: int, ring: np.ndarray) -> int:
     """Where ``reserve`` cells fit without eviction, or -1."""
     return _free_at(reserve, slot_start, arena_size, ring[FIRST], ring[COUNT], ring[WRITE_POS])
-
-
-@kernel(inline=True)
-def evictions_for(reserve: int, slot_start: np.ndarray, arena_size: int, ring: np.ndarray) -> int:
-    """How many of the oldest examples :func:`ring_append` will evict to store one of
-    ``reserve`` cells: they are slots ``ring[FIRST]``, ``ring[FIRST] + 1``, ... (modulo
-    the capacity), still intact until then."""
-    capacity = slot_start.shape[0]
-    first = ring[FIRST]
-    count = ring[COUNT]
-    write_pos = ring[WRITE_POS]
-    n = 0
-    while _free_at(reserve, slot_start, arena_size, first, count, write_pos) < 0:
-        first = (first + 1) % capacity
-        count -= 1
-        n += 1
-    return n
 
 
 @kernel(inline=True)
@@ -126,3 +109,27 @@ def values_all_one(
             if arena_val[j] != 1.0:
                 return False
     return True
+
+
+@kernel()
+def add_combination(
+    slots: np.ndarray,
+    coef: np.ndarray,
+    slot_start: np.ndarray,
+    slot_len: np.ndarray,
+    arena_idx: np.ndarray,
+    arena_val: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """``out += sum_i coef[i] x_(slots[i])``, example after example in the order of
+    ``slots`` (``out`` long enough for every stored index): the weights of a combination
+    of buffered examples."""
+    for i in range(slots.shape[0]):
+        k = np.uint64(slots[i])
+        c = coef[i]
+        # unsigned positions and indices skip numba's negative-index checks (engine.py)
+        j = np.uint64(slot_start[k])
+        end = j + np.uint64(slot_len[k])
+        while j < end:
+            out[np.uint32(arena_idx[j])] += c * arena_val[j]
+            j += np.uint64(1)

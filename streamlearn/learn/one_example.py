@@ -184,8 +184,8 @@ class OneExamplePath:
         Z = self._counts
         state.examples_seen = int(Z[single.Z_EXAMPLES])
         state.n_features = max(state.n_features, int(Z[single.Z_N_FEATURES]))
-        if Z[single.Z_CHANGED]:
-            state.converged = False
+        if Z[single.Z_CHANGED] or self.learner.evictions_to_forget:
+            state.converged = False  # the window changed: its replay is due
             Z[single.Z_CHANGED] = 0
         if self.held:
             held, self.held = self.held, []

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn._kernels.engine import BETA, N_STATS, SCALE, SQNORM, UPDATES
+from streamlearn._kernels.ring import add_combination
 from streamlearn._kernels.single import block_views, empty_blocks, raw_offset
 from streamlearn.errors import StateError
 from streamlearn.replay import ReplayBuffer
@@ -45,6 +46,7 @@ __all__ = [
     "UPDATES",
     "LearnerState",
     "PackedBlocks",
+    "evictions_forgotten",
     "grown_weights",
     "stopped_by",
 ]
@@ -148,6 +150,9 @@ class LearnerState:
         update) or ``'certified gap'`` (the certificate reached the learner's target).
     delta
         The Delta in use; None while ``delta='auto'`` waits for its examples.
+    evictions_forgotten
+        How many of the buffer's evicted examples have left the model
+        (:meth:`forget_evicted`); those evicted since still count in w, beta and t.
     """
 
     def __init__(
@@ -163,6 +168,7 @@ class LearnerState:
         passes: int = 0,
         converged: bool = False,
         stopped_by: str | None = None,
+        evictions_forgotten: int = 0,
     ) -> None:
         self.buffer = buffer
         self.weights = weights
@@ -174,10 +180,17 @@ class LearnerState:
         self.passes = passes
         self.converged = converged
         self.stopped_by = stopped_by
+        self.evictions_forgotten = evictions_forgotten
         #: sum of alpha_k^2 over examples whose share of ``weights`` came from elsewhere
         #: (the other members of a learning group, :mod:`streamlearn.learn.contribution`):
         #: their slack coordinates are part of ||a||^2, their alpha_k are not in the buffer
         self.external_slack = 0.0
+        #: that share's w (as feature indices and values), beta and t: :meth:`forget_evicted`
+        #: rebuilds the model from the buffer and it
+        self.external_indices = np.zeros(0, dtype=np.int64)
+        self.external_values = np.zeros(0, dtype=np.float64)
+        self.external_beta = 0.0
+        self.external_updates = 0.0
         #: how many times :meth:`scale_down` scaled this state (the group's shares carry it)
         self.scale_exponent = 0
 
@@ -237,6 +250,64 @@ class LearnerState:
         alpha = self.buffer.alpha()
         return float(alpha @ alpha)
 
+    @property
+    def evictions_pending(self) -> int:
+        """Examples evicted from the buffer that have not left the model yet."""
+        return self.buffer.evicted - self.evictions_forgotten
+
+    def forget_evicted(self, rho: float, convex: bool = False) -> bool:
+        """Take the examples the buffer has evicted since the last call out of the model:
+        w, beta and t become the combination of the buffered examples again (plus the
+        external share), and ||a||^2 is recomputed. Returns whether any were pending.
+
+        Eviction itself leaves an example's contribution in the model. With the slack
+        coordinates (Delta > 0) on data that no direction separates, each alpha_k y_k is
+        far larger than w, which is what is left of their sum: taking even a few out
+        leaves the others unbalanced, a poor model until a replay has rebalanced them.
+        So they leave when a replay starts, and not before.
+
+        ``convex`` (Kozinec): a is a convex combination, so the buffered examples' weights
+        are renormalised to sum to 1 (nothing is left when none holds any) and t, a count
+        of updates, stays.
+
+        >>> state = LearnerState.empty(buffer_size=1, buffer_nnz=8, delta=1.0)
+        >>> state.weights[:2] = [3.0, 0.0]; state.scalars[:3] = [2.0, 17.0, 2.0]
+        >>> state.buffer.slot_alpha[0] = 1.0; state.buffer.ring[1] = 1  # x = (1, 0), l = +1
+        >>> state.buffer.slot_label[0] = 1; state.buffer.slot_len[0] = 1
+        >>> state.buffer.arena_val[0] = 1.0; state.buffer.ring[3] = 1  # one evicted
+        >>> state.forget_evicted(rho=1.0), state.weights[:2].tolist(), state.scalars[:3].tolist()
+        (True, [1.0, 0.0], [1.0, 3.0, 1.0])
+        >>> state.forget_evicted(rho=1.0)
+        False
+        """
+        buf = self.buffer
+        if buf.evicted == self.evictions_forgotten:
+            return False
+        self.evictions_forgotten = buf.evicted
+        slots = buf.live_slots()
+        alpha = buf.slot_alpha[slots]
+        coef = alpha * buf.slot_label[slots]
+        w = self.weights
+        w[:] = 0.0  # in place: a bank's rows and the per-example blocks hold this array
+        add_combination(
+            slots, coef, buf.slot_start, buf.slot_len, buf.arena_idx, buf.arena_val, w
+        )  # fmt: skip
+        beta = rho * float(coef.sum())
+        total = float(alpha.sum())
+        if convex:
+            if total > 0.0:
+                self.scalars[SCALE] = 1.0 / total
+            else:
+                beta = 0.0
+                self.scalars[SCALE] = 1.0
+        else:
+            w[self.external_indices] += self.external_values
+            beta += self.external_beta
+            self.scalars[UPDATES] = total + self.external_updates
+        self.scalars[BETA] = beta
+        self.recompute_sqnorm()
+        return True
+
     def recompute_sqnorm(self) -> None:
         """Set ||a||^2 from w, beta and the slack counts, the buffered examples' and the
         external ones (rounding would otherwise drift in the incremental updates)."""
@@ -272,6 +343,9 @@ class LearnerState:
         self.scalars[SQNORM] *= factor * factor
         self.scalars[UPDATES] *= factor
         self.external_slack *= factor * factor
+        self.external_values = self.external_values * factor
+        self.external_beta *= factor
+        self.external_updates *= factor
         self.scale_exponent += 1
         return True
 
@@ -349,6 +423,7 @@ class LearnerState:
             "converged": self.converged,
             "stopped_by": self.stopped_by,
             "examples_seen": self.examples_seen,
+            "evictions_forgotten": self.evictions_forgotten,
             "buffer": self.buffer.state_dict(),
         }
 
@@ -377,8 +452,9 @@ class LearnerState:
         saved = np.asarray(state["stats"], dtype=np.int64)
         stats = np.zeros(N_STATS, dtype=np.int64)
         stats[: saved.shape[0]] = saved  # states from before the level sizes: zeros
+        buffer = ReplayBuffer.from_state(state["buffer"])
         return cls(
-            ReplayBuffer.from_state(state["buffer"]),
+            buffer,
             weights=room,
             scalars=scalars,
             stats=stats,
@@ -388,6 +464,7 @@ class LearnerState:
             passes=int(state["passes"]),
             converged=bool(state["converged"]),
             stopped_by=stopped_by(state.get("stopped_by")),
+            evictions_forgotten=evictions_forgotten(state.get("evictions_forgotten"), buffer),
         )
 
 
@@ -406,6 +483,21 @@ def require_finite(name: str, values: npt.NDArray[np.float64]) -> None:
             f"the state's {name} hold a value that is not finite (NaN or infinite): the "
             "file is not a model streamlearn wrote, or was changed since"
         )
+
+
+def evictions_forgotten(value: Any, buffer: ReplayBuffer) -> int:
+    """A state's ``evictions_forgotten``: states written before it took each evicted
+    example out of the model at once (all of them have left), and none can have left
+    more than the buffer evicted."""
+    if value is None:
+        return buffer.evicted
+    forgotten = int(value)
+    if not 0 <= forgotten <= buffer.evicted:
+        raise StateError(
+            f"evictions_forgotten must be in [0, {buffer.evicted}] (the buffer's evictions), "
+            f"got {forgotten}"
+        )
+    return forgotten
 
 
 def stopped_by(value: Any) -> str | None:
