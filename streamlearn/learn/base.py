@@ -399,10 +399,15 @@ class LinearLearner:
         full epoch each pass starts with always runs whole.
 
         With ``forget='window'`` the examples evicted since the last replay leave the
-        model first (:meth:`LearnerState.forget_evicted`).
+        model first (:meth:`LearnerState.forget_evicted`). That unbalances the others,
+        and a pass or two do not rebalance them: such a replay goes on until it
+        converges, up to the ``max_passes`` parameter, whatever ``max_passes`` it is
+        given (``interrupt`` still ends it).
         """
         self._flush_pending()
         budget = self.max_passes if max_passes is None else count("max_passes", max_passes)
+        if self._forget_evicted():
+            budget = max(budget, self.max_passes)
         self._run_passes(budget, interrupt)
         return self
 
