@@ -4,9 +4,10 @@ The learner's state lives in arrays the caller owns:
 
 - ``w``: dense float64 weights over the feature indices seen so far;
 - ``scalars``: float64 ``[beta, sqnorm, updates, scale]`` with ``beta`` the weight of
-  the augmented coordinate, ``sqnorm`` = ||a||^2 (kept incrementally, evicted examples'
-  slack included), ``updates`` = t and ``scale`` the factor that multiplies ``w``,
-  ``beta`` and the slack counts (1 except for Kozinec's convex combinations);
+  the augmented coordinate, ``sqnorm`` = ||a||^2 (kept incrementally, the slack of
+  evicted examples still in a included), ``updates`` = t and ``scale`` the factor that
+  multiplies ``w``, ``beta`` and the slack counts (1 except for Kozinec's convex
+  combinations);
 - ``buffer``: the tuple ``(slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm,
   arena_idx, arena_val)`` of :mod:`streamlearn._kernels.ring`; ``slot_alpha`` holds each
   buffered example's slack coordinate alpha_k.
@@ -47,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from streamlearn._kernels._jit import kernel
-from streamlearn._kernels.ring import UNBUFFERED, ring_append
+from streamlearn._kernels.ring import EVICTED, FIRST, UNBUFFERED, evictions_for, ring_append
 from streamlearn._kernels.rows import dot_within
 from streamlearn._kernels.rules import RULE_KOZINEC, multiplicity, threshold
 
@@ -278,6 +279,77 @@ def count_new(stats: np.ndarray, lam: float, p: float) -> None:
         stats[STAT_UPDATE_EVENTS] += 1
 
 
+@kernel()
+def forget_example(
+    idx: np.ndarray,
+    val: np.ndarray,
+    start: int,
+    stop: int,
+    label: float,
+    alpha: np.ndarray,
+    k: Slot,
+    x_sqnorm: float,
+    w: np.ndarray,
+    state: State,
+    rule_code: int,
+    rho: float,
+    delta_sq: float,
+) -> State:
+    """Take example ``k`` (nonzeros ``idx[start:stop]``, slack count ``alpha[k]``) out of
+    a: a -= alpha_k y_k, t -= alpha_k and ||a||^2 updated exactly; its slack count becomes
+    0. For Kozinec, whose a is a convex combination, the rest is renormalised:
+    a <- (a - lambda_k y_k) / (1 - lambda_k) with lambda_k its weight in the combination
+    (nothing is left when a was y_k alone). Returns the new ``state``."""
+    a_k = alpha[np.uint64(k)]
+    if a_k == 0.0:
+        return state
+    beta, sqnorm, t, scale = state
+    p = label * (sparse_dot(idx, val, start, stop, w) + rho * beta) + delta_sq * a_k
+    q = x_sqnorm + rho * rho + delta_sq
+    scatter_add(idx, val, start, stop, -a_k * label, w)
+    alpha[np.uint64(k)] = 0.0
+    beta -= a_k * label * rho
+    if rule_code != RULE_KOZINEC:
+        return beta, max(sqnorm - 2.0 * a_k * p + a_k * a_k * q, 0.0), t - a_k, scale
+    weight = scale * a_k
+    if weight >= 1.0:
+        for i in range(w.shape[0]):
+            w[i] = 0.0
+        return 0.0, 0.0, t, 1.0
+    p *= scale
+    rest = 1.0 - weight
+    sqnorm = (sqnorm - 2.0 * weight * p + weight * weight * q) / (rest * rest)
+    return beta, max(sqnorm, 0.0), t, scale / rest
+
+
+@kernel(inline=True)
+def forget_evicted(
+    reserve: int,
+    buffer: BufferArrays,
+    ring: np.ndarray,
+    w: np.ndarray,
+    state: State,
+    rule: Rule,
+    defer_until: int,
+) -> State:
+    """Take out of a the examples that storing one of ``reserve`` cells will evict (see
+    :func:`~streamlearn._kernels.ring.evictions_for`), oldest first, but those the last
+    replay saw: the evictions numbered below ``defer_until`` (counted as ``ring``
+    counts them) stay in a until the learner takes them out at its next replay (see
+    :meth:`~streamlearn.learn.state.LearnerState.begin_replay`)."""
+    slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm, arena_idx, arena_val = buffer
+    capacity = slot_start.shape[0]
+    evicted = evictions_for(reserve, slot_start, arena_idx.shape[0], ring)
+    for e in range(max(defer_until - ring[EVICTED], 0), evicted):
+        k = (ring[FIRST] + e) % capacity
+        start = slot_start[k]
+        state = forget_example(
+            arena_idx, arena_val, start, start + slot_len[k], float(slot_label[k]), slot_alpha,
+            k, slot_sqnorm[k], w, state, rule[0], rule[2], rule[3],
+        )  # fmt: skip
+    return state
+
+
 @kernel(releases_gil=True)
 def learn_stream(
     indptr: np.ndarray,
@@ -293,10 +365,12 @@ def learn_stream(
     rule: Rule,
     stats: np.ndarray,
     first: int,
+    forget: bool,
+    defer_until: int,
 ) -> int:
     """Store each example of the batch from position ``first`` on in the buffer (evicting
-    the oldest: their contributions stay in ``w`` until the learner takes them out, see
-    :meth:`~streamlearn.learn.state.LearnerState.forget_evicted`), then present it.
+    the oldest, whose contributions leave a first when ``forget``, but those of the
+    evictions numbered below ``defer_until``: see :func:`forget_evicted`), then present it.
 
     Stops before an example with more nonzeros than the buffer can ever hold and returns
     its position, or the number of examples at the end of the batch. Such an example
@@ -311,7 +385,7 @@ def learn_stream(
             return i
         state = store_and_present(
             i, indptr, indices, values, labels, x_sqnorms, buffer, ring, w, state, scalars,
-            rule, stats,
+            rule, stats, forget, defer_until,
         )  # fmt: skip
     _store_state(state, scalars)
     return n
@@ -332,13 +406,18 @@ def store_and_present(
     scalars: np.ndarray,
     rule: Rule,
     stats: np.ndarray,
+    forget: bool,
+    defer_until: int,
 ) -> State:
-    """Store example ``i`` of the batch in the buffer (evicting the oldest), present it
+    """Store example ``i`` of the batch in the buffer (evicting the oldest, whose
+    contributions leave a first when ``forget``, see :func:`forget_evicted`), present it
     and count it; returns the new ``state``."""
     slot_start, slot_alpha, arena_idx, arena_val = buffer[0], buffer[3], buffer[5], buffer[6]
     lo = indptr[i]
     hi = indptr[i + 1]
     label = float(labels[i])
+    if forget:
+        state = forget_evicted(max(hi - lo, 1), buffer, ring, w, state, rule, defer_until)
     slot = ring_append(indices, values, lo, hi, label, x_sqnorms[i], buffer, ring)
     start = slot_start[slot]
     lam, p, _, state = present(
@@ -363,6 +442,8 @@ def learn_stream_answering(
     scalars: np.ndarray,
     rule: Rule,
     stats: np.ndarray,
+    forget: bool,
+    defer_until: int,
     before: np.ndarray,
     q_indptr: np.ndarray,
     q_indices: np.ndarray,
@@ -400,7 +481,7 @@ def learn_stream_answering(
             return False
         state = store_and_present(
             i, indptr, indices, values, labels, x_sqnorms, buffer, ring, w, state, scalars,
-            rule, stats,
+            rule, stats, forget, defer_until,
         )  # fmt: skip
         i += 1
     _store_state(state, scalars)

@@ -6,9 +6,10 @@ in the arena, how many there are, its label, its slack count alpha_k and ||x_k||
 kept in arrival order; each reserves max(nnz, 1) contiguous arena cells, so arena
 positions strictly increase from the oldest example to the newest, wrapping at most once.
 Adding an example evicts the oldest ones until there is a free slot and a free
-contiguous stretch of arena, so memory never exceeds what was allocated. An evicted
-example's contribution stays in the weights until the learner rebuilds them from what
-the buffer holds (:func:`add_combination`).
+contiguous stretch of arena, so memory never exceeds what was allocated;
+:func:`evictions_for` says beforehand which, so that a learner can take their
+contributions out of its weights while their nonzeros are still there, and
+:func:`add_combination` rebuilds weights from what the buffer holds.
 """
 
 from __future__ import annotations
@@ -53,6 +54,23 @@ def _free_at(
 def _free_position(reserve: int, slot_start: np.ndarray, arena_size: int, ring: np.ndarray) -> int:
     """Where ``reserve`` cells fit without eviction, or -1."""
     return _free_at(reserve, slot_start, arena_size, ring[FIRST], ring[COUNT], ring[WRITE_POS])
+
+
+@kernel(inline=True)
+def evictions_for(reserve: int, slot_start: np.ndarray, arena_size: int, ring: np.ndarray) -> int:
+    """How many of the oldest examples :func:`ring_append` will evict to store one of
+    ``reserve`` cells: they are slots ``ring[FIRST]``, ``ring[FIRST] + 1``, ... (modulo
+    the capacity), still intact until then."""
+    capacity = slot_start.shape[0]
+    first = ring[FIRST]
+    count = ring[COUNT]
+    write_pos = ring[WRITE_POS]
+    n = 0
+    while _free_at(reserve, slot_start, arena_size, first, count, write_pos) < 0:
+        first = (first + 1) % capacity
+        count -= 1
+        n += 1
+    return n
 
 
 @kernel(inline=True)

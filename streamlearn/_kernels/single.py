@@ -38,6 +38,7 @@ from streamlearn._kernels.engine import (
     N_STATS,
     SCALE,
     count_new,
+    forget_evicted,
     present,
     sparse_dot,
 )
@@ -71,10 +72,12 @@ Z_WHERE = Z_WORK + 1
 Z_LAST = Z_WHERE + 1
 #: why the last call returned NaN
 Z_STATUS = Z_LAST + 1
-#: 1 under window semantics (``forget='window'``): an example larger than the buffer is
-#: judged, not learned
+#: 1 when evicting an example takes its contribution out of the model (``forget='window'``)
 Z_FORGET = Z_STATUS + 1
-Z_HEAD = Z_FORGET + 1
+#: the evictions numbered below it (the examples the last replay saw) stay in the model
+#: until the next replay (see ``forget_evicted``)
+Z_DEFER_UNTIL = Z_FORGET + 1
+Z_HEAD = Z_DEFER_UNTIL + 1
 
 #: what the per-example kernels take: ``(w, F, Z, slot_label, arena_idx, arena_val)``
 State = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -226,6 +229,10 @@ def _learn_last(
     buffer = (slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm, arena_idx, arena_val)
     rule = _rule(F, Z)
     state = (F[0], F[1], F[2], F[3])
+    if Z[Z_FORGET]:
+        state = forget_evicted(max(m, 1), buffer, ring, w, state, rule, Z[Z_DEFER_UNTIL])
+        if state[1] != F[1] or state[3] != F[3]:
+            Z[Z_CHANGED] = 1
     slot = ring_append(idx, val, 0, m, label, x_sqnorm, buffer, ring)
     start = slot_start[slot]
     lam, p, _, state = present(

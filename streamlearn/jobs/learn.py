@@ -55,7 +55,7 @@ class LearnReport:
         )
         kept = "" if forgets else "; the weights still hold the evicted ones (--forget never)"
         if unreplayed:
-            kept = f"; the weights still hold the {unreplayed} evicted since the last replay"
+            kept = f"; the weights still hold {unreplayed} evicted ones the last replay saw"
         return [
             *said,
             f"the input outgrew the replay buffer ({evicted} examples evicted): {covered} "

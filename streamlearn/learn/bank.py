@@ -105,6 +105,7 @@ from streamlearn.learn.state import (
     SCALE_DOWN_ABOVE,
     SQNORM,
     UPDATES,
+    defer_until,
     evictions_forgotten,
     grown_weights,
     packed_weights,
@@ -528,8 +529,9 @@ class ModelBank:
     def _evicted_since_replay(self, learner: LinearLearner) -> bool:
         """Whether ``learner`` (bound or not) still holds examples the buffer evicted: its
         window changed, and its next replay takes them out (``forget='window'``)."""
-        to_forget = self._buffer.evicted != learner.state.evictions_forgotten
-        return to_forget and self.base.forget == "window"
+        state = learner.state
+        pending = min(self._buffer.evicted, state.defer_until) > state.evictions_forgotten
+        return pending and self.base.forget == "window"
 
     def _stream_rows(
         self,
@@ -549,12 +551,15 @@ class ModelBank:
         )  # fmt: skip
         n = indptr.shape[0] - 1
         forget = self.base.forget == "window"
+        defer_until = np.array(
+            [learner.state.defer_until for learner in self._learners], dtype=np.int64
+        )
         first = 0
         while first < n:
             first = bank_learn_stream(
                 indptr, indices, values, signs, sqnorms, buf.slot_start, buf.slot_len,
                 buf.slot_sqnorm, buf.arena_idx, buf.arena_val, buf.ring, buf.max_nnz,
-                self._buffer.signs, learners, first_candidates, first,
+                self._buffer.signs, learners, first_candidates, first, forget, defer_until,
             )  # fmt: skip
             if first < n:  # more nonzeros than the arena can ever hold
                 bank_present_unbuffered(
@@ -607,7 +612,8 @@ class ModelBank:
             self._rule_params()[label], self.base.rho, self._delta_sq, self._stats[label],
         )  # fmt: skip
         self._learners[label].state.examples_seen = int(slots.shape[0])
-        # examples evicted before the label came were never its learner's
+        # examples evicted before the label came were never its learner's; those it
+        # has are forgotten as they go until its first replay
         self._learners[label].state.evictions_forgotten = self._buffer.evicted
 
     def _new_learner(self, tau_pos: float | None) -> LinearLearner:
@@ -956,6 +962,7 @@ class ModelBank:
                     "stopped_by": learner.state.stopped_by,
                     "examples_seen": learner.state.examples_seen,
                     "evictions_forgotten": learner.state.evictions_forgotten,
+                    "defer_until": learner.state.defer_until,
                     "extra": learner.extra_state(),
                 }
             )
@@ -1060,6 +1067,7 @@ class ModelBank:
             learner.state.evictions_forgotten = evictions_forgotten(
                 saved.get("evictions_forgotten"), self._buffer.features
             )
+            learner.state.defer_until = defer_until(saved.get("defer_until"), self._buffer.features)
             learner.load_extra_state(saved["extra"])
             self._positives[label] = int(saved["positives"])
             self._learners.append(learner)

@@ -398,15 +398,15 @@ class LinearLearner:
         answers True (a daemon bounds the time a replay keeps the stream waiting); the
         full epoch each pass starts with always runs whole.
 
-        With ``forget='window'`` the examples evicted since the last replay leave the
-        model first (:meth:`LearnerState.forget_evicted`). That unbalances the others,
-        and a pass or two do not rebalance them: such a replay goes on until it
-        converges, up to the ``max_passes`` parameter, whatever ``max_passes`` it is
+        With ``forget='window'`` the examples the last replay saw that have been evicted
+        since leave the model first (:meth:`LearnerState.begin_replay`). That unbalances
+        the others, and a pass or two do not rebalance them: such a replay goes on until
+        it converges, up to the ``max_passes`` parameter, whatever ``max_passes`` it is
         given (``interrupt`` still ends it).
         """
         self._flush_pending()
         budget = self.max_passes if max_passes is None else count("max_passes", max_passes)
-        if self._forget_evicted():
+        if self._begin_replay():
             budget = max(budget, self.max_passes)
         self._run_passes(budget, interrupt)
         return self
@@ -554,23 +554,23 @@ class LinearLearner:
     @property
     def evictions_to_forget(self) -> int:
         """Examples evicted from the buffer whose contributions the model still holds
-        until the next replay takes them out (``forget='window'``; 0 with ``'never'``,
-        whose model keeps them for good)."""
+        until the next replay takes them out: those the last replay saw
+        (``forget='window'``; 0 with ``'never'``, whose model keeps them for good)."""
         return self.state.evictions_pending if self._forgets else 0
 
-    def _forget_evicted(self) -> bool:
-        """With ``forget='window'``, take the examples evicted since the last replay out
-        of the model; whether there were any."""
+    def _begin_replay(self) -> bool:
+        """With ``forget='window'``, :meth:`LearnerState.begin_replay`: whether evicted
+        examples left the model."""
         if not self._forgets:
             return False
-        return self.state.forget_evicted(self.rho, convex=self.entry.convex_combination)
+        return self.state.begin_replay(self.rho, convex=self.entry.convex_combination)
 
     def _renormalize(self) -> None:
-        """Before replay, with ``forget='window'`` once the buffer has evicted: make a the
-        combination of the buffered examples (taking out those evicted since the last
-        replay), or else recompute ||a||^2 from w, beta and the buffered slack counts, so
-        that rounding cannot drift."""
-        if self._forgets and self.state.buffer.evicted and not self._forget_evicted():
+        """Before replay, with ``forget='window'``: make a the combination of the buffered
+        examples (taking out the evicted ones still in it), or once the buffer has evicted
+        recompute ||a||^2 from w, beta and the buffered slack counts, so that the rounding
+        of the examples taken out as they went cannot drift."""
+        if not self._begin_replay() and self._forgets and self.state.buffer.evicted:
             self.state.recompute_sqnorm()
 
     def _present_stream(self, batch: Batch) -> None:
@@ -578,12 +578,14 @@ class LinearLearner:
             return
         state, sqnorms, rule = self._stream_ready(batch)
         buf = state.buffer
+        forget = self._forgets
         before = (state.updates, state.sqnorm)
         first = 0
         while first < batch.n_examples:
             first = learn_stream(
                 batch.indptr, batch.indices, batch.values, batch.labels, sqnorms, buf.arrays(),
                 buf.ring, buf.max_nnz, state.weights, state.scalars, rule, state.stats, first,
+                forget, state.defer_until,
             )  # fmt: skip
             if first < batch.n_examples:  # more nonzeros than the buffer can ever hold
                 self._present_unbuffered(batch, sqnorms, rule, first)
@@ -645,7 +647,8 @@ class LinearLearner:
         while not learn_stream_answering(
             batch.indptr, batch.indices, batch.values, batch.labels, sqnorms, buf.arrays(),
             buf.ring, buf.max_nnz, state.weights, state.scalars, rule, state.stats,
-            before, q_indptr, q_indices, q_values, factor, scores, cursor,
+            self._forgets, state.defer_until, before, q_indptr, q_indices, q_values, factor,
+            scores, cursor,
         ):  # fmt: skip
             self._present_unbuffered(batch, sqnorms, rule, int(cursor[0]))
             cursor[0] += 1
@@ -891,6 +894,7 @@ class LinearLearner:
             "stopped_by": learned["stopped_by"],
             "examples_seen": learned["examples_seen"],
             "evictions_forgotten": learned["evictions_forgotten"],
+            "defer_until": learned["defer_until"],
             **self.window.state_dict(),
             "pending": {
                 "indptr": pending.indptr,

@@ -100,6 +100,7 @@ class OneExamplePath:
         Z[single.Z_N_FEATURES] = state.n_features
         Z[single.Z_CHANGED] = 0
         Z[single.Z_FORGET] = learner.forget == "window"
+        Z[single.Z_DEFER_UNTIL] = state.defer_until
         state.reserve_weights(min_weights)
         if state.delta is None:
             if self.held is None:

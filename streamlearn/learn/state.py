@@ -46,6 +46,7 @@ __all__ = [
     "UPDATES",
     "LearnerState",
     "PackedBlocks",
+    "defer_until",
     "evictions_forgotten",
     "grown_weights",
     "stopped_by",
@@ -150,9 +151,11 @@ class LearnerState:
         update) or ``'certified gap'`` (the certificate reached the learner's target).
     delta
         The Delta in use; None while ``delta='auto'`` waits for its examples.
-    evictions_forgotten
-        How many of the buffer's evicted examples have left the model
-        (:meth:`forget_evicted`); those evicted since still count in w, beta and t.
+    evictions_forgotten, defer_until
+        Under window semantics (see :meth:`begin_replay`): how many of the buffer's
+        evictions had happened when the last replay began, and how many there will have
+        been once every example that replay saw is evicted. The evictions numbered from
+        ``evictions_forgotten`` to ``defer_until`` still count in w, beta and t.
     """
 
     def __init__(
@@ -169,6 +172,7 @@ class LearnerState:
         converged: bool = False,
         stopped_by: str | None = None,
         evictions_forgotten: int = 0,
+        defer_until: int = 0,
     ) -> None:
         self.buffer = buffer
         self.weights = weights
@@ -181,11 +185,12 @@ class LearnerState:
         self.converged = converged
         self.stopped_by = stopped_by
         self.evictions_forgotten = evictions_forgotten
+        self.defer_until = defer_until
         #: sum of alpha_k^2 over examples whose share of ``weights`` came from elsewhere
         #: (the other members of a learning group, :mod:`streamlearn.learn.contribution`):
         #: their slack coordinates are part of ||a||^2, their alpha_k are not in the buffer
         self.external_slack = 0.0
-        #: that share's w (as feature indices and values), beta and t: :meth:`forget_evicted`
+        #: that share's w (as feature indices and values), beta and t: :meth:`begin_replay`
         #: rebuilds the model from the buffer and it
         self.external_indices = np.zeros(0, dtype=np.int64)
         self.external_values = np.zeros(0, dtype=np.float64)
@@ -252,19 +257,23 @@ class LearnerState:
 
     @property
     def evictions_pending(self) -> int:
-        """Examples evicted from the buffer that have not left the model yet."""
-        return self.buffer.evicted - self.evictions_forgotten
+        """Examples evicted from the buffer that are still in the model: seen by the last
+        replay, evicted since (window semantics)."""
+        return max(min(self.buffer.evicted, self.defer_until) - self.evictions_forgotten, 0)
 
-    def forget_evicted(self, rho: float, convex: bool = False) -> bool:
-        """Take the examples the buffer has evicted since the last call out of the model:
-        w, beta and t become the combination of the buffered examples again (plus the
-        external share), and ||a||^2 is recomputed. Returns whether any were pending.
+    def begin_replay(self, rho: float, convex: bool = False) -> bool:
+        """Under window semantics, the start of a replay: take the evicted examples still
+        in the model out (w, beta and t become the combination of the buffered examples
+        again, plus the external share, and ||a||^2 is recomputed; returns whether there
+        were any), and note that this replay sees every buffered example.
 
-        Eviction itself leaves an example's contribution in the model. With the slack
-        coordinates (Delta > 0) on data that no direction separates, each alpha_k y_k is
-        far larger than w, which is what is left of their sum: taking even a few out
-        leaves the others unbalanced, a poor model until a replay has rebalanced them.
-        So they leave when a replay starts, and not before.
+        Replays give the examples they see large slack counts. With Delta > 0 on data
+        that no direction separates, each of their alpha_k y_k is then far larger than w,
+        which is what is left of their sum: taking even a few out leaves the others
+        unbalanced, a poor model until a replay has rebalanced them. So when such an
+        example is evicted its contribution stays until the next replay begins. An
+        example learned since the last replay began has a slack count of 0 or 1, and
+        leaves as it is evicted (the kernels' ``forget_evicted``).
 
         ``convex`` (Kozinec): a is a convex combination, so the buffered examples' weights
         are renormalised to sum to 1 (nothing is left when none holds any) and t, a count
@@ -275,15 +284,18 @@ class LearnerState:
         >>> state.buffer.slot_alpha[0] = 1.0; state.buffer.ring[1] = 1  # x = (1, 0), l = +1
         >>> state.buffer.slot_label[0] = 1; state.buffer.slot_len[0] = 1
         >>> state.buffer.arena_val[0] = 1.0; state.buffer.ring[3] = 1  # one evicted
-        >>> state.forget_evicted(rho=1.0), state.weights[:2].tolist(), state.scalars[:3].tolist()
+        >>> state.defer_until = 1  # the last replay saw it
+        >>> state.begin_replay(rho=1.0), state.weights[:2].tolist(), state.scalars[:3].tolist()
         (True, [1.0, 0.0], [1.0, 3.0, 1.0])
-        >>> state.forget_evicted(rho=1.0)
-        False
+        >>> state.begin_replay(rho=1.0), state.evictions_forgotten, state.defer_until
+        (False, 1, 2)
         """
         buf = self.buffer
-        if buf.evicted == self.evictions_forgotten:
-            return False
+        pending = self.evictions_pending > 0
         self.evictions_forgotten = buf.evicted
+        self.defer_until = buf.evicted + len(buf)
+        if not pending:
+            return False
         slots = buf.live_slots()
         alpha = buf.slot_alpha[slots]
         coef = alpha * buf.slot_label[slots]
@@ -424,6 +436,7 @@ class LearnerState:
             "stopped_by": self.stopped_by,
             "examples_seen": self.examples_seen,
             "evictions_forgotten": self.evictions_forgotten,
+            "defer_until": self.defer_until,
             "buffer": self.buffer.state_dict(),
         }
 
@@ -465,6 +478,7 @@ class LearnerState:
             converged=bool(state["converged"]),
             stopped_by=stopped_by(state.get("stopped_by")),
             evictions_forgotten=evictions_forgotten(state.get("evictions_forgotten"), buffer),
+            defer_until=defer_until(state.get("defer_until"), buffer),
         )
 
 
@@ -486,9 +500,8 @@ def require_finite(name: str, values: npt.NDArray[np.float64]) -> None:
 
 
 def evictions_forgotten(value: Any, buffer: ReplayBuffer) -> int:
-    """A state's ``evictions_forgotten``: states written before it took each evicted
-    example out of the model at once (all of them have left), and none can have left
-    more than the buffer evicted."""
+    """A state's ``evictions_forgotten``: at most the buffer's evictions (states written
+    before it took each evicted example out at once: all of them)."""
     if value is None:
         return buffer.evicted
     forgotten = int(value)
@@ -498,6 +511,20 @@ def evictions_forgotten(value: Any, buffer: ReplayBuffer) -> int:
             f"got {forgotten}"
         )
     return forgotten
+
+
+def defer_until(value: Any, buffer: ReplayBuffer) -> int:
+    """A state's ``defer_until``: at most the evictions once every buffered example is
+    evicted (states written before it deferred none: 0)."""
+    if value is None:
+        return 0
+    until = int(value)
+    if not 0 <= until <= buffer.evicted + len(buffer):
+        raise StateError(
+            f"defer_until must be in [0, {buffer.evicted + len(buffer)}] (evictions once "
+            f"the buffer is evicted), got {until}"
+        )
+    return until
 
 
 def stopped_by(value: Any) -> str | None:

@@ -515,12 +515,13 @@ def test_learn_warns_when_the_input_outgrows_the_buffer(train_file: Path) -> Non
     assert result.exit_code == 0, result.output
     assert "warning: the input outgrew the replay buffer" in result.stderr
     assert "the model and its certificate are about the last 5 examples" in result.stderr
+    # replayed after 3 examples, not once evicting: those 3 stay in the weights
     unreplayed = runner.invoke(app, ["learn", "--quiet", "--buffer-size", "5", "--no-converge",
-                                     str(train_file)])  # fmt: skip
-    assert "the certificate is about the last 5 examples; the weights still hold the" in (
-        unreplayed.stderr
-    )
-    assert "evicted since the last replay" in unreplayed.stderr
+                                     "--replay-every", "3", str(train_file)])  # fmt: skip
+    assert (
+        "the certificate is about the last 5 examples; the weights still hold 3 evicted ones "
+        "the last replay saw"
+    ) in unreplayed.stderr
     saved = str(train_file.with_suffix(".ckpt"))
     quiet = runner.invoke(app, ["learn", "--quiet", str(train_file), "--model", saved])
     assert "warning" not in quiet.stderr

@@ -97,8 +97,8 @@ def test_a_window_that_evicts_ends_with_a_good_model_and_restarts_exactly(
 ) -> None:
     """``--replay-every 100 --idle-replay off`` over a 300-example window of noisy data:
     evicted examples used to leave the model one by one, which unbalanced the rest (the
-    final model, 30 evictions after its last replay, had 0.63 accuracy). They leave when a
-    replay starts now, and a checkpoint holds how many have left."""
+    final model, 30 evictions after its last replay, had 0.63 accuracy). Those a replay
+    saw leave when the next one starts now, and a checkpoint holds how many are left."""
     values, _, _ = noisy_messages(123, seed=1, flip=0.15)
     spec = LearnerSpec.from_options("pdm", {"eps": 0.01, "delta": "0.3", "buffer_size": 300})
     settings = replace(SETTINGS, replay=ReplaySchedule(every=100, passes=1))

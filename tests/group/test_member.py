@@ -130,13 +130,16 @@ def test_the_share_of_a_dead_member_leaves_once_its_partitions_relearned_a_windo
 
 
 def test_no_bound_comes_from_shares_that_hold_evicted_examples() -> None:
-    """Evicted examples stay in a member's share until its next replay: ||h|| / s of such
-    a share bounds the margin of more examples than the windows hold, not theirs."""
+    """Evicted examples that a replay saw stay in a member's share until its next replay:
+    ||h|| / s of such a share bounds the margin of more examples than the windows hold,
+    not theirs."""
     topic = Topic()
     member = _member(topic, "a", buffer=200)
     member.join()
     member.take({0})
-    _learn(member, 0, seed=5, n=300, offset=300)
+    _learn(member, 0, seed=5, n=200, offset=200)
+    member.learner.replay()
+    _learn(member, 0, seed=6, n=100, offset=300)
     member.publish()
     assert member.shares.own().evicted == 100
     assert math.isnan(member.upper_bound(math.inf))

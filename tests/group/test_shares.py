@@ -101,7 +101,9 @@ def test_the_common_bound_holds_for_the_union_of_the_windows() -> None:
 
 
 def test_a_share_says_how_many_evicted_examples_it_still_holds() -> None:
-    learner = _learner().learn(*_data(5))  # 300 examples into a window of 200
+    X, y = _data(5)
+    learner = _learner().learn(X[:200], y[:200]).replay()  # a window of 200
+    learner.learn(X[200:], y[200:])
     own = GroupShares(learner).own()
     assert own.evicted == 100
     assert Contribution.from_plain(own.to_plain(), max_features=64) == own
