@@ -56,7 +56,8 @@ class Contribution:
     times writes its shares in its own units; :meth:`at_exponent` converts exactly).
 
     ``evicted``: examples its learner's buffer has evicted whose part of w, beta and t
-    it still holds (its next replay takes them out; their slack is not in ``slack``).
+    it still holds (those its last replay saw: the next takes them out; their slack is
+    not in ``slack``).
     Such a share is a combination of more than the window, so no bound on the window's
     margin comes from it."""
 
@@ -203,8 +204,8 @@ class GroupShares:
 
     def own(self) -> Contribution:
         """This learner's share now: its state minus the others' (its slack sum exactly,
-        from the buffer), in its state's units; with the examples its buffer evicted
-        since its last replay (see :attr:`Contribution.evicted`)."""
+        from the buffer), in its state's units; with the evicted examples its last
+        replay saw (see :attr:`Contribution.evicted`)."""
         state = self.learner.state
         external = self.external.at_exponent(state.scale_exponent)
         n = max(state.n_features, external.n_features)
