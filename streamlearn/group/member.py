@@ -278,7 +278,8 @@ class GroupMember:
         """An upper bound on the maximum margin of the union of the windows in the
         common model: the smallest of the members' bounds on their own windows (the
         union has all of their examples), and ||h|| / s of the common model's dual
-        combination (h = sum of the shares, s = sum of their t)."""
+        combination (h = sum of the shares, s = sum of their t) while every share is a
+        combination of its window alone (none holds evicted examples)."""
         bounds = [own_bound] if math.isfinite(own_bound) else []
         for member in self.table.in_model():
             if member != self.me and member in self.table.records:
@@ -288,7 +289,7 @@ class GroupMember:
         state = self.learner.state
         published = self._shares(self._published)[0]  # this member's own as published
         weights, (beta, updates, slack) = summed(published, state.scale_exponent)
-        if updates > 0:
+        if updates > 0 and not any(share.evicted for share in published):
             hull = math.sqrt(float(weights @ weights) + beta * beta + state.delta_sq * slack)
             bounds.append(hull / updates)
         return min(bounds) if bounds else math.nan

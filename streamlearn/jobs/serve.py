@@ -496,7 +496,9 @@ def info(model: Model) -> tuple[str, dict[str, Any]]:
 def warm_up(spec: LearnerSpec | ModelSpec) -> None:
     """Run every kernel once on a tiny problem, so the first real example is not slow."""
     model = spec if isinstance(spec, ModelSpec) else ModelSpec(spec)
-    learner_spec = LearnerSpec(model.learner.algorithm, {**model.learner.params, "delta": 0.1})
+    # a buffer of one: the second example evicts the first, which the replay takes out
+    params = {**model.learner.params, "delta": 0.1, "buffer_size": 1}
+    learner_spec = LearnerSpec(model.learner.algorithm, params)
     X = (np.array([0, 1, 2]), np.array([0, 1], dtype=np.int32), np.array([1.0, -1.0]))
     built = ModelSpec(learner_spec, model.one_vs_rest, model.tau_pos_kappa).build()
     labels = (np.array([0, 1, 2]), np.array([1.0, -1.0]))

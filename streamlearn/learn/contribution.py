@@ -53,7 +53,13 @@ def _float(value: Any, name: str) -> float:
 class Contribution:
     """w (its nonzeros), beta, t and sum alpha_k^2 of some examples, scaled by
     ``SCALE_DOWN_FACTOR ** exponent`` (a learner that scaled its state down that many
-    times writes its shares in its own units; :meth:`at_exponent` converts exactly)."""
+    times writes its shares in its own units; :meth:`at_exponent` converts exactly).
+
+    ``evicted``: examples its learner's buffer has evicted whose part of w, beta and t
+    it still holds (those its last replay saw: the next takes them out; their slack is
+    not in ``slack``).
+    Such a share is a combination of more than the window, so no bound on the window's
+    margin comes from it."""
 
     indices: npt.NDArray[np.int64]
     values: npt.NDArray[np.float64]
@@ -61,6 +67,7 @@ class Contribution:
     updates: float
     slack: float
     exponent: int = 0
+    evicted: int = 0
 
     @classmethod
     def of(
@@ -71,10 +78,12 @@ class Contribution:
         updates: float,
         slack: float,
         exponent: int = 0,
+        evicted: int = 0,
     ) -> Contribution:
         """The share whose w is the dense ``weights``."""
         indices = np.flatnonzero(weights).astype(np.int64)
-        return cls(indices, weights[indices].astype(np.float64), beta, updates, slack, exponent)
+        values = weights[indices].astype(np.float64)
+        return cls(indices, values, beta, updates, slack, exponent, evicted)
 
     @classmethod
     def zero(cls, exponent: int = 0) -> Contribution:
@@ -87,8 +96,8 @@ class Contribution:
         return (
             np.array_equal(self.indices, other.indices)
             and np.array_equal(self.values, other.values)
-            and (self.beta, self.updates, self.slack, self.exponent)
-            == (other.beta, other.updates, other.slack, other.exponent)
+            and (self.beta, self.updates, self.slack, self.exponent, self.evicted)
+            == (other.beta, other.updates, other.slack, other.exponent, other.evicted)
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -106,7 +115,7 @@ class Contribution:
         factor = SCALE_DOWN_FACTOR ** (exponent - self.exponent)
         return Contribution(
             self.indices, self.values * factor, self.beta * factor, self.updates * factor,
-            self.slack * factor * factor, exponent,
+            self.slack * factor * factor, exponent, self.evicted,
         )  # fmt: skip
 
     def add_to(self, weights: npt.NDArray[np.float64]) -> None:
@@ -122,6 +131,7 @@ class Contribution:
             "updates": self.updates,
             "slack": self.slack,
             "exponent": self.exponent,
+            "evicted": self.evicted,
         }
 
     @classmethod
@@ -134,7 +144,7 @@ class Contribution:
             share = cls(
                 indices, values, _float(plain["beta"], "beta"),
                 _float(plain["updates"], "updates"), _float(plain["slack"], "slack"),
-                int(plain["exponent"]),
+                int(plain["exponent"]), int(plain.get("evicted", 0)),
             )  # fmt: skip
         except (KeyError, TypeError, ValueError) as exc:
             raise StateError(f"contribution: malformed ({exc})") from exc
@@ -148,8 +158,8 @@ class Contribution:
             )
         if not np.all(np.isfinite(values)):
             raise StateError("contribution: a weight is not finite")
-        if share.updates < 0 or share.slack < 0:
-            raise StateError("contribution: t and the slack sum cannot be negative")
+        if share.updates < 0 or share.slack < 0 or share.evicted < 0:
+            raise StateError("contribution: t, the slack sum and evictions cannot be negative")
         return share
 
 
@@ -248,7 +258,8 @@ class GroupShares:
 
     def own(self) -> Contribution:
         """This learner's share now: its state minus the others' (its slack sum exactly,
-        from the buffer), in its state's units."""
+        from the buffer), in its state's units; with the evicted examples its last
+        replay saw (see :attr:`Contribution.evicted`)."""
         state = self.learner.state
         external = self.external.at_exponent(state.scale_exponent)
         n = max(state.n_features, external.n_features)
@@ -258,6 +269,7 @@ class GroupShares:
         return Contribution.of(
             weights, beta=state.beta - external.beta, updates=state.updates - external.updates,
             slack=state.buffered_slack(), exponent=state.scale_exponent,
+            evicted=state.evictions_pending,
         )  # fmt: skip
 
     def adopt(self, shares: Sequence[Contribution], own_at: int) -> None:
@@ -278,6 +290,10 @@ class GroupShares:
         state.scalars[BETA] = beta
         state.scalars[UPDATES] = updates
         state.external_slack = float(external_slack)
+        state.external_indices = np.flatnonzero(external_weights).astype(np.int64)
+        state.external_values = external_weights[state.external_indices]
+        state.external_beta = float(external_beta)
+        state.external_updates = float(external_updates)
         state.recompute_sqnorm()
         state.converged = False
         self.external = Contribution.of(

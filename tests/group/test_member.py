@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -185,6 +187,27 @@ def test_the_share_of_a_dead_member_leaves_once_its_partitions_relearned_a_windo
     assert taker.table.dropped() == {"dead"}
     own = taker.shares.own()
     assert taker.learner.state.updates == pytest.approx(own.updates)  # nothing else is left
+
+
+def test_no_bound_comes_from_shares_that_hold_evicted_examples() -> None:
+    """Evicted examples that a replay saw stay in a member's share until its next replay:
+    ||h|| / s of such a share bounds the margin of more examples than the windows hold,
+    not theirs."""
+    topic = Topic()
+    member = _member(topic, "a", buffer=200)
+    member.join()
+    member.take({0})
+    _learn(member, 0, seed=5, n=200, offset=200)
+    member.learner.replay()
+    _learn(member, 0, seed=6, n=100, offset=300)
+    member.publish()
+    assert member.shares.own().evicted == 100
+    assert math.isnan(member.upper_bound(math.inf))
+    member.learner.replay()
+    member.publish()
+    assert member.shares.own().evicted == 0
+    bound = member.learner.margin_upper_bound()  # its window's, from the buffer
+    assert member.upper_bound(math.inf) == pytest.approx(bound, rel=1e-9)
 
 
 def test_records_of_another_model_are_refused_and_counted() -> None:

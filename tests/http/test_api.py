@@ -214,11 +214,12 @@ def test_learn_is_refused_unless_allowed(api: Api) -> None:
 def test_learn_learns_in_order_and_a_later_predict_sees_it(learning: Api) -> None:
     with Turns(learning) as turns:
         before = learning.request("POST", "/predict", b"5:1")[1]
-        status, answer, _ = learning.request("POST", "/learn", b"+1 5:3\n-1 5:-3\n+1 1:1 5:3\n")
+        # the first row goes against the model, which learns from it
+        status, answer, _ = learning.request("POST", "/learn", b"-1 5:3\n-1 5:-3\n+1 1:1 5:3\n")
         assert status == 200 and answer["learned"] == 3 and answer["version"] == 8
         after = learning.request("POST", "/predict", b"5:1")[1]
     assert [rows.n_rows for rows in turns.learned] == [3]
-    assert turns.learned[0].labels.tolist() == [1.0, -1.0, 1.0]
+    assert turns.learned[0].labels.tolist() == [-1.0, -1.0, 1.0]
     assert after["version"] == 8 > before["version"]
     x = np.zeros((1, 6))
     x[0, 4] = 1.0
