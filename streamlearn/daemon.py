@@ -434,6 +434,7 @@ class Daemon:
         if self.source.exhausted():  # the end of the input: learn what 'auto' still holds
             self.learner.flush()
             self.version += 1
+            self._replay_at_the_end()
         if self.group is not None:  # the last word of this member
             self.group.publish()
             self.group.commit_published()
@@ -495,6 +496,22 @@ class Daemon:
         if self._in_flight is not None:  # stopped: the polled batch is learned before the end
             in_flight, self._in_flight = self._in_flight, None
             self._finish(in_flight)
+
+    def _replay_at_the_end(self) -> None:
+        """At the end of the input, with idle replay on, replay the window until it
+        converges (at most the learner's ``max_passes``; a stop request ends it): input
+        read faster than it could be replayed otherwise left the window's online model,
+        with no idle time to refit it before the exit."""
+        replayed = self._replayed
+        if not self.settings.idle_replay or not len(replayed.buffer) or replayed.converged:
+            return
+        started = self.clock()
+        replayed.replay(interrupt=lambda: self._stop)
+        self.version += 1
+        seconds = self.clock() - started
+        self.observer.observe_replay(seconds)
+        log.info("end of input: replayed the window for %.1f s, %s", seconds,
+                 "converged" if replayed.converged else "stopped before it converged")  # fmt: skip
 
     def _idle_replay_due(self) -> bool:
         """Whether an empty poll means idle time to replay in: the window has not
