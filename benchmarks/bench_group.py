@@ -11,9 +11,7 @@ them (each member owns at least one, checked on their consumer-lag metrics), so 
 member learns alone while the others are still joining. The stream is ``--copies`` copies
 of adult/a9a.train, 100 lines a message, messages spread round robin over the partitions.
 Three copies (the default) fit one daemon's window of 100,000 examples: with more, the
-window evicts, and a window that evicts is a good model only once replays have refitted it
-(with idle replay off and a replay every 20,000 examples, a daemon alone or in a group ends
-near the slack-only solution, predicting one label).
+window evicts.
 
 Replay follows a count (``--replay-every``, a pass over the member's window every 20,000
 examples it learns) rather than the default share of the time while behind, which makes

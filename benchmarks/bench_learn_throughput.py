@@ -24,6 +24,10 @@ from _common import data_file, interleaved, median
 STREAMLEARN = Path(sys.executable).with_name("streamlearn")
 
 
+#: the ratio to Vowpal Wabbit the operators' issue asks for, by number of copies
+TARGETS = {30: 1.0, 90: 1.5}
+
+
 def write_inputs(copies: int, directory: Path) -> tuple[Path, Path, int]:
     """The svmlight file and the same examples in VW's text format; returns line count."""
     original = data_file("adult/a9a.train").read_bytes()
@@ -75,9 +79,9 @@ def main() -> None:
     print(f"{'':<34}{'seconds':>9}{'examples/s':>14}")
     print(f"{'vowpal wabbit (hinge, from file)':<34}{vw_seconds:>9.3f}{lines / vw_seconds:>14,.0f}")
     print(f"{'streamlearn learn --epochs 1':<34}{ours_seconds:>9.3f}{lines / ours_seconds:>14,.0f}")
-    print(
-        f"ratio streamlearn / vw examples per second: {vw_seconds / ours_seconds:.2f} (target >= 1)"
-    )
+    target = TARGETS.get(args.copies)
+    wanted = f" (target >= {target})" if target else ""
+    print(f"ratio streamlearn / vw examples per second: {vw_seconds / ours_seconds:.2f}{wanted}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ seconds, medians:
 - ``numba floor``: ``import numba`` and the CPU target's set-up that loading any cached
   function triggers (the implementation registries; numba imports ``scipy.linalg`` there
   when scipy is installed, to look for BLAS); no streamlearn code;
+- ``numba floor, no BLAS probe``: the same with ``scipy.linalg`` kept out, as
+  streamlearn's commands set the target up (none of its kernels calls BLAS);
 - ``streamlearn --version``: the command line's imports, no kernel;
 - ``first read``: from the start of ``streamlearn learn --algo pdm`` to the moment it
   first reads its standard input (the pipe is filled first, so a write beyond its
@@ -37,6 +39,16 @@ NUMBA_FLOOR = (
     "import numba\n"
     "from numba.core.registry import cpu_target\n"
     "cpu_target.target_context.refresh()\n"
+)
+#: the floor without streamlearn's imports: the finder refuses what the commands' does
+NUMBA_FLOOR_NO_PROBE = (
+    "import importlib.abc, sys\n"
+    "class Refuse(importlib.abc.MetaPathFinder):\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.startswith('scipy.linalg'):\n"
+    "            raise ModuleNotFoundError(name)\n"
+    "sys.meta_path.insert(0, Refuse())\n"
+    f"{NUMBA_FLOOR}"
 )
 #: a pipe holds 64 KiB on Linux: this much more makes a write wait for the reader
 PIPE_FILL = 64 * 1024
@@ -91,6 +103,9 @@ def main() -> None:
             'python -c "import numpy"': lambda: _run([sys.executable, "-c", "import numpy"]),
             "numba floor (import, target set-up)": lambda: _run(
                 [sys.executable, "-c", NUMBA_FLOOR]
+            ),
+            "numba floor, no BLAS probe": lambda: _run(
+                [sys.executable, "-c", NUMBA_FLOOR_NO_PROBE]
             ),
             "streamlearn --version": lambda: _run([command, "--version"]),
             "learn: first read of standard input": lambda: _first_read(learn),

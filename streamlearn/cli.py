@@ -15,12 +15,12 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import typer
 
 from streamlearn import __version__
-from streamlearn._kernels import announce_compilation
+from streamlearn._kernels import announce_compilation, set_up_target_for_a_command
 from streamlearn.config import (
     DEFAULT_HTTP_ADDR,
     DEFAULT_HTTP_MAX_BODY,
@@ -31,7 +31,7 @@ from streamlearn.config import (
     LearnConfig,
     LearnerSpec,
 )
-from streamlearn.errors import BadLineError, StreamlearnError
+from streamlearn.errors import BadLineError, InvalidParameterError, StreamlearnError
 from streamlearn.jobs.learn import LearnReport, load_model, run_learn
 from streamlearn.jobs.model import (
     describe,
@@ -46,6 +46,9 @@ from streamlearn.learn.params import COMMON_PARAMS
 from streamlearn.parse import Rejected
 from streamlearn.replay import ReplaySchedule
 from streamlearn.sources import InputStream
+
+if TYPE_CHECKING:
+    from streamlearn.keyed.settings import KeyedSettings
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -542,6 +545,38 @@ def serve(
         str | None,
         _option("This member's id in its learning group (default: host-pid-random).", "member_id"),
     ] = None,
+    model_key: Annotated[
+        bool,
+        _option(
+            "Learn one model per Kafka message key (per tenant, per product): each key's "
+            "messages are learned and answered by its own model (needs --delta).",
+            "model_key",
+        ),
+    ] = False,
+    state_topic: Annotated[
+        str | None,
+        _option(
+            "--model-key: the compacted topic the models that leave memory go to "
+            "(default GROUP-TOPIC-models; created when missing, partitioned like --topic).",
+            "state_topic",
+        ),
+    ] = None,
+    max_models: Annotated[
+        int | None,
+        _option(
+            "--model-key: models held in memory at most (1000); the least recently used "
+            "leave for the state topic.",
+            "max_models",
+        ),
+    ] = None,
+    max_model_bytes: Annotated[
+        int | None,
+        _option(
+            "--model-key: bytes of the models held in memory at most (weights and replay "
+            "buffers; 1 GiB).",
+            "max_model_bytes",
+        ),
+    ] = None,
 ) -> None:
     """Learn continuously from standard input or a Kafka topic, with metrics and checkpoints.
 
@@ -596,10 +631,33 @@ def serve(
                 share=sync_share,
             ),
             member_id=member_id,
+            keyed=_keyed_settings(model_key, state_topic, max_models, max_model_bytes),
         )
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
         logging.getLogger("kafka").setLevel(logging.WARNING)  # its connection chatter
+        set_up_target_for_a_command()
         run_serve(config)  # it says itself when its warm-up compiles the kernels
+
+
+def _keyed_settings(
+    model_key: bool, state_topic: str | None, max_models: int | None, max_bytes: int | None
+) -> KeyedSettings | None:
+    """``--model-key``'s settings (None without it; its options alone are refused)."""
+    from streamlearn.keyed.settings import KeyedSettings
+
+    if not model_key:
+        given = {"--state-topic": state_topic, "--max-models": max_models,
+                 "--max-model-bytes": max_bytes}  # fmt: skip
+        named = [option for option, value in given.items() if value is not None]
+        if named:
+            raise InvalidParameterError(f"{', '.join(named)} needs --model-key")
+        return None
+    defaults = KeyedSettings()
+    return KeyedSettings(
+        state_topic=state_topic,
+        max_models=defaults.max_models if max_models is None else max_models,
+        max_model_bytes=defaults.max_model_bytes if max_bytes is None else max_bytes,
+    )
 
 
 def _seconds(text: str | float) -> float:
@@ -716,7 +774,9 @@ def _say(message: str) -> None:
 
 def _compile_notice(quiet: bool = False) -> AbstractContextManager[Any]:
     """Say when the kernels are being compiled (the first run after installing spends
-    seconds on it before any work shows) and, after the block, how long it took."""
+    seconds on it before any work shows) and, after the block, how long it took. numba's
+    target is set up first, the command's way (:func:`set_up_target_for_a_command`)."""
+    set_up_target_for_a_command()
     return nullcontext() if quiet else announce_compilation(_say)
 
 

@@ -47,6 +47,11 @@ and counts progressive accuracy (for a bank, the argmax label just before learni
 example against its label set). An example with no label is a prediction request. A
 checkpoint holds either kind of model; the daemon refuses to restore one of the other
 kind than it was started for (:class:`~streamlearn.errors.StateError`).
+
+**Keyed models** (``keyed``, :mod:`streamlearn.keyed`): one model per message key
+instead of one model. Each poll's rows go to the models of their messages' keys; replay
+passes go over the models in memory; a checkpoint writes the models that changed to the
+state topic, and only then commits the offsets.
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sized
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,7 +80,8 @@ from streamlearn.config import (
 )
 from streamlearn.errors import CheckpointError, InvalidParameterError, StateError
 from streamlearn.group.member import GroupMember
-from streamlearn.http.live import Learned, LiveModel, Published
+from streamlearn.http.live import Learned, LiveModel, Published, settle
+from streamlearn.keyed.models import KeyedBatch, KeyedModels
 from streamlearn.learn import Examples, Model, ModelLimits
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.replay import ReplayPacer, ReplaySchedule
@@ -106,6 +112,18 @@ class Observer(Protocol):
     def count_undelivered(self, sink: str, n: int) -> None: ...
     def set_lag(self, lag: Mapping[int, int]) -> None: ...
     def set_ready(self, ready: bool) -> None: ...
+
+
+class Replayable(Protocol):
+    """What replay passes go over: the model, or a keyed daemon's models in memory."""
+
+    @property
+    def buffer(self) -> Sized: ...
+    @property
+    def converged(self) -> bool: ...
+    def replay(
+        self, max_passes: int | None = None, interrupt: Callable[[], bool] | None = None
+    ) -> object: ...
 
 
 class _Silent:
@@ -253,6 +271,7 @@ class Daemon:
         observer: Observer | None = None,
         live: LiveModel | None = None,
         group: Callable[[Model], GroupMember] | None = None,
+        keyed: KeyedModels | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.spec = spec if isinstance(spec, ModelSpec) else ModelSpec(spec)
@@ -292,6 +311,9 @@ class Daemon:
         self._in_flight: _InFlight | None = None
         #: this daemon as a member of a learning group (see :mod:`streamlearn.group`)
         self.group = group(self.learner) if group is not None else None
+        #: one model per message key (see :mod:`streamlearn.keyed`); ``learner`` then
+        #: only says which algorithm and parameters a new key's model gets
+        self.keyed = keyed
 
     # -- control (signal handlers and HTTP call these) -----------------------------------
 
@@ -341,6 +363,8 @@ class Daemon:
     def partitions_assigned(self, partitions: set[int]) -> Positions:
         """Where to resume partitions the consumer group gave this daemon: where the
         learning group's model ends in them."""
+        if self.keyed is not None:  # their keys' models are found from the next turn on
+            self.keyed.take(partitions)
         if self.group is None:
             return {}
         starts = self.group.take(partitions)
@@ -349,13 +373,17 @@ class Daemon:
 
     def partitions_revoking(self, partitions: set[int]) -> None:
         """The consumer group takes ``partitions`` away: learn what was polled from
-        them, then publish where this daemon stopped, for their next owner."""
-        if self.group is None:
+        them, then publish where this daemon stopped (a group member), or write their
+        keys' models (keyed models), for their next owner."""
+        if self.group is None and self.keyed is None:
             return
         if self._in_flight is not None:
             in_flight, self._in_flight = self._in_flight, None
             self._finish(in_flight)
-        self.group.release(partitions, self.positions)
+        if self.group is not None:
+            self.group.release(partitions, self.positions)
+        if self.keyed is not None:  # their next owner restores their keys' models
+            self.keyed.release(partitions)
 
     def _latest(self) -> tuple[Path, Checkpoint] | None:
         """The newest readable checkpoint; None when there is none at all."""
@@ -406,6 +434,7 @@ class Daemon:
         if self.source.exhausted():  # the end of the input: learn what 'auto' still holds
             self.learner.flush()
             self.version += 1
+            self._replay_at_the_end()
         if self.group is not None:  # the last word of this member
             self.group.publish()
             self.group.commit_published()
@@ -449,7 +478,7 @@ class Daemon:
             elif self.source.exhausted():
                 break
             elif self._idle_replay_due():
-                examples = len(self.learner.buffer)
+                examples = len(self._replayed.buffer)
                 self._pacer.timed(self._replay_pass(), examples)
             lag = self.source.lag()
             self._caught_up = not any(lag.values())
@@ -468,11 +497,27 @@ class Daemon:
             in_flight, self._in_flight = self._in_flight, None
             self._finish(in_flight)
 
+    def _replay_at_the_end(self) -> None:
+        """At the end of the input, with idle replay on, replay the window until it
+        converges (at most the learner's ``max_passes``; a stop request ends it): input
+        read faster than it could be replayed otherwise left the window's online model,
+        with no idle time to refit it before the exit."""
+        replayed = self._replayed
+        if not self.settings.idle_replay or not len(replayed.buffer) or replayed.converged:
+            return
+        started = self.clock()
+        replayed.replay(interrupt=lambda: self._stop)
+        self.version += 1
+        seconds = self.clock() - started
+        self.observer.observe_replay(seconds)
+        log.info("end of input: replayed the window for %.1f s, %s", seconds,
+                 "converged" if replayed.converged else "stopped before it converged")  # fmt: skip
+
     def _idle_replay_due(self) -> bool:
         """Whether an empty poll means idle time to replay in: the window has not
         converged, and the source has nothing waiting (an empty poll while messages wait
         is a fetch still under way, not idle time)."""
-        learner = self.learner
+        learner = self._replayed
         return (
             self.settings.idle_replay
             and self._caught_up
@@ -486,8 +531,8 @@ class Daemon:
         if self.settings.replay is not None:
             return
         self._pacer.tick(self.clock(), sum(lag.values()) if lag else None, behind)
-        examples = len(self.learner.buffer)
-        if behind and not self.learner.converged and self._pacer.may_replay(examples):
+        examples = len(self._replayed.buffer)
+        if behind and not self._replayed.converged and self._pacer.may_replay(examples):
             self._pacer.spent(self._replay_pass(), examples)
 
     def _replay_pass(self) -> float:
@@ -495,13 +540,19 @@ class Daemon:
         reports) the seconds it took."""
         started = self.clock()
         slice_end = started + self.settings.replay_slice
-        self.learner.replay(max_passes=1, interrupt=lambda: self.clock() >= slice_end)
+        updates = self.group.learner.state.updates if self.group is not None else 0.0
+        self._replayed.replay(max_passes=1, interrupt=lambda: self.clock() >= slice_end)
         self.version += 1
-        if self.group is not None:
-            self.group.changed()
+        if self.group is not None and self.group.learner.state.updates != updates:
+            self.group.changed()  # a pass without updates leaves the share as it was
         seconds = self.clock() - started
         self.observer.observe_replay(seconds)
         return seconds
+
+    @property
+    def _replayed(self) -> Replayable:
+        """What replay passes go over: the model, or the keyed models in memory."""
+        return self.keyed if self.keyed is not None else self.learner
 
     def _finish(self, in_flight: _InFlight) -> None:
         self._apply(in_flight.messages, in_flight.decoded.result(), in_flight.positions)
@@ -525,6 +576,10 @@ class Daemon:
     def _apply(self, messages: MessageBatch, decoded: _Decoded, positions: Positions) -> None:
         """Predict, learn and reject what ``messages`` decoded to; then the daemon is at
         ``positions``."""
+        if self.keyed is not None:
+            self._apply_keyed(messages, decoded)
+            self.positions = positions
+            return
         questions = decoded.unlabelled
         rejected = decoded.rejected
         if decoded.labelled is None:
@@ -541,17 +596,45 @@ class Daemon:
             self._reject(messages, decoded.first_lines(), rejected)
         self.positions = positions
 
+    def _apply_keyed(self, messages: MessageBatch, decoded: _Decoded) -> None:
+        """:meth:`_apply` for keyed models: each key's rows to its model, answered
+        and rejected as one model's are."""
+        assert self.keyed is not None
+        started = self.clock()
+        first_lines = decoded.first_lines()
+        keys = [messages.key(i) for i in range(len(messages))]
+        batch = KeyedBatch(keys, messages.partitions, messages.offsets, first_lines,
+                           decoded.labelled, decoded.unlabelled)  # fmt: skip
+        done = self.keyed.apply(batch, self.settings.limits, self.settings.replay or NO_REPLAY)
+        self.stream_examples += done.learned
+        self._learned(done.learned, started)
+        if decoded.unlabelled is not None:
+            self.observer.count_examples("predicted", decoded.unlabelled.n_rows)
+        if self.sink is not None:
+            headers = [("content-type", self.learner.answer_type.encode())]
+            for owner, answer in done.answers:
+                self.sink.send(messages.key(owner), answer, origin=_origin(messages, owner),
+                               headers=headers)  # fmt: skip
+        rejected = sorted([*decoded.rejected, *done.rejected], key=lambda item: item.line)
+        if rejected:
+            self._reject(messages, first_lines, rejected)
+
     def take_snapshot(self) -> None:
         """Store the learner's summary for readers on other threads."""
         started = self.clock()
-        self.snapshot = {**self.learner.summary(), "stream_examples": self.stream_examples}
+        summary = self.learner.summary() if self.keyed is None else self.keyed.summary()
+        self.snapshot = {**summary, "stream_examples": self.stream_examples}
         if self.group is not None:
             self.snapshot["group"] = self.group.summary(
                 float(self.snapshot.get("margin_achieved", math.nan)),
                 float(self.snapshot.get("margin_upper_bound", math.nan)),
             )
         if self.live is not None:
-            self.live.describe(live_description(self.learner, self.snapshot))
+            self.live.describe(
+                live_description(self.learner, self.snapshot)
+                if self.keyed is None
+                else self.keyed.description(self.snapshot)
+            )
         self._summary_clock = self.clock()
         took = self._summary_clock - started
         settings = self.settings
@@ -577,7 +660,7 @@ class Daemon:
         self._publish()
         held = self.learner.held_examples
         for posted, learned, rejected in done:
-            posted.done.set_result(Learned(learned, rejected, self._published_version, held))
+            settle(posted.done, Learned(learned, rejected, self._published_version, held))
 
     def _publish_if_due(self) -> None:
         """Publish a copy of the model when the HTTP API wants one (see
@@ -590,7 +673,12 @@ class Daemon:
         if self.live is None:
             return
         started = self.clock()
-        self.live.publish(Published(self.version, self.learner.predictor()))
+        predictor = (
+            self.learner.predictor()
+            if self.keyed is None
+            else self.keyed.predictor(self.live.take_asked_keys())
+        )
+        self.live.publish(Published(self.version, predictor))
         self._published_version = self.version
         took = self.clock() - started
         settings = self.settings
@@ -699,11 +787,12 @@ class Daemon:
         )  # fmt: skip
         self._predict(messages, first_lines, questions, answers)
 
-    def _learned(self, examples: int, started: float) -> None:
-        """Report ``examples`` learned since ``started``."""
+    def _learned(self, batch: Examples | int, started: float) -> None:
+        """Report ``batch`` (or that many examples), learned since ``started``."""
         self.version += 1
         self.observer.observe_learn_batch(self.clock() - started)
-        self.observer.count_examples("learned", examples)
+        learned = batch if isinstance(batch, int) else batch.n_examples
+        self.observer.count_examples("learned", learned)
         # examples held for delta='auto' are presented (and judged) later, all at once
         presented, mistakes = self._progressive()
         new_mistakes = mistakes - self._mistakes_seen
@@ -713,7 +802,8 @@ class Daemon:
 
     def _progressive(self) -> tuple[int, int]:
         """Examples judged before learning them so far, and the mistakes among them."""
-        return self.learner.stream_judged, self.learner.stream_mistakes
+        model = self.learner if self.keyed is None else self.keyed
+        return model.stream_judged, model.stream_mistakes
 
     def _model_of_kind(self, model: Model, path: str) -> Model:
         """``model`` if it is the kind (bank or binary) this daemon was started for."""
@@ -850,6 +940,11 @@ class Daemon:
                      path, self.stream_examples, size, seconds)  # fmt: skip
             # only positions a checkpoint on disk holds: without checkpoints, none (a
             # restart in the same group would otherwise skip what a lost model learned)
+            self.source.commit(dict(self.positions))
+        elif self.keyed is not None:  # the keyed models' records are their checkpoint
+            started = self.clock()
+            size = self.keyed.save()
+            self.observer.observe_checkpoint(self.clock() - started, size, time.time())
             self.source.commit(dict(self.positions))
         self._examples_at_checkpoint = self.stream_examples
         self._checkpoint_clock = self.clock()

@@ -38,6 +38,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from streamlearn.learn.labelsets import TOO_MANY_LABELS, TOO_MANY_WEIGHTS
+from streamlearn.parse.messages import NO_KEY
 from streamlearn.parse.svmlight import REASONS
 
 OUTCOMES = ("learned", "predicted", "rejected")
@@ -82,7 +83,7 @@ def reason_label(reason: str) -> str:
 
 
 REASON_LABELS = tuple(
-    reason_label(r) for r in (*REASONS, BAD_MESSAGE, TOO_MANY_LABELS, TOO_MANY_WEIGHTS)
+    reason_label(r) for r in (*REASONS, BAD_MESSAGE, TOO_MANY_LABELS, TOO_MANY_WEIGHTS, NO_KEY)
 )
 
 
@@ -203,6 +204,9 @@ def _state_metrics(state: Mapping[str, Any], per_label: bool = False) -> Iterato
     group = state.get("group")
     if isinstance(group, Mapping):
         yield from _group_metrics(group)
+    keyed = state.get("keyed")
+    if isinstance(keyed, Mapping):
+        yield from _keyed_metrics(keyed)
     active = state.get("active_set_examples")
     if isinstance(active, Mapping):
         family = GaugeMetricFamily(
@@ -248,6 +252,50 @@ def _group_metrics(group: Mapping[str, Any]) -> Iterator[Metric]:
     records.add_metric(["failed"], _number(group.get("records_failed", 0)))
     records.add_metric(["deferred"], _number(group.get("records_deferred", 0)))
     yield records
+    yield sizes
+
+
+def _keyed_metrics(keyed: Mapping[str, Any]) -> Iterator[Metric]:
+    """The families of a daemon that learns one model per key (see
+    :mod:`streamlearn.keyed`): counts over the keys, never one series per key."""
+    for name, key, documentation in (
+        ("models_resident", "resident", "Keyed models held in memory."),
+        ("models_stored", "stored",
+         "Keys with a model on the state topic in this daemon's partitions."),
+        ("resident_bytes", "resident_bytes", "Bytes of the keyed models held in memory."),
+        ("max_models", "max_models", "Keyed models held in memory at most (--max-models)."),
+        ("max_resident_bytes", "max_bytes",
+         "Bytes of the keyed models held in memory at most (--max-model-bytes)."),
+        ("records_unwritten", "unwritten",
+         "Model records the broker has not acknowledged yet (written again until it does)."),
+    ):  # fmt: skip
+        yield _gauge(f"streamlearn_keyed_{name}", documentation, _number(keyed.get(key)))
+    moves = CounterMetricFamily(
+        "streamlearn_keyed_models",
+        "Keyed models created (a new key), spilled from memory to the state topic, and "
+        "restored from it.",
+        labels=["event"],
+    )
+    for event in ("created", "spilled", "restored"):
+        moves.add_metric([event], _number(keyed.get(event, 0)))
+    yield moves
+    yield CounterMetricFamily(
+        "streamlearn_keyed_skipped_examples",
+        "Examples read again (after a restart or a rebalance) that their model had learned.",
+        value=_number(keyed.get("skipped_examples", 0)),
+    )
+    yield CounterMetricFamily(
+        "streamlearn_keyed_state_records_written",
+        "Model records written to the state topic.",
+        value=_number(keyed.get("records_written", 0)),
+    )
+    sizes = CounterMetricFamily(
+        "streamlearn_keyed_state_bytes",
+        "Bytes of model records written to and read from the state topic.",
+        labels=["direction"],
+    )
+    for direction in ("written", "read"):
+        sizes.add_metric([direction], _number(keyed.get(f"bytes_{direction}", 0)))
     yield sizes
 
 
@@ -435,8 +483,8 @@ class DaemonMetrics:
         self._examples.labels(outcome=outcome).inc(n)
 
     def count_rejected(self, reason: str, n: int = 1) -> None:
-        """Count ``n`` rejected lines; ``reason`` is a parser reason, "bad message" or a
-        bank's "too many labels" or "too many weights"."""
+        """Count ``n`` rejected lines; ``reason`` is a parser reason, "bad message", a
+        bank's "too many labels" or "too many weights", or "no key" (keyed models)."""
         label = reason_label(reason)
         if label not in REASON_LABELS:
             raise ValueError(f"unknown rejection reason {reason!r}")

@@ -10,6 +10,7 @@ from streamlearn._kernels._jit import (
     COMPILING,
     CompileLog,
     announce_compilation,
+    set_up_target_for_a_command,
     watch_compilation,
 )
 from streamlearn._kernels.answers import BINARY_ANSWER_CHARS, binary_answers
@@ -63,6 +64,7 @@ __all__ = [
     "present_unbuffered",
     "replay_pass",
     "row_sqnorms",
+    "set_up_target_for_a_command",
     "values_all_one",
     "watch_compilation",
 ]

@@ -3,7 +3,10 @@ and a watch on numba's compilations (the seconds a first run spends compiling)."
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -59,6 +62,46 @@ import numba.core.event  # noqa: E402
 
 if _CACHE is not None:  # and if numba was imported before streamlearn
     setattr(numba.config, "CACHE_DIR", _CACHE)  # noqa: B010  # numba has no stub for it
+
+
+def set_up_target_for_a_command() -> None:
+    """Set up numba's CPU target now, with ``scipy.linalg`` out of its reach: for a
+    command's own process, never for a library user's.
+
+    The first cached kernel a process loads sets up numba's CPU target, and that set-up
+    imports ``scipy.linalg`` when scipy is installed, only to learn whether ``np.dot``
+    may call BLAS: 0.15 to 0.2 s of every command's start, a fifth of a one-pass
+    ``learn`` over a million lines. No kernel of streamlearn calls BLAS and a command's
+    process compiles no other numba code, so the commands set the target up first with
+    ``scipy.linalg`` refused; numba then takes BLAS for absent in that process only (it
+    would still compile ``np.dot``, with a loop). ``scipy.linalg`` stays importable
+    afterwards. A process that imported it already is left as it is.
+    """
+    if _LINALG in sys.modules:
+        return
+    from numba.core.registry import cpu_target
+
+    refusal = _RefuseLinalg()
+    sys.meta_path.insert(0, refusal)
+    try:
+        cpu_target.target_context.refresh()
+    finally:
+        sys.meta_path.remove(refusal)
+
+
+_LINALG = "scipy.linalg"
+
+
+class _RefuseLinalg(importlib.abc.MetaPathFinder):
+    """An import finder that answers "not installed" for ``scipy.linalg`` and below."""
+
+    def find_spec(
+        self, fullname: str, path: Any = None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname == _LINALG or fullname.startswith(_LINALG + "."):
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return None
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -31,7 +31,7 @@ from streamlearn._kernels.engine import (
     present,
     sparse_dot,
 )
-from streamlearn._kernels.ring import FIRST, UNBUFFERED, evictions_for, ring_append
+from streamlearn._kernels.ring import EVICTED, FIRST, UNBUFFERED, evictions_for, ring_append
 
 #: what the stream kernels read and write of the bank's learners, travelling together:
 #: ``(alphas, weights, scalars, rule_code, rule_params, rho, delta_sq, stats,
@@ -102,15 +102,19 @@ def _forget_evicted(
     signs: np.ndarray,
     n_labels: int,
     learners: Learners,
+    defer_until: np.ndarray,
 ) -> None:
     """Take the ``evicted`` oldest examples out of every learner's a, as a standalone
-    learner does (:func:`~streamlearn._kernels.engine.forget_example`)."""
+    learner does (:func:`~streamlearn._kernels.engine.forget_evicted`): for learner l,
+    all but the evictions numbered below ``defer_until[l]``."""
     alphas, weights, scalars, rule_code, _, rho, delta_sq, _, _ = learners
     capacity = slot_start.shape[0]
     for e in range(evicted):
         k = (ring[FIRST] + e) % capacity
         start = slot_start[k]
         for lab in range(n_labels):
+            if ring[EVICTED] + e < defer_until[lab]:
+                continue  # the learner's last replay saw it: it leaves at the next one
             row = scalars[lab]
             state = (row[BETA], row[SQNORM], row[UPDATES], row[SCALE])
             state = forget_example(
@@ -139,11 +143,13 @@ def bank_learn_stream(
     first_candidates: int,
     first: int,
     forget: bool,
+    defer_until: np.ndarray,
 ) -> int:
     """Store each example of the batch from position ``first`` on once in the shared
     buffer, then present it to every learner ``l < example_signs.shape[1]`` with its sign
     ``example_signs[i, l]``. With ``forget``, the examples the buffer evicts to make room
-    leave every learner first (:func:`_forget_evicted`).
+    leave every learner first (:func:`_forget_evicted`), but those learner l's last replay
+    saw (evictions numbered below ``defer_until[l]``).
 
     Stops before an example too large for the arena and returns its position (the
     number of examples at the end): :func:`bank_present_unbuffered` presents it from the
@@ -167,7 +173,7 @@ def bank_learn_stream(
         if forget:
             evicted = evictions_for(max(hi - lo, 1), slot_start, arena_idx.shape[0], ring)
             _forget_evicted(evicted, slot_start, slot_len, slot_sqnorm, arena_idx, arena_val,
-                            ring, signs, example_signs.shape[1], learners)  # fmt: skip
+                            ring, signs, example_signs.shape[1], learners, defer_until)  # fmt: skip
         slot = ring_append(indices, values, lo, hi, 1.0, x_sqnorms[i], buffer, ring)
         for lab in range(example_signs.shape[1]):
             signs[lab, slot] = example_signs[i, lab]

@@ -4,9 +4,10 @@ The learner's state lives in arrays the caller owns:
 
 - ``w``: dense float64 weights over the feature indices seen so far;
 - ``scalars``: float64 ``[beta, sqnorm, updates, scale]`` with ``beta`` the weight of
-  the augmented coordinate, ``sqnorm`` = ||a||^2 (kept incrementally, evicted examples'
-  slack included), ``updates`` = t and ``scale`` the factor that multiplies ``w``,
-  ``beta`` and the slack counts (1 except for Kozinec's convex combinations);
+  the augmented coordinate, ``sqnorm`` = ||a||^2 (kept incrementally, the slack of
+  evicted examples still in a included), ``updates`` = t and ``scale`` the factor that
+  multiplies ``w``, ``beta`` and the slack counts (1 except for Kozinec's convex
+  combinations);
 - ``buffer``: the tuple ``(slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm,
   arena_idx, arena_val)`` of :mod:`streamlearn._kernels.ring`; ``slot_alpha`` holds each
   buffered example's slack coordinate alpha_k.
@@ -47,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from streamlearn._kernels._jit import kernel
-from streamlearn._kernels.ring import FIRST, UNBUFFERED, evictions_for, ring_append
+from streamlearn._kernels.ring import EVICTED, FIRST, UNBUFFERED, evictions_for, ring_append
 from streamlearn._kernels.rows import dot_within
 from streamlearn._kernels.rules import RULE_KOZINEC, multiplicity, threshold
 
@@ -323,14 +324,23 @@ def forget_example(
 
 @kernel(inline=True)
 def forget_evicted(
-    reserve: int, buffer: BufferArrays, ring: np.ndarray, w: np.ndarray, state: State, rule: Rule
+    reserve: int,
+    buffer: BufferArrays,
+    ring: np.ndarray,
+    w: np.ndarray,
+    state: State,
+    rule: Rule,
+    defer_until: int,
 ) -> State:
     """Take out of a the examples that storing one of ``reserve`` cells will evict (see
-    :func:`~streamlearn._kernels.ring.evictions_for`), oldest first."""
+    :func:`~streamlearn._kernels.ring.evictions_for`), oldest first, but those the last
+    replay saw: the evictions numbered below ``defer_until`` (counted as ``ring``
+    counts them) stay in a until the learner takes them out at its next replay (see
+    :meth:`~streamlearn.learn.state.LearnerState.begin_replay`)."""
     slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm, arena_idx, arena_val = buffer
     capacity = slot_start.shape[0]
     evicted = evictions_for(reserve, slot_start, arena_idx.shape[0], ring)
-    for e in range(evicted):
+    for e in range(max(defer_until - ring[EVICTED], 0), evicted):
         k = (ring[FIRST] + e) % capacity
         start = slot_start[k]
         state = forget_example(
@@ -356,9 +366,11 @@ def learn_stream(
     stats: np.ndarray,
     first: int,
     forget: bool,
+    defer_until: int,
 ) -> int:
     """Store each example of the batch from position ``first`` on in the buffer (evicting
-    the oldest, whose contributions leave a first when ``forget``), then present it.
+    the oldest, whose contributions leave a first when ``forget``, but those of the
+    evictions numbered below ``defer_until``: see :func:`forget_evicted`), then present it.
 
     Stops before an example with more nonzeros than the buffer can ever hold and returns
     its position, or the number of examples at the end of the batch. Such an example
@@ -373,7 +385,7 @@ def learn_stream(
             return i
         state = store_and_present(
             i, indptr, indices, values, labels, x_sqnorms, buffer, ring, w, state, scalars,
-            rule, stats, forget,
+            rule, stats, forget, defer_until,
         )  # fmt: skip
     _store_state(state, scalars)
     return n
@@ -395,16 +407,17 @@ def store_and_present(
     rule: Rule,
     stats: np.ndarray,
     forget: bool,
+    defer_until: int,
 ) -> State:
     """Store example ``i`` of the batch in the buffer (evicting the oldest, whose
-    contributions leave a first when ``forget``), present it and count it; returns the
-    new ``state``."""
+    contributions leave a first when ``forget``, see :func:`forget_evicted`), present it
+    and count it; returns the new ``state``."""
     slot_start, slot_alpha, arena_idx, arena_val = buffer[0], buffer[3], buffer[5], buffer[6]
     lo = indptr[i]
     hi = indptr[i + 1]
     label = float(labels[i])
     if forget:
-        state = forget_evicted(max(hi - lo, 1), buffer, ring, w, state, rule)
+        state = forget_evicted(max(hi - lo, 1), buffer, ring, w, state, rule, defer_until)
     slot = ring_append(indices, values, lo, hi, label, x_sqnorms[i], buffer, ring)
     start = slot_start[slot]
     lam, p, _, state = present(
@@ -430,6 +443,7 @@ def learn_stream_answering(
     rule: Rule,
     stats: np.ndarray,
     forget: bool,
+    defer_until: int,
     before: np.ndarray,
     q_indptr: np.ndarray,
     q_indices: np.ndarray,
@@ -467,7 +481,7 @@ def learn_stream_answering(
             return False
         state = store_and_present(
             i, indptr, indices, values, labels, x_sqnorms, buffer, ring, w, state, scalars,
-            rule, stats, forget,
+            rule, stats, forget, defer_until,
         )  # fmt: skip
         i += 1
     _store_state(state, scalars)
@@ -496,8 +510,8 @@ def present_unbuffered(
     """Present example ``i`` of the batch from the batch itself, without storing it (it
     has more nonzeros than the buffer can ever hold); counted as :func:`learn_stream`
     counts, and in the ring's count of such examples. ``loose`` (one float64) holds its
-    slack meanwhile. When ``forget`` (a is a combination of the buffered examples), it is
-    judged but not learned: it could never be in the buffer."""
+    slack meanwhile. When ``forget`` (window semantics: replay makes a a combination of
+    the buffered examples), it is judged but not learned: it could never be in the buffer."""
     ring[UNBUFFERED] += 1
     label = float(labels[i])
     if forget:

@@ -8,7 +8,8 @@ positions strictly increase from the oldest example to the newest, wrapping at m
 Adding an example evicts the oldest ones until there is a free slot and a free
 contiguous stretch of arena, so memory never exceeds what was allocated;
 :func:`evictions_for` says beforehand which, so that a learner can take their
-contributions out of its weights while their nonzeros are still there.
+contributions out of its weights while their nonzeros are still there, and
+:func:`add_combination` rebuilds weights from what the buffer holds.
 """
 
 from __future__ import annotations
@@ -126,3 +127,27 @@ def values_all_one(
             if arena_val[j] != 1.0:
                 return False
     return True
+
+
+@kernel()
+def add_combination(
+    slots: np.ndarray,
+    coef: np.ndarray,
+    slot_start: np.ndarray,
+    slot_len: np.ndarray,
+    arena_idx: np.ndarray,
+    arena_val: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """``out += sum_i coef[i] x_(slots[i])``, example after example in the order of
+    ``slots`` (``out`` long enough for every stored index): the weights of a combination
+    of buffered examples."""
+    for i in range(slots.shape[0]):
+        k = np.uint64(slots[i])
+        c = coef[i]
+        # unsigned positions and indices skip numba's negative-index checks (engine.py)
+        j = np.uint64(slot_start[k])
+        end = j + np.uint64(slot_len[k])
+        while j < end:
+            out[np.uint32(arena_idx[j])] += c * arena_val[j]
+            j += np.uint64(1)

@@ -74,7 +74,10 @@ Z_LAST = Z_WHERE + 1
 Z_STATUS = Z_LAST + 1
 #: 1 when evicting an example takes its contribution out of the model (``forget='window'``)
 Z_FORGET = Z_STATUS + 1
-Z_HEAD = Z_FORGET + 1
+#: the evictions numbered below it (the examples the last replay saw) stay in the model
+#: until the next replay (see ``forget_evicted``)
+Z_DEFER_UNTIL = Z_FORGET + 1
+Z_HEAD = Z_DEFER_UNTIL + 1
 
 #: what the per-example kernels take: ``(w, F, Z, slot_label, arena_idx, arena_val)``
 State = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -227,7 +230,7 @@ def _learn_last(
     rule = _rule(F, Z)
     state = (F[0], F[1], F[2], F[3])
     if Z[Z_FORGET]:
-        state = forget_evicted(max(m, 1), buffer, ring, w, state, rule)
+        state = forget_evicted(max(m, 1), buffer, ring, w, state, rule, Z[Z_DEFER_UNTIL])
         if state[1] != F[1] or state[3] != F[3]:
             Z[Z_CHANGED] = 1
     slot = ring_append(idx, val, 0, m, label, x_sqnorm, buffer, ring)

@@ -114,6 +114,9 @@ class GroupMember:
         self._published_window = 0
         self._published_at = clock()
         self._dirty = False
+        #: whether the stream was idle at the last turn: only then do the window's replays
+        #: answer to the group's certificate (a pass over the window each time)
+        self._idle = False
         #: no check publishes before this time (the policy's share of the time)
         self._publish_allowed = -math.inf
         self.records_written = 0
@@ -189,6 +192,8 @@ class GroupMember:
     def changed(self) -> None:
         """The learner changed without learning (a replay pass): its share moved."""
         self._dirty = True
+        if self._idle and not self.learner.converged:
+            self._settled()
 
     def until_check(self) -> int:
         """Examples to learn before the policy's next check is due (1 at least): the
@@ -207,11 +212,13 @@ class GroupMember:
         """Read what other members published (fold it in; every ``READ_INTERVAL``
         seconds at most while the stream flows), and publish if the policy says so.
         When the stream is ``idle`` (caught up, nothing arrived), a member that learned
-        examples since it last published publishes at once, and one whose replays moved
-        its share checks its drift (dynamic averaging) without waiting for examples.
-        Commits nothing (the daemon calls it inside a batch, where a rebalance callback
-        may be running): :meth:`turn` commits. Returns whether the learner's model
-        changed."""
+        examples since it last published publishes at once, one whose replays moved its
+        share checks its drift (dynamic averaging) without waiting for examples, and one
+        whose replays have converged publishes what they moved, however little: once
+        every member's window has converged on the common model, every member holds
+        the same records and answers alike. Commits nothing (the daemon calls it inside
+        a batch, where a rebalance callback may be running): :meth:`turn` commits.
+        Returns whether the learner's model changed."""
         entries: list[tuple[str, bytes | None]] = []
         if idle or self.clock() - self._read_at >= READ_INTERVAL:
             self._read_at = self.clock()
@@ -219,6 +226,7 @@ class GroupMember:
                 entries = self.transport.read(to_end=False)
             except InputError as exc:
                 self._warn(f"group {self.me}: {exc}")
+        self._idle = idle
         changed = self._take(entries)
         if changed:
             self._fold()
@@ -234,8 +242,14 @@ class GroupMember:
         self._uncommitted = {}
 
     def publish(self) -> None:
-        """Write this member's record now, then fold (its own share in its place)."""
+        """Write this member's record now, then fold (its own share in its place).
+
+        What the member changed since it last published is damped first, to 1/K of it
+        for K members learning (:meth:`GroupShares.damp`): the common model then moves
+        by the mean of the members' changes, as model averaging moves it, rather than
+        by their sum (K members correcting the same errors at once overshot)."""
         started = self.clock()
+        self.shares.damp(1.0 / self.table.learning())
         own = self.shares.own()
         self._prune_released()
         # the margin and bound of the model as published, on the window as it is now
@@ -288,7 +302,8 @@ class GroupMember:
         """An upper bound on the maximum margin of the union of the windows in the
         common model: the smallest of the members' bounds on their own windows (the
         union has all of their examples), and ||h|| / s of the common model's dual
-        combination (h = sum of the shares, s = sum of their t)."""
+        combination (h = sum of the shares, s = sum of their t) while every share is a
+        combination of its window alone (none holds evicted examples)."""
         bounds = [own_bound] if math.isfinite(own_bound) else []
         for member in self.table.in_model():
             if member != self.me and member in self.table.records:
@@ -298,7 +313,7 @@ class GroupMember:
         state = self.learner.state
         published = self._shares(self._published)[0]  # this member's own as published
         weights, (beta, updates, slack) = summed(published, state.scale_exponent)
-        if updates > 0:
+        if updates > 0 and not any(share.evicted for share in published):
             hull = math.sqrt(float(weights @ weights) + beta * beta + state.delta_sq * slack)
             bounds.append(hull / updates)
         return min(bounds) if bounds else math.nan
@@ -334,6 +349,8 @@ class GroupMember:
             return True
         if idle and self.examples > self._published_examples:
             return True  # the stream paused: say where it stands
+        if idle and self.learner.converged:
+            return True  # replays settled the window: the group gets the last of them
         if idle and self.policy.mode == "dynamic":
             pass  # replays moved the share: its drift decides
         elif not self.policy.check_due(self.examples, self._checked):
@@ -389,6 +406,25 @@ class GroupMember:
         shares, own_at = self._shares(own)
         self.shares.adopt(shares, own_at)
         self.learner.fix_calibration(self._calibration())
+        if self._idle:
+            self._settled()
+
+    def _settled(self) -> None:
+        """Whether the window needs replays under the common model just folded (or just
+        changed by a replay pass that its own test did not stop): not if the
+        model's margin on it is within the learner's target gap of the group's upper
+        bound (:meth:`upper_bound`, which holds for the union of the windows).
+        A window's own bound would not do: a smaller window has a larger maximum
+        margin, each member replayed towards its own, every change it published set
+        the others replaying, and a group never went quiet after its stream ended."""
+        learner = self.learner
+        target = learner.target_gap()
+        if target is None or not len(learner.buffer):
+            return
+        found = certificate(learner.state, learner.rho)
+        bound = self.upper_bound(found.upper_bound)
+        if found.achieved >= (1.0 - target) * bound:
+            learner.state.converged, learner.state.stopped_by = True, "certified gap"
 
     def _calibration(self) -> Platt:
         """The group's Platt scaling: the members' slopes, each fitted on its window when

@@ -121,6 +121,41 @@ class GroupTable:
             dropped = self.dropped()
         return sorted({self.me, *(m for m in self.records if m not in dropped)})
 
+    def learning(self) -> int:
+        """How many members learn now: the local one, and every other in the model that
+        holds a partition where no other record is further (a member that died leaves
+        its partitions in its last record until their new owners move past it).
+
+        >>> from streamlearn.learn.contribution import Contribution
+        >>> from streamlearn.group.records import MemberRecord, PartitionPosition, WindowView
+        >>> def record(member, partitions):
+        ...     return MemberRecord(member, 1, 0.0, {}, Contribution.zero(), 0,
+        ...                         partitions, {}, WindowView(10, 100, 0.1, 0.2))
+        >>> table = GroupTable(me="c", model={})
+        >>> _ = table.apply(record("a", {0: PartitionPosition(50, 40)}))
+        >>> _ = table.apply(record("b", {1: PartitionPosition(9, 9)}))
+        >>> table.learning()
+        3
+        >>> _ = table.apply(record("c", {0: PartitionPosition(60, 50)}))  # past a's
+        >>> table.learning()
+        2
+        """
+        dropped = self.dropped()
+        count = 1
+        for member, record in self.records.items():
+            if member == self.me or member in dropped:
+                continue
+            if any(
+                self._furthest(partition, position, member)
+                for partition, position in record.partitions.items()
+            ):
+                count += 1
+        return count
+
+    def _furthest(self, partition: int, position: PartitionPosition, member: str) -> bool:
+        further = self.start(partition, excluding=member)
+        return further is None or further.offset <= position.offset
+
     def view(self, own_margin: float) -> GroupView:
         """The group's margin: the smallest margin its members report on their
         windows (``own_margin``: the local member's, now)."""

@@ -14,6 +14,11 @@ refused whole: a body with a line the parser rejects gets 400 and the rejected l
   they are learned (with the version that holds them: a later /predict sees them).
 - ``/model`` describes the model: algorithm, parameters, examples, the certificate.
 
+A daemon that learns one model per message key (``serve --model-key``) answers
+``/predict?key=K`` with the model of key ``K`` (its UTF-8 bytes), and ``/model?key=K``
+describes it; 404 when this daemon has no model of ``K``, 400 without a key. A daemon
+of one model refuses a key (400).
+
 Errors are JSON objects ``{"error": "..."}`` with a 4xx status (5xx when the daemon cannot
 answer), each counted by the observer (``streamlearn_http_requests_total``).
 """
@@ -136,7 +141,13 @@ class _Api:
     async def predict(self, request: web.BaseRequest) -> web.Response:
         rows = await self._rows(request)
         published = await self._fresh()
-        answers = published.predictor.answer_json((rows.indptr, rows.indices, rows.values))
+        predictor = published.predictor
+        if _keyed(published):
+            published, copy = await self._key_copy(request, published)
+            predictor = copy.predictor
+        elif "key" in request.query:
+            raise _error(web.HTTPBadRequest, _ONE_MODEL)
+        answers = predictor.answer_json((rows.indptr, rows.indices, rows.values))
         body = b'{"version": %d, "predictions": %b}' % (published.version, answers)
         return web.Response(body=body, content_type="application/json", charset="utf-8")
 
@@ -181,7 +192,44 @@ class _Api:
         published = self.live.published()
         if published is None or not description:
             raise _error(web.HTTPServiceUnavailable, "the model is not loaded yet")
+        if "key" in request.query:
+            if not _keyed(published):
+                raise _error(web.HTTPBadRequest, _ONE_MODEL)
+            published, copy = await self._key_copy(request, await self._fresh())
+            description = copy.description
         return _json({**description, "version": published.version})
+
+    async def _key_copy(
+        self, request: web.BaseRequest, published: Published
+    ) -> tuple[Published, Any]:
+        """The published copy that holds the model of the request's ``key``, and that
+        model's copy (400 without a key, 404 when this daemon has no model of it)."""
+        key_text = request.query.get("key")
+        if key_text is None:
+            raise _error(
+                web.HTTPBadRequest,
+                "this daemon learns one model per key: name it (/predict?key=...)",
+            )
+        key = key_text.encode()
+        try:
+            async with asyncio.timeout(REFRESH_TIMEOUT):
+                # not copied yet: the daemon's next turn does (a copy published as the
+                # key was asked may have been made just before)
+                while key not in published.predictor:
+                    published = await asyncio.wrap_future(self.live.refresh(key))
+        except TimeoutError:
+            raise _error(web.HTTPServiceUnavailable, "the daemon is busy: try again",
+                         headers={"Retry-After": "1"}) from None  # fmt: skip
+        except ClosedError as exc:
+            raise _error(web.HTTPServiceUnavailable, str(exc)) from None
+        copy = published.predictor.get(key)
+        if copy is None:
+            raise _error(
+                web.HTTPNotFound,
+                f"no model of key {key_text!r} here: none has learned yet, or its "
+                "partition is another member's",
+            )
+        return published, copy
 
     async def _fresh(self) -> Published:
         """The published copy, or a fresher one when it is old and the model moved."""
@@ -220,6 +268,15 @@ class _Api:
         if rows.n_rows == 0:
             raise _error(web.HTTPBadRequest, "the body holds no example")
         return rows
+
+
+#: what a daemon of one model says to a request that names a key
+_ONE_MODEL = "this daemon learns one model: drop the key (serve --model-key learns one per key)"
+
+
+def _keyed(published: Published) -> bool:
+    """Whether ``published`` holds copies of keyed models (not one model)."""
+    return bool(getattr(published.predictor, "kind", None) == "keyed")
 
 
 def _guarded(route: Handler, token: str | None, observer: HttpObserver | None) -> Handler:

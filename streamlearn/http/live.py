@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from streamlearn.parse import ParsedRows, Rejected
 
@@ -94,6 +94,8 @@ class LiveModel:
         self.version = 0
         self._last_read = -math.inf
         self._waiting: list[Future[Published]] = []
+        #: model keys requests asked for since the daemon last took them (keyed models)
+        self._asked: set[bytes] = set()
         self._published: Published | None = None
         self._description: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -113,14 +115,17 @@ class LiveModel:
         or it was published within ``MAX_AGE`` seconds."""
         return published.version == self.version or self.clock() - published.at <= MAX_AGE
 
-    def refresh(self) -> Future[Published]:
+    def refresh(self, key: bytes | None = None) -> Future[Published]:
         """A future of the next copy the daemon publishes (it publishes one at its next
-        turn)."""
+        turn); with a ``key``, one that holds the copy of that key's model (a daemon
+        that learns one model per key copies the models requests name)."""
         waiter: Future[Published] = Future()
         with self._lock:
             if self._closed:
                 raise ClosedError("the daemon is stopping")
             self._waiting.append(waiter)
+            if key is not None:
+                self._asked.add(key)
         return waiter
 
     def description(self) -> dict[str, Any]:
@@ -165,7 +170,13 @@ class LiveModel:
         with self._lock:
             waiting, self._waiting = self._waiting, []
         for waiter in waiting:
-            waiter.set_result(published)
+            settle(waiter, published)
+
+    def take_asked_keys(self) -> set[bytes]:
+        """The model keys requests asked for since the last call."""
+        with self._lock:
+            asked, self._asked = self._asked, set()
+        return asked
 
     def describe(self, description: dict[str, Any]) -> None:
         """Replace the description the HTTP side reads."""
@@ -192,6 +203,29 @@ class LiveModel:
             self._pending = 0
             waiting, self._waiting = self._waiting, []
         for one in posted:
-            one.done.set_exception(ClosedError("the daemon stopped before learning them"))
+            settle(one.done, error=ClosedError("the daemon stopped before learning them"))
         for waiter in waiting:
-            waiter.set_exception(ClosedError("the daemon is stopping"))
+            settle(waiter, error=ClosedError("the daemon is stopping"))
+
+
+T = TypeVar("T")
+
+
+def settle(future: Future[T], result: T | None = None, error: BaseException | None = None) -> None:
+    """Give ``future`` its result (or ``error``), unless its reader gave up on it first:
+    an HTTP request cancelled (its client gone, its time-out reached) cancels the future
+    it waited on, and resolving a cancelled future raises in the daemon's thread.
+
+    >>> waiter: Future[int] = Future()
+    >>> waiter.cancel()
+    True
+    >>> settle(waiter, 1)
+    >>> waiter.cancelled()
+    True
+    """
+    if not future.set_running_or_notify_cancel():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)  # type: ignore[arg-type]

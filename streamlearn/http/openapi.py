@@ -95,11 +95,28 @@ _PREDICTION = {
 }
 
 
+#: the model key of a daemon that learns one model per message key (serve --model-key)
+_KEY = {
+    "name": "key",
+    "in": "query",
+    "required": False,
+    "description": (
+        "serve --model-key: the message key whose model answers (its UTF-8 bytes); "
+        "required there, refused by a daemon of one model"
+    ),
+    "schema": {"type": "string"},
+}
+
+
 def _errors(*codes: int) -> dict[str, Any]:
     reasons = {
-        400: "a body that cannot be read (its rejected examples listed), or no example",
+        400: (
+            "a body that cannot be read (its rejected examples listed), no example, or "
+            "a key missing or not expected"
+        ),
         401: "no or a wrong bearer token",
         403: "learning over HTTP is off (serve --http-learn)",
+        404: "serve --model-key: this daemon has no model of the key",
         408: "the body did not arrive in time",
         413: "the body is larger than --http-max-body",
         415: "a content type other than text/plain, application/json, application/msgpack",
@@ -129,6 +146,7 @@ def openapi_document(max_body: int) -> dict[str, Any]:
             "/predict": {
                 "post": {
                     "summary": "Answer examples with the model's latest published copy",
+                    "parameters": [_KEY],
                     "requestBody": body,
                     "responses": {
                         "200": {
@@ -148,7 +166,7 @@ def openapi_document(max_body: int) -> dict[str, Any]:
                                 }
                             },
                         },
-                        **_errors(400, 401, 408, 413, 415, 503),
+                        **_errors(400, 401, 404, 408, 413, 415, 503),
                     },
                 }
             },
@@ -166,12 +184,13 @@ def openapi_document(max_body: int) -> dict[str, Any]:
             "/model": {
                 "get": {
                     "summary": "The model: algorithm, parameters, examples, certificate",
+                    "parameters": [_KEY],
                     "responses": {
                         "200": {
                             "description": "the model's description",
                             "content": {"application/json": {"schema": {"type": "object"}}},
                         },
-                        **_errors(401, 503),
+                        **_errors(400, 401, 404, 503),
                     },
                 }
             },

@@ -47,12 +47,15 @@ class LearnReport:
             return said
         held = int(summary.get("buffer_examples", 0))
         forgets = summary.get("forget", "window") == "window"
+        unreplayed = int(summary.get("evictions_to_forget", 0))  # --no-converge
         covered = (
             "the model and its certificate are about the last"
-            if forgets
+            if forgets and not unreplayed
             else "the certificate is about the last"
         )
         kept = "" if forgets else "; the weights still hold the evicted ones (--forget never)"
+        if unreplayed:
+            kept = f"; the weights still hold {unreplayed} evicted ones the last replay saw"
         return [
             *said,
             f"the input outgrew the replay buffer ({evicted} examples evicted): {covered} "

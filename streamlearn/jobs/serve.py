@@ -40,6 +40,8 @@ from streamlearn.http.ops import ops_app
 from streamlearn.http.server import HttpServer
 from streamlearn.jobs.allocator import keep_freed_memory
 from streamlearn.jobs.systemd import notify as notify_systemd
+from streamlearn.keyed.models import KeyedModels
+from streamlearn.keyed.settings import KeyedSettings
 from streamlearn.learn import LabelledRows, Model
 from streamlearn.metrics import DaemonMetrics, new_registry
 from streamlearn.parse import ParsedRows
@@ -103,6 +105,8 @@ class ServeConfig:
     sync: SyncPolicy = field(default_factory=SyncPolicy)
     #: this member's id in the learning group (None: a new one, host-pid-random)
     member_id: str | None = None
+    #: one model per message key (``--model-key``; None: one model)
+    keyed: KeyedSettings | None = None
 
     def __post_init__(self) -> None:
         ModelSpec(self.learner, self.one_vs_rest, self.tau_pos_kappa)  # checks its options
@@ -114,6 +118,7 @@ class ServeConfig:
         if self.consumer_options and self.source != "kafka":
             raise InvalidParameterError("--consumer-option needs --source kafka")
         self._check_group()
+        self._check_keyed()
         self._check_kafka_names()
         if self.message_format not in MESSAGE_FORMATS:
             raise InvalidParameterError(
@@ -167,6 +172,50 @@ class ServeConfig:
                 "a member of a learning group keeps its state on the sync topic: drop "
                 "--checkpoint-dir"
             )
+        if self.http_learn:
+            raise InvalidParameterError(
+                "a member of a learning group learns from its partitions only: examples "
+                "posted to POST /learn belong to no partition, so the group could neither "
+                "count them once nor hand them on when the member leaves; drop --http-learn "
+                "and produce them to --topic"
+            )
+
+    def _check_keyed(self) -> None:
+        """Keyed models: Kafka's message keys, binary learners that learn from their
+        first example, their state on the state topic (not in checkpoints)."""
+        if self.keyed is None:
+            return
+        if self.source != "kafka":
+            raise InvalidParameterError(
+                "--model-key needs --source kafka: the models are those of the message keys"
+            )
+        refused = {
+            "--one-vs-rest": self.one_vs_rest,
+            "--sync-topic": self.sync_topic is not None,
+            "--checkpoint-dir": bool(self.checkpoint_dir),
+            "--http-learn": self.http_learn,
+        }
+        why = {
+            "--one-vs-rest": "each key's model is one binary learner",
+            "--sync-topic": "a learning group learns one model for all keys",
+            "--checkpoint-dir": "the models' records on the state topic are their checkpoints",
+            "--http-learn": "/learn names no key: keyed models learn from Kafka",
+        }
+        for option, given in refused.items():
+            if given:
+                raise InvalidParameterError(f"--model-key: drop {option} ({why[option]})")
+        if self.learner.params.get("delta", "auto") == "auto":
+            raise InvalidParameterError(
+                "--model-key needs --delta as a number or 'first': 'auto' holds back each "
+                "key's first examples until a thousand have come"
+            )
+
+    @property
+    def state_topic(self) -> str | None:
+        """The keyed models' state topic (None: one model)."""
+        if self.keyed is None or self.topic is None:
+            return None
+        return self.keyed.topic_for(self.group, self.topic)
 
     def _check_kafka_names(self) -> None:
         """Consumer options and topic names, checked before anything starts (a bad one
@@ -177,6 +226,8 @@ class ServeConfig:
             topics["--topic"] = self.topic
         if self.sync_topic is not None:
             topics["--sync-topic"] = self.sync_topic
+        if self.state_topic is not None:
+            topics["--state-topic"] = self.state_topic
         named = {option: name for option, name in topics.items() if name}
         if not named and not self.consumer_options:
             return
@@ -251,15 +302,16 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
     if config.http_learn:  # a posted example waits for the next turn: keep turns short
         settings = replace(settings, poll_timeout=min(settings.poll_timeout, LEARN_POLL_TIMEOUT))
     group, sync_topic = _group(config, source)
+    keyed, state_topic = _keyed(config)
     daemon = Daemon(
         config.model, source, decode=decode, settings=settings, store=store, sink=sink,
-        dead_letters=dead_letters, observer=metrics, live=live, group=group,
+        dead_letters=dead_letters, observer=metrics, live=live, group=group, keyed=keyed,
     )  # fmt: skip
     holder["daemon"] = daemon
-    if group is not None:
+    if group is not None or keyed is not None:
         from streamlearn.sources.kafka import KafkaSource
 
-        assert isinstance(source, KafkaSource)  # a group needs --source kafka
+        assert isinstance(source, KafkaSource)  # a group and keyed models need Kafka
         source.start_positions = daemon.partitions_assigned
         source.before_revoke = daemon.partitions_revoking
     asked = info(daemon.learner)
@@ -270,7 +322,7 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
     server = HttpServer(nice=config.http_nice)
     try:
         ops = ops_app(metrics, ready=daemon.ready, request_checkpoint=daemon.request_checkpoint,
-                      checkpoints=store is not None)  # fmt: skip
+                      checkpoints=store is not None or keyed is not None)  # fmt: skip
         port = _bind(partial(server.serve, ops), config.metrics_addr, "metrics")
         log.info("metrics on http://%s:%d/metrics", _address(config.metrics_addr)[0], port)
         daemon.restore()
@@ -296,8 +348,8 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
         log.info("%s", _summary(daemon, source, time.monotonic() - started))
     finally:
         server.stop()
-        # the sync topic last: leaving the consumer group publishes this member's record
-        _close_all([source, sink, dead_letters, sync_topic])
+        # the sync and state topics last: leaving the consumer group writes to them
+        _close_all([source, sink, dead_letters, sync_topic, state_topic])
 
 
 class _Closes(Protocol):
@@ -331,10 +383,40 @@ def _group(
     return member, transport
 
 
+def _keyed(config: ServeConfig) -> tuple[KeyedModels | None, _Closes | None]:
+    """The keyed models and their state topic, to close at the end (None, None: the
+    daemon learns one model)."""
+    if config.keyed is None:
+        return None, None
+    from streamlearn.sources.kafka import security_from_env
+    from streamlearn.sources.kafka_state import StateTopic
+
+    assert config.bootstrap_servers is not None and config.topic is not None
+    assert config.state_topic is not None
+    store = StateTopic(config.bootstrap_servers, config.state_topic, input_topic=config.topic,
+                       security=security_from_env(os.environ))  # fmt: skip
+    model = config.model
+    keyed = KeyedModels(
+        model.build, model.restore, store, max_models=config.keyed.max_models,
+        max_bytes=config.keyed.max_model_bytes, writer=f"streamlearn {__version__}",
+    )  # fmt: skip
+    log.info("one model per message key: %d in memory at most (%d bytes), the others on "
+             "the state topic %s", config.keyed.max_models, config.keyed.max_model_bytes,
+             config.state_topic)  # fmt: skip
+    return keyed, store
+
+
 def _summary(daemon: Daemon, source: Source, seconds: float) -> str:
     """The line the daemon ends with: why, what it learned, the certificate."""
     snapshot = daemon.snapshot or {}
     why = "end of input" if source.exhausted() else "stopped"
+    keyed = snapshot.get("keyed")
+    if keyed is not None:
+        return (
+            f"{why}: {daemon.stream_examples} examples learned in {seconds:.1f} s by the "
+            f"models of the keys; {keyed['resident']} in memory, {keyed['stored']} on the "
+            f"state topic ({keyed['spilled']} spilled, {keyed['restored']} restored)"
+        )
     gap = snapshot.get("certified_gap", snapshot.get("worst_certified_gap"))
     shown = f"{gap:.4g}" if isinstance(gap, float) else "none"
     return (
@@ -414,7 +496,9 @@ def info(model: Model) -> tuple[str, dict[str, Any]]:
 def warm_up(spec: LearnerSpec | ModelSpec) -> None:
     """Run every kernel once on a tiny problem, so the first real example is not slow."""
     model = spec if isinstance(spec, ModelSpec) else ModelSpec(spec)
-    learner_spec = LearnerSpec(model.learner.algorithm, {**model.learner.params, "delta": 0.1})
+    # a buffer of one: the second example evicts the first, which the replay takes out
+    params = {**model.learner.params, "delta": 0.1, "buffer_size": 1}
+    learner_spec = LearnerSpec(model.learner.algorithm, params)
     X = (np.array([0, 1, 2]), np.array([0, 1], dtype=np.int32), np.array([1.0, -1.0]))
     built = ModelSpec(learner_spec, model.one_vs_rest, model.tau_pos_kappa).build()
     labels = (np.array([0, 1, 2]), np.array([1.0, -1.0]))

@@ -105,6 +105,8 @@ from streamlearn.learn.state import (
     SCALE_DOWN_ABOVE,
     SQNORM,
     UPDATES,
+    defer_until,
+    evictions_forgotten,
     grown_weights,
     packed_weights,
     require_finite,
@@ -498,7 +500,7 @@ class ModelBank:
         changed = (self._scalars[:n_labels, UPDATES] != updates_before).tolist()
         for learner, label_changed in zip(self._learners, changed, strict=True):
             learner.state.examples_seen += 1
-            if label_changed:
+            if label_changed or self._evicted_since_replay(learner):
                 learner.state.converged = False
 
     def _present_known(self, rows: LabelledRows, first_candidates: int) -> None:
@@ -521,8 +523,15 @@ class ModelBank:
         changed = self._scalars[:n_labels, UPDATES] != updates_before
         for label, learner in enumerate(self._learners):
             learner.state.examples_seen += n
-            if changed[label]:
-                learner.state.converged = False
+            if changed[label] or self._evicted_since_replay(learner):
+                learner.state.converged = False  # the window changed: its replay is due
+
+    def _evicted_since_replay(self, learner: LinearLearner) -> bool:
+        """Whether ``learner`` (bound or not) still holds examples the buffer evicted: its
+        window changed, and its next replay takes them out (``forget='window'``)."""
+        state = learner.state
+        pending = min(self._buffer.evicted, state.defer_until) > state.evictions_forgotten
+        return pending and self.base.forget == "window"
 
     def _stream_rows(
         self,
@@ -542,12 +551,15 @@ class ModelBank:
         )  # fmt: skip
         n = indptr.shape[0] - 1
         forget = self.base.forget == "window"
+        defer_until = np.array(
+            [learner.state.defer_until for learner in self._learners], dtype=np.int64
+        )
         first = 0
         while first < n:
             first = bank_learn_stream(
                 indptr, indices, values, signs, sqnorms, buf.slot_start, buf.slot_len,
                 buf.slot_sqnorm, buf.arena_idx, buf.arena_val, buf.ring, buf.max_nnz,
-                self._buffer.signs, learners, first_candidates, first, forget,
+                self._buffer.signs, learners, first_candidates, first, forget, defer_until,
             )  # fmt: skip
             if first < n:  # more nonzeros than the arena can ever hold
                 bank_present_unbuffered(
@@ -600,6 +612,9 @@ class ModelBank:
             self._rule_params()[label], self.base.rho, self._delta_sq, self._stats[label],
         )  # fmt: skip
         self._learners[label].state.examples_seen = int(slots.shape[0])
+        # examples evicted before the label came were never its learner's; those it
+        # has are forgotten as they go until its first replay
+        self._learners[label].state.evictions_forgotten = self._buffer.evicted
 
     def _new_learner(self, tau_pos: float | None) -> LinearLearner:
         params = dict(self._params)
@@ -903,6 +918,7 @@ class ModelBank:
             "buffer_capacity": self._buffer.max_examples,
             "buffer_nnz": self._buffer.features.nnz,
             "buffer_evicted": self._buffer.features.evicted,
+            "evictions_to_forget": max((p["evictions_to_forget"] for p in per_label), default=0),
             "forget": self.base.forget,
             "pending_examples": self._window.held_examples,
             "stream_judged": self.stream_judged,
@@ -945,6 +961,8 @@ class ModelBank:
                     "converged": learner.state.converged,
                     "stopped_by": learner.state.stopped_by,
                     "examples_seen": learner.state.examples_seen,
+                    "evictions_forgotten": learner.state.evictions_forgotten,
+                    "defer_until": learner.state.defer_until,
                     "extra": learner.extra_state(),
                 }
             )
@@ -1046,6 +1064,10 @@ class ModelBank:
             learner.state.converged = bool(saved["converged"])
             learner.state.stopped_by = stopped_by(saved.get("stopped_by"))
             learner.state.examples_seen = int(saved["examples_seen"])
+            learner.state.evictions_forgotten = evictions_forgotten(
+                saved.get("evictions_forgotten"), self._buffer.features
+            )
+            learner.state.defer_until = defer_until(saved.get("defer_until"), self._buffer.features)
             learner.load_extra_state(saved["extra"])
             self._positives[label] = int(saved["positives"])
             self._learners.append(learner)

@@ -397,9 +397,17 @@ class LinearLearner:
         asked between the level-1 rounds of a pass, ends the replay there when it
         answers True (a daemon bounds the time a replay keeps the stream waiting); the
         full epoch each pass starts with always runs whole.
+
+        With ``forget='window'`` the examples the last replay saw that have been evicted
+        since leave the model first (:meth:`LearnerState.begin_replay`). That unbalances
+        the others, and a pass or two do not rebalance them: such a replay goes on until
+        it converges, up to the ``max_passes`` parameter, whatever ``max_passes`` it is
+        given (``interrupt`` still ends it).
         """
         self._flush_pending()
         budget = self.max_passes if max_passes is None else count("max_passes", max_passes)
+        if self._begin_replay():
+            budget = max(budget, self.max_passes)
         self._run_passes(budget, interrupt)
         return self
 
@@ -543,12 +551,26 @@ class LinearLearner:
     def _forgets(self) -> bool:
         return self.forget == "window"
 
+    @property
+    def evictions_to_forget(self) -> int:
+        """Examples evicted from the buffer whose contributions the model still holds
+        until the next replay takes them out: those the last replay saw
+        (``forget='window'``; 0 with ``'never'``, whose model keeps them for good)."""
+        return self.state.evictions_pending if self._forgets else 0
+
+    def _begin_replay(self) -> bool:
+        """With ``forget='window'``, :meth:`LearnerState.begin_replay`: whether evicted
+        examples left the model."""
+        if not self._forgets:
+            return False
+        return self.state.begin_replay(self.rho, convex=self.entry.convex_combination)
+
     def _renormalize(self) -> None:
-        """Recompute ||a||^2 from w, beta and the buffered slack counts: once examples
-        have been evicted and forgotten, the incremental updates of their removal would
-        otherwise let rounding drift (only with ``forget='window'``, where a holds the
-        buffered examples alone)."""
-        if self._forgets and self.state.buffer.evicted:
+        """Before replay, with ``forget='window'``: make a the combination of the buffered
+        examples (taking out the evicted ones still in it), or once the buffer has evicted
+        recompute ||a||^2 from w, beta and the buffered slack counts, so that the rounding
+        of the examples taken out as they went cannot drift."""
+        if not self._begin_replay() and self._forgets and self.state.buffer.evicted:
             self.state.recompute_sqnorm()
 
     def _present_stream(self, batch: Batch) -> None:
@@ -563,7 +585,7 @@ class LinearLearner:
             first = learn_stream(
                 batch.indptr, batch.indices, batch.values, batch.labels, sqnorms, buf.arrays(),
                 buf.ring, buf.max_nnz, state.weights, state.scalars, rule, state.stats, first,
-                forget,
+                forget, state.defer_until,
             )  # fmt: skip
             if first < batch.n_examples:  # more nonzeros than the buffer can ever hold
                 self._present_unbuffered(batch, sqnorms, rule, first)
@@ -592,8 +614,8 @@ class LinearLearner:
     def _stream_learned(self, batch: Batch, before: tuple[float, float]) -> None:
         state = self.state
         state.examples_seen += batch.n_examples
-        if (state.updates, state.sqnorm) != before:
-            state.converged = False
+        if (state.updates, state.sqnorm) != before or self.evictions_to_forget:
+            state.converged = False  # the window changed: its replay is due
         self.keep_in_range()
 
     def learn_and_answer(
@@ -625,7 +647,8 @@ class LinearLearner:
         while not learn_stream_answering(
             batch.indptr, batch.indices, batch.values, batch.labels, sqnorms, buf.arrays(),
             buf.ring, buf.max_nnz, state.weights, state.scalars, rule, state.stats,
-            self._forgets, before, q_indptr, q_indices, q_values, factor, scores, cursor,
+            self._forgets, state.defer_until, before, q_indptr, q_indices, q_values, factor,
+            scores, cursor,
         ):  # fmt: skip
             self._present_unbuffered(batch, sqnorms, rule, int(cursor[0]))
             cursor[0] += 1
@@ -838,6 +861,7 @@ class LinearLearner:
             "buffer_capacity": state.buffer.max_examples,
             "buffer_nnz": state.buffer.nnz,
             "buffer_evicted": state.buffer.evicted,
+            "evictions_to_forget": self.evictions_to_forget,
             "forget": self.forget,
             "pending_examples": self.window.held_examples,
         }
@@ -869,6 +893,8 @@ class LinearLearner:
             "converged": learned["converged"],
             "stopped_by": learned["stopped_by"],
             "examples_seen": learned["examples_seen"],
+            "evictions_forgotten": learned["evictions_forgotten"],
+            "defer_until": learned["defer_until"],
             **self.window.state_dict(),
             "pending": {
                 "indptr": pending.indptr,

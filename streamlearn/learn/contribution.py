@@ -53,7 +53,13 @@ def _float(value: Any, name: str) -> float:
 class Contribution:
     """w (its nonzeros), beta, t and sum alpha_k^2 of some examples, scaled by
     ``SCALE_DOWN_FACTOR ** exponent`` (a learner that scaled its state down that many
-    times writes its shares in its own units; :meth:`at_exponent` converts exactly)."""
+    times writes its shares in its own units; :meth:`at_exponent` converts exactly).
+
+    ``evicted``: examples its learner's buffer has evicted whose part of w, beta and t
+    it still holds (those its last replay saw: the next takes them out; their slack is
+    not in ``slack``).
+    Such a share is a combination of more than the window, so no bound on the window's
+    margin comes from it."""
 
     indices: npt.NDArray[np.int64]
     values: npt.NDArray[np.float64]
@@ -61,6 +67,7 @@ class Contribution:
     updates: float
     slack: float
     exponent: int = 0
+    evicted: int = 0
 
     @classmethod
     def of(
@@ -71,10 +78,12 @@ class Contribution:
         updates: float,
         slack: float,
         exponent: int = 0,
+        evicted: int = 0,
     ) -> Contribution:
         """The share whose w is the dense ``weights``."""
         indices = np.flatnonzero(weights).astype(np.int64)
-        return cls(indices, weights[indices].astype(np.float64), beta, updates, slack, exponent)
+        values = weights[indices].astype(np.float64)
+        return cls(indices, values, beta, updates, slack, exponent, evicted)
 
     @classmethod
     def zero(cls, exponent: int = 0) -> Contribution:
@@ -87,8 +96,8 @@ class Contribution:
         return (
             np.array_equal(self.indices, other.indices)
             and np.array_equal(self.values, other.values)
-            and (self.beta, self.updates, self.slack, self.exponent)
-            == (other.beta, other.updates, other.slack, other.exponent)
+            and (self.beta, self.updates, self.slack, self.exponent, self.evicted)
+            == (other.beta, other.updates, other.slack, other.exponent, other.evicted)
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -106,7 +115,7 @@ class Contribution:
         factor = SCALE_DOWN_FACTOR ** (exponent - self.exponent)
         return Contribution(
             self.indices, self.values * factor, self.beta * factor, self.updates * factor,
-            self.slack * factor * factor, exponent,
+            self.slack * factor * factor, exponent, self.evicted,
         )  # fmt: skip
 
     def add_to(self, weights: npt.NDArray[np.float64]) -> None:
@@ -122,6 +131,7 @@ class Contribution:
             "updates": self.updates,
             "slack": self.slack,
             "exponent": self.exponent,
+            "evicted": self.evicted,
         }
 
     @classmethod
@@ -134,7 +144,7 @@ class Contribution:
             share = cls(
                 indices, values, _float(plain["beta"], "beta"),
                 _float(plain["updates"], "updates"), _float(plain["slack"], "slack"),
-                int(plain["exponent"]),
+                int(plain["exponent"]), int(plain.get("evicted", 0)),
             )  # fmt: skip
         except (KeyError, TypeError, ValueError) as exc:
             raise StateError(f"contribution: malformed ({exc})") from exc
@@ -148,8 +158,8 @@ class Contribution:
             )
         if not np.all(np.isfinite(values)):
             raise StateError("contribution: a weight is not finite")
-        if share.updates < 0 or share.slack < 0:
-            raise StateError("contribution: t and the slack sum cannot be negative")
+        if share.updates < 0 or share.slack < 0 or share.evicted < 0:
+            raise StateError("contribution: t, the slack sum and evictions cannot be negative")
         return share
 
 
@@ -191,11 +201,65 @@ class GroupShares:
         self.learner: LinearLearner = learner
         #: the others' share, as last adopted (in the state's units then)
         self.external = Contribution.zero()
+        #: the window's alpha_k when this learner last damped (oldest first), the
+        #: evictions before them, and the state's exponent then
+        self._damped_alpha = np.zeros(0)
+        self._damped_first = 0
+        self._damped_exponent = 0
+
+    def damp(self, keep: float) -> None:
+        """Keep ``keep`` of what this learner changed in its window's alpha_k since it
+        last damped: alpha_k <- alpha_k' + keep (alpha_k - alpha_k') for every example
+        in the window (alpha_k' as they were then, 0 for an example that arrived since),
+        and w, beta, t and ||a||^2 with them. The share stays exactly the combination of
+        the window (examples evicted meanwhile stay out, undamped). A member damps what
+        it publishes, once per change: a record that fails is written again as it is.
+
+        With ``keep`` = 1/K for K members learning at once, their published shares add
+        up to the mean of their models, as model averaging takes it (McDonald et al.,
+        Kamp et al.), not to K times every correction they made concurrently.
+
+        >>> from streamlearn import PDM
+        >>> learner = PDM(delta=1.0).learn(np.array([[1.0, 0.0]]), np.array([1]))
+        >>> shares = GroupShares(learner)
+        >>> shares.damp(1.0)  # the first example kept as it is
+        >>> _ = learner.learn(np.array([[0.0, 1.0]]), np.array([-1]))
+        >>> shares.damp(0.5)
+        >>> learner.buffer.alpha().tolist()
+        [1.0, 0.5]
+        """
+        state, buffer = self.learner.state, self.learner.buffer
+        slots = buffer.live_slots()
+        alpha = buffer.slot_alpha[slots]
+        marked = self._damped_alpha * SCALE_DOWN_FACTOR ** (
+            state.scale_exponent - self._damped_exponent
+        )
+        before = np.zeros_like(alpha)
+        still_there = marked[buffer.evicted - self._damped_first :][: alpha.shape[0]]
+        before[: still_there.shape[0]] = still_there
+        cut = (1.0 - keep) * (alpha - before)
+        moved = np.flatnonzero(cut)
+        if moved.shape[0]:
+            self._take_back(slots[moved], cut[moved])
+        self._damped_alpha = buffer.alpha()
+        self._damped_first = buffer.evicted
+        self._damped_exponent = state.scale_exponent
+
+    def _take_back(self, slots: npt.NDArray[np.int64], cut: npt.NDArray[np.float64]) -> None:
+        """alpha_k -= cut for the examples in ``slots``, and the state with them."""
+        state, buffer = self.learner.state, self.learner.buffer
+        signed = cut * buffer.slot_label[slots]
+        buffer.add_rows(slots, -signed, state.weights)
+        buffer.slot_alpha[slots] -= cut
+        state.scalars[BETA] -= self.learner.rho * float(signed.sum())
+        state.scalars[UPDATES] -= float(cut.sum())
+        state.recompute_sqnorm()
+        state.converged = False
 
     def own(self, slack: bool = True) -> Contribution:
         """This learner's share now: its state minus the others' (its slack sum exactly,
-        from the buffer; 0 without ``slack``, which spares a pass over the buffer), in
-        its state's units."""
+        from the buffer; 0 without ``slack``), in its state's units; with the evicted
+        examples its last replay saw (see :attr:`Contribution.evicted`)."""
         state = self.learner.state
         external = self.external.at_exponent(state.scale_exponent)
         n = max(state.n_features, external.n_features)
@@ -205,6 +269,7 @@ class GroupShares:
         return Contribution.of(
             weights, beta=state.beta - external.beta, updates=state.updates - external.updates,
             slack=state.buffered_slack() if slack else 0.0, exponent=state.scale_exponent,
+            evicted=state.evictions_pending,
         )  # fmt: skip
 
     def adopt(self, shares: Sequence[Contribution], own_at: int) -> None:
@@ -225,6 +290,10 @@ class GroupShares:
         state.scalars[BETA] = beta
         state.scalars[UPDATES] = updates
         state.external_slack = float(external_slack)
+        state.external_indices = np.flatnonzero(external_weights).astype(np.int64)
+        state.external_values = external_weights[state.external_indices]
+        state.external_beta = float(external_beta)
+        state.external_updates = float(external_updates)
         state.recompute_sqnorm()
         state.converged = False
         self.external = Contribution.of(

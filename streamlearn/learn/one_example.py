@@ -100,6 +100,7 @@ class OneExamplePath:
         Z[single.Z_N_FEATURES] = state.n_features
         Z[single.Z_CHANGED] = 0
         Z[single.Z_FORGET] = learner.forget == "window"
+        Z[single.Z_DEFER_UNTIL] = state.defer_until
         state.reserve_weights(min_weights)
         if state.delta is None:
             if self.held is None:
@@ -184,8 +185,8 @@ class OneExamplePath:
         Z = self._counts
         state.examples_seen = int(Z[single.Z_EXAMPLES])
         state.n_features = max(state.n_features, int(Z[single.Z_N_FEATURES]))
-        if Z[single.Z_CHANGED]:
-            state.converged = False
+        if Z[single.Z_CHANGED] or self.learner.evictions_to_forget:
+            state.converged = False  # the window changed: its replay is due
             Z[single.Z_CHANGED] = 0
         if self.held:
             held, self.held = self.held, []

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn._kernels.engine import BETA, N_STATS, SCALE, SQNORM, UPDATES
+from streamlearn._kernels.ring import add_combination
 from streamlearn._kernels.single import block_views, empty_blocks, raw_offset
 from streamlearn.errors import StateError
 from streamlearn.replay import ReplayBuffer
@@ -45,6 +46,8 @@ __all__ = [
     "UPDATES",
     "LearnerState",
     "PackedBlocks",
+    "defer_until",
+    "evictions_forgotten",
     "grown_weights",
     "stopped_by",
 ]
@@ -148,6 +151,11 @@ class LearnerState:
         update) or ``'certified gap'`` (the certificate reached the learner's target).
     delta
         The Delta in use; None while ``delta='auto'`` waits for its examples.
+    evictions_forgotten, defer_until
+        Under window semantics (see :meth:`begin_replay`): how many of the buffer's
+        evictions had happened when the last replay began, and how many there will have
+        been once every example that replay saw is evicted. The evictions numbered from
+        ``evictions_forgotten`` to ``defer_until`` still count in w, beta and t.
     """
 
     def __init__(
@@ -163,6 +171,8 @@ class LearnerState:
         passes: int = 0,
         converged: bool = False,
         stopped_by: str | None = None,
+        evictions_forgotten: int = 0,
+        defer_until: int = 0,
     ) -> None:
         self.buffer = buffer
         self.weights = weights
@@ -174,10 +184,18 @@ class LearnerState:
         self.passes = passes
         self.converged = converged
         self.stopped_by = stopped_by
+        self.evictions_forgotten = evictions_forgotten
+        self.defer_until = defer_until
         #: sum of alpha_k^2 over examples whose share of ``weights`` came from elsewhere
         #: (the other members of a learning group, :mod:`streamlearn.learn.contribution`):
         #: their slack coordinates are part of ||a||^2, their alpha_k are not in the buffer
         self.external_slack = 0.0
+        #: that share's w (as feature indices and values), beta and t: :meth:`begin_replay`
+        #: rebuilds the model from the buffer and it
+        self.external_indices = np.zeros(0, dtype=np.int64)
+        self.external_values = np.zeros(0, dtype=np.float64)
+        self.external_beta = 0.0
+        self.external_updates = 0.0
         #: how many times :meth:`scale_down` scaled this state (the group's shares carry it)
         self.scale_exponent = 0
 
@@ -236,6 +254,71 @@ class LearnerState:
         Delta^2 times it into ||a||^2)."""
         return self.buffer.alpha_sqsum()
 
+    @property
+    def evictions_pending(self) -> int:
+        """Examples evicted from the buffer that are still in the model: seen by the last
+        replay, evicted since (window semantics)."""
+        return max(min(self.buffer.evicted, self.defer_until) - self.evictions_forgotten, 0)
+
+    def begin_replay(self, rho: float, convex: bool = False) -> bool:
+        """Under window semantics, the start of a replay: take the evicted examples still
+        in the model out (w, beta and t become the combination of the buffered examples
+        again, plus the external share, and ||a||^2 is recomputed; returns whether there
+        were any), and note that this replay sees every buffered example.
+
+        Replays give the examples they see large slack counts. With Delta > 0 on data
+        that no direction separates, each of their alpha_k y_k is then far larger than w,
+        which is what is left of their sum: taking even a few out leaves the others
+        unbalanced, a poor model until a replay has rebalanced them. So when such an
+        example is evicted its contribution stays until the next replay begins. An
+        example learned since the last replay began has a slack count of 0 or 1, and
+        leaves as it is evicted (the kernels' ``forget_evicted``).
+
+        ``convex`` (Kozinec): a is a convex combination, so the buffered examples' weights
+        are renormalised to sum to 1 (nothing is left when none holds any) and t, a count
+        of updates, stays.
+
+        >>> state = LearnerState.empty(buffer_size=1, buffer_nnz=8, delta=1.0)
+        >>> state.weights[:2] = [3.0, 0.0]; state.scalars[:3] = [2.0, 17.0, 2.0]
+        >>> state.buffer.slot_alpha[0] = 1.0; state.buffer.ring[1] = 1  # x = (1, 0), l = +1
+        >>> state.buffer.slot_label[0] = 1; state.buffer.slot_len[0] = 1
+        >>> state.buffer.arena_val[0] = 1.0; state.buffer.ring[3] = 1  # one evicted
+        >>> state.defer_until = 1  # the last replay saw it
+        >>> state.begin_replay(rho=1.0), state.weights[:2].tolist(), state.scalars[:3].tolist()
+        (True, [1.0, 0.0], [1.0, 3.0, 1.0])
+        >>> state.begin_replay(rho=1.0), state.evictions_forgotten, state.defer_until
+        (False, 1, 2)
+        """
+        buf = self.buffer
+        pending = self.evictions_pending > 0
+        self.evictions_forgotten = buf.evicted
+        self.defer_until = buf.evicted + len(buf)
+        if not pending:
+            return False
+        slots = buf.live_slots()
+        alpha = buf.slot_alpha[slots]
+        coef = alpha * buf.slot_label[slots]
+        w = self.weights
+        w[:] = 0.0  # in place: a bank's rows and the per-example blocks hold this array
+        add_combination(
+            slots, coef, buf.slot_start, buf.slot_len, buf.arena_idx, buf.arena_val, w
+        )  # fmt: skip
+        beta = rho * float(coef.sum())
+        total = float(alpha.sum())
+        if convex:
+            if total > 0.0:
+                self.scalars[SCALE] = 1.0 / total
+            else:
+                beta = 0.0
+                self.scalars[SCALE] = 1.0
+        else:
+            w[self.external_indices] += self.external_values
+            beta += self.external_beta
+            self.scalars[UPDATES] = total + self.external_updates
+        self.scalars[BETA] = beta
+        self.recompute_sqnorm()
+        return True
+
     def recompute_sqnorm(self) -> None:
         """Set ||a||^2 from w, beta and the slack counts, the buffered examples' and the
         external ones (rounding would otherwise drift in the incremental updates)."""
@@ -271,6 +354,9 @@ class LearnerState:
         self.scalars[SQNORM] *= factor * factor
         self.scalars[UPDATES] *= factor
         self.external_slack *= factor * factor
+        self.external_values = self.external_values * factor
+        self.external_beta *= factor
+        self.external_updates *= factor
         self.scale_exponent += 1
         return True
 
@@ -348,6 +434,8 @@ class LearnerState:
             "converged": self.converged,
             "stopped_by": self.stopped_by,
             "examples_seen": self.examples_seen,
+            "evictions_forgotten": self.evictions_forgotten,
+            "defer_until": self.defer_until,
             "buffer": self.buffer.state_dict(),
         }
 
@@ -376,8 +464,9 @@ class LearnerState:
         saved = np.asarray(state["stats"], dtype=np.int64)
         stats = np.zeros(N_STATS, dtype=np.int64)
         stats[: saved.shape[0]] = saved  # states from before the level sizes: zeros
+        buffer = ReplayBuffer.from_state(state["buffer"])
         return cls(
-            ReplayBuffer.from_state(state["buffer"]),
+            buffer,
             weights=room,
             scalars=scalars,
             stats=stats,
@@ -387,6 +476,8 @@ class LearnerState:
             passes=int(state["passes"]),
             converged=bool(state["converged"]),
             stopped_by=stopped_by(state.get("stopped_by")),
+            evictions_forgotten=evictions_forgotten(state.get("evictions_forgotten"), buffer),
+            defer_until=defer_until(state.get("defer_until"), buffer),
         )
 
 
@@ -405,6 +496,34 @@ def require_finite(name: str, values: npt.NDArray[np.float64]) -> None:
             f"the state's {name} hold a value that is not finite (NaN or infinite): the "
             "file is not a model streamlearn wrote, or was changed since"
         )
+
+
+def evictions_forgotten(value: Any, buffer: ReplayBuffer) -> int:
+    """A state's ``evictions_forgotten``: at most the buffer's evictions (states written
+    before it took each evicted example out at once: all of them)."""
+    if value is None:
+        return buffer.evicted
+    forgotten = int(value)
+    if not 0 <= forgotten <= buffer.evicted:
+        raise StateError(
+            f"evictions_forgotten must be in [0, {buffer.evicted}] (the buffer's evictions), "
+            f"got {forgotten}"
+        )
+    return forgotten
+
+
+def defer_until(value: Any, buffer: ReplayBuffer) -> int:
+    """A state's ``defer_until``: at most the evictions once every buffered example is
+    evicted (states written before it deferred none: 0)."""
+    if value is None:
+        return 0
+    until = int(value)
+    if not 0 <= until <= buffer.evicted + len(buffer):
+        raise StateError(
+            f"defer_until must be in [0, {buffer.evicted + len(buffer)}] (evictions once "
+            f"the buffer is evicted), got {until}"
+        )
+    return until
 
 
 def stopped_by(value: Any) -> str | None:

@@ -76,6 +76,8 @@ from streamlearn.types import MAX_FEATURE_INDEX, offsets
 
 #: the reason of a message that is not msgpack or does not follow the schema
 BAD_MESSAGE = "bad message"
+#: the reason of a line whose message has no key, where each key has a model of its own
+NO_KEY = "no key"
 #: the formats a message can have, by name, and the content types that select them
 FORMATS = ("svmlight", "msgpack", "json")
 CONTENT_TYPES = {

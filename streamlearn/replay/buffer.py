@@ -147,6 +147,20 @@ class ReplayBuffer:
             labels=self.slot_label[slots].copy(),
         )
 
+    def add_rows(
+        self,
+        slots: npt.NDArray[np.int64],
+        coefficients: npt.NDArray[np.float64],
+        weights: npt.NDArray[np.float64],
+    ) -> None:
+        """weights += sum of coefficients[i] * x of the example in ``slots[i]`` (its
+        nonzeros as stored; ``weights`` long enough for their indices)."""
+        lengths = self.slot_len[slots]
+        cells = _cells(self.slot_start[slots], lengths)
+        np.add.at(
+            weights, self.arena_idx[cells], np.repeat(coefficients, lengths) * self.arena_val[cells]
+        )
+
     def state_dict(self) -> dict[str, Any]:
         """The buffer's contents and layout as plain numbers and arrays."""
         slots = self.live_slots()

@@ -1,9 +1,10 @@
 """When to replay while a stream arrives: a pure function of counts, never of the clock.
 
 After every ``every`` new examples the learner replays its buffer for up to ``passes``
-full passes (with the active sets). Because the plan depends only on how many examples
-have arrived, a run cut into any pieces, or killed and restarted from a checkpoint that
-holds the count, replays at exactly the same points.
+full passes (with the active sets; a replay that takes evicted examples out of the model
+goes on until it converges, see ``LinearLearner.replay``). Because the plan depends only
+on how many examples have arrived, a run cut into any pieces, or killed and restarted
+from a checkpoint that holds the count, replays at exactly the same points.
 
 >>> schedule = ReplaySchedule(every=1000, passes=2)
 >>> schedule.split(examples_seen=900, n_new=2500)

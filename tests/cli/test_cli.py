@@ -515,6 +515,13 @@ def test_learn_warns_when_the_input_outgrows_the_buffer(train_file: Path) -> Non
     assert result.exit_code == 0, result.output
     assert "warning: the input outgrew the replay buffer" in result.stderr
     assert "the model and its certificate are about the last 5 examples" in result.stderr
+    # replayed after 3 examples, not once evicting: those 3 stay in the weights
+    unreplayed = runner.invoke(app, ["learn", "--quiet", "--buffer-size", "5", "--no-converge",
+                                     "--replay-every", "3", str(train_file)])  # fmt: skip
+    assert (
+        "the certificate is about the last 5 examples; the weights still hold 3 evicted ones "
+        "the last replay saw"
+    ) in unreplayed.stderr
     saved = str(train_file.with_suffix(".ckpt"))
     quiet = runner.invoke(app, ["learn", "--quiet", str(train_file), "--model", saved])
     assert "warning" not in quiet.stderr
@@ -544,7 +551,9 @@ def test_learn_replays_on_schedule_only_until_the_buffer_evicts(tmp_path: Path) 
     assert summary["passes"] > 4 and summary["certified_gap"] <= 0.1
     library = PDM(eps=0.1, delta=1.0, buffer_size=200)
     library.learn_on_schedule(as_batch(X, y), ReplaySchedule(every=50), 0)
-    assert library.summary()["passes"] == 12  # after every 50 examples, evicting or not
+    # after every 50 examples, evicting or not (a replay that takes evicted examples out
+    # may take more than its pass to converge)
+    assert library.summary()["passes"] >= 12
     skipping = PDM(eps=0.1, delta=1.0, buffer_size=200)
     skipping.learn_on_schedule(as_batch(X, y), ReplaySchedule(every=50, after_eviction=False), 0)
     assert skipping.summary()["passes"] == 4

@@ -16,13 +16,17 @@ from streamlearn.sources.base import MessageBatch, Positions
 
 
 class Replays:
-    """An observer that counts replay passes (and ignores everything else)."""
+    """An observer that counts replay passes, and those while the source still had
+    messages (ignoring everything else)."""
 
-    def __init__(self) -> None:
+    def __init__(self, source: MemorySource) -> None:
+        self.source = source
         self.passes = 0
+        self.during_stream = 0
 
     def observe_replay(self, seconds: float) -> None:
         self.passes += 1
+        self.during_stream += not self.source.exhausted()
 
     def __getattr__(self, name: str) -> Any:
         return lambda *args, **kwargs: None
@@ -30,7 +34,7 @@ class Replays:
 
 def run(source: MemorySource, share: float, idle: bool = False) -> tuple[Daemon, Replays]:
     ticks = itertools.count()
-    replays = Replays()
+    replays = Replays(source)
     settings = DaemonSettings(
         replay_share=share, idle_replay=idle, checkpoint_every=10**9, checkpoint_interval=1e9
     )
@@ -143,8 +147,14 @@ class Fetching(MemorySource):
 def test_an_empty_poll_while_messages_wait_is_not_idle_time() -> None:
     source = Fetching(messages(100, 3, seed=5))
     daemon, replays = run(source, share=0.0, idle=True)
-    assert daemon.stream_examples == 300 and replays.passes == 0
+    assert daemon.stream_examples == 300 and replays.during_stream == 0
     assert source.polls >= 200
+    assert replays.passes == 1 and daemon.learner.converged  # at the end of the input
+
+
+def test_without_idle_replay_the_end_of_the_input_is_not_replayed() -> None:
+    daemon, replays = run(MemorySource({0: messages(100, 3, seed=5)}), share=0.0)
+    assert replays.passes == 0 and daemon.learner.summary()["passes"] == 0
 
 
 class Late(MemorySource):

@@ -39,7 +39,8 @@ REFERENCE = {
     "predict": ["docs/cli.md"],
     "eval": ["docs/cli.md"],
     "inspect": ["docs/cli.md"],
-    "serve": ["docs/operating.md", "docs/cli.md", "docs/group.md"],  # learner options: cli.md
+    # learner options: cli.md
+    "serve": ["docs/operating.md", "docs/cli.md", "docs/group.md", "docs/keyed.md"],
     "warmup": ["docs/cli.md"],
 }
 #: flags of other tools that the reference pages name (Vowpal Wabbit's ``--passes``)

@@ -21,6 +21,7 @@ KAFKA = {"source": "kafka", "bootstrap_servers": "127.0.0.1:9092", "topic": "exa
         ({}, KAFKA, "--delta as a number"),
         ({"delta": 1.0}, {**KAFKA, "checkpoint_dir": "/tmp/x"}, "drop --checkpoint-dir"),
         ({"delta": 1.0}, {**KAFKA, "sync_topic": "bad name!"}, "--sync-topic"),
+        ({"delta": 1.0}, {**KAFKA, "http_learn": True}, "drop --http-learn"),
     ],
 )
 def test_a_group_that_cannot_work_is_refused(

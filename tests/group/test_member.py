@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -111,6 +113,66 @@ def test_members_that_hold_the_same_records_calibrate_alike_while_one_learns_on(
     assert a.learner.calibration() == b.learner.calibration()
 
 
+def test_members_that_learn_alike_at_once_make_the_mean_of_their_models() -> None:
+    """Two members that learn the same examples at once publish a common model equal
+    to what one of them learned alone (the mean of two equal models), not twice it."""
+    topic = Topic()
+    a, b = _member(topic, "a"), _member(topic, "b")
+    a.join(), b.join()
+    a.take({0}), b.take({1})
+    a.turn(), b.turn()  # each knows the other learns
+    alone = PDM(eps=0.1, delta=1.0, buffer_size=500)
+    for member, partition in ((a, 0), (b, 1)):
+        _learn(member, partition, seed=5, n=200, offset=200)
+    alone.learn_rows(_rows(seed=5, n=200))  # type: ignore[arg-type]
+    a.publish()
+    b.turn(), b.publish()
+    a.turn()
+    for member in (a, b):
+        np.testing.assert_allclose(member.learner.state.weights, alone.state.weights, rtol=1e-12)
+        assert member.learner.state.updates == pytest.approx(alone.state.updates)
+        own = member.shares.own()  # still exactly what its window's alpha_k make
+        window = member.learner.buffer
+        assert own.updates == pytest.approx(window.alpha().sum())
+        expected = np.zeros(member.learner.state.n_features)
+        window.add_rows(
+            window.live_slots(), window.alpha() * window.slot_label[window.live_slots()], expected
+        )
+        np.testing.assert_allclose(own.values, expected[own.indices], atol=1e-12)
+
+
+def test_members_replaying_while_idle_go_quiet_and_answer_alike() -> None:
+    """After the stream, members replay their windows as the daemon does when idle; each
+    change published set the others replaying again. They must settle: no more records,
+    and the same bits everywhere."""
+    topic = Topic()
+    members = [_member(topic, name) for name in ("a", "b", "c")]
+    for partition, member in enumerate(members):
+        member.join()
+        member.take({partition})
+    for partition, member in enumerate(members):
+        _learn(member, partition, seed=20 + partition, n=300, offset=300)
+    quiet_rounds = 0
+    for _ in range(300):
+        written = len(topic.log)
+        for member in members:
+            if not member.learner.converged:
+                updates = member.learner.state.updates
+                member.learner.replay(max_passes=1)
+                if member.learner.state.updates != updates:
+                    member.changed()
+            member.turn(idle=True)
+        settled = len(topic.log) == written and all(m.learner.converged for m in members)
+        quiet_rounds = quiet_rounds + 1 if settled else 0
+        if quiet_rounds == 3:
+            break
+    assert quiet_rounds == 3, f"{len(topic.log)} records and still publishing"
+    for member in members[1:]:
+        np.testing.assert_array_equal(
+            member.learner.state.weights, members[0].learner.state.weights
+        )
+
+
 def test_a_partition_resumes_where_its_last_owner_published() -> None:
     topic = Topic()
     a, b = _member(topic, "a"), _member(topic, "b")
@@ -139,6 +201,27 @@ def test_the_share_of_a_dead_member_leaves_once_its_partitions_relearned_a_windo
     assert taker.table.dropped() == {"dead"}
     own = taker.shares.own()
     assert taker.learner.state.updates == pytest.approx(own.updates)  # nothing else is left
+
+
+def test_no_bound_comes_from_shares_that_hold_evicted_examples() -> None:
+    """Evicted examples that a replay saw stay in a member's share until its next replay:
+    ||h|| / s of such a share bounds the margin of more examples than the windows hold,
+    not theirs."""
+    topic = Topic()
+    member = _member(topic, "a", buffer=200)
+    member.join()
+    member.take({0})
+    _learn(member, 0, seed=5, n=200, offset=200)
+    member.learner.replay()
+    _learn(member, 0, seed=6, n=100, offset=300)
+    member.publish()
+    assert member.shares.own().evicted == 100
+    assert math.isnan(member.upper_bound(math.inf))
+    member.learner.replay()
+    member.publish()
+    assert member.shares.own().evicted == 0
+    bound = member.learner.margin_upper_bound()  # its window's, from the buffer
+    assert member.upper_bound(math.inf) == pytest.approx(bound, rel=1e-9)
 
 
 def test_records_of_another_model_are_refused_and_counted() -> None:

@@ -100,6 +100,18 @@ def test_the_common_bound_holds_for_the_union_of_the_windows() -> None:
         assert margin <= bound
 
 
+def test_a_share_says_how_many_evicted_examples_it_still_holds() -> None:
+    X, y = _data(5)
+    learner = _learner().learn(X[:200], y[:200]).replay()  # a window of 200
+    learner.learn(X[200:], y[200:])
+    own = GroupShares(learner).own()
+    assert own.evicted == 100
+    assert Contribution.from_plain(own.to_plain(), max_features=64) == own
+    assert own.at_exponent(1).evicted == 100
+    learner.replay(max_passes=1)
+    assert GroupShares(learner).own().evicted == 0
+
+
 def test_shares_move_between_units_exactly() -> None:
     share = Contribution.of(np.array([3.0, 0.0, -1.5]), beta=0.5, updates=7.0, slack=2.0)
     down = share.at_exponent(2)

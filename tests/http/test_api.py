@@ -214,11 +214,12 @@ def test_learn_is_refused_unless_allowed(api: Api) -> None:
 def test_learn_learns_in_order_and_a_later_predict_sees_it(learning: Api) -> None:
     with Turns(learning) as turns:
         before = learning.request("POST", "/predict", b"5:1")[1]
-        status, answer, _ = learning.request("POST", "/learn", b"+1 5:3\n-1 5:-3\n+1 1:1 5:3\n")
+        # the first row goes against the model, which learns from it
+        status, answer, _ = learning.request("POST", "/learn", b"-1 5:3\n-1 5:-3\n+1 1:1 5:3\n")
         assert status == 200 and answer["learned"] == 3 and answer["version"] == 8
         after = learning.request("POST", "/predict", b"5:1")[1]
     assert [rows.n_rows for rows in turns.learned] == [3]
-    assert turns.learned[0].labels.tolist() == [1.0, -1.0, 1.0]
+    assert turns.learned[0].labels.tolist() == [-1.0, -1.0, 1.0]
     assert after["version"] == 8 > before["version"]
     x = np.zeros((1, 6))
     x[0, 4] = 1.0
@@ -355,3 +356,10 @@ def test_json_gives_features_by_index_or_by_name_not_both(api: Api) -> None:
     status, answer, _ = api.request("POST", "/predict", json.dumps(both).encode(),
                                     "application/json")  # fmt: skip
     assert status == 400 and answer["rejected"][0]["reason"] == "bad message"
+
+
+def test_a_daemon_of_one_model_refuses_a_key(api: Api) -> None:
+    status, answer, _ = api.request("POST", "/predict?key=tenant-1", b"1:0.5 3:-2\n")
+    assert status == 400 and "drop the key" in answer["error"]
+    status, answer, _ = api.request("GET", "/model?key=tenant-1")
+    assert status == 400 and "--model-key" in answer["error"]

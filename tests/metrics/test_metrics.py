@@ -92,8 +92,8 @@ def test_undelivered_messages_are_counted_by_sink(registry: CollectorRegistry) -
 
 def test_every_reason_label_is_there_from_the_start(registry: CollectorRegistry) -> None:
     DaemonMetrics(registry, state=lambda: None)
-    # "bad message", "too many labels", "too many weights"
-    assert len(REASON_LABELS) == len(REASONS) + 3
+    # "bad message", "too many labels", "too many weights", "no key"
+    assert len(REASON_LABELS) == len(REASONS) + 4
     for label in REASON_LABELS:
         assert label == label.lower() and " " not in label and "-" not in label
         assert value(registry, "streamlearn_rejected_lines_total", reason=label) == 0
@@ -403,3 +403,28 @@ def test_post_checkpoint_without_a_directory_says_there_is_nothing_to_write(
     finally:
         endpoint.stop()
     assert status == 409 and b"--checkpoint-dir" in body and flags.checkpoints == 0
+
+
+def test_keyed_models_export_counts_and_no_series_per_key(registry: CollectorRegistry) -> None:
+    keyed = {"resident": 3, "resident_bytes": 4096, "max_models": 10, "max_bytes": 1 << 20,
+             "stored": 250, "created": 40, "restored": 12, "spilled": 15,
+             "skipped_examples": 7, "records_written": 30, "bytes_written": 9000,
+             "bytes_read": 3000, "unwritten": 0}  # fmt: skip
+    state = {"update_events": 9, "passes": 2, "converged": False, "buffer_examples": 60,
+             "keyed": keyed}  # fmt: skip
+    DaemonMetrics(registry, state=lambda: state)
+    assert value(registry, "streamlearn_keyed_models_resident") == 3
+    assert value(registry, "streamlearn_keyed_models_stored") == 250
+    assert value(registry, "streamlearn_keyed_resident_bytes") == 4096
+    assert value(registry, "streamlearn_keyed_max_resident_bytes") == 1 << 20
+    assert value(registry, "streamlearn_keyed_models_total", event="restored") == 12
+    assert value(registry, "streamlearn_keyed_models_total", event="spilled") == 15
+    assert value(registry, "streamlearn_keyed_skipped_examples_total") == 7
+    assert value(registry, "streamlearn_keyed_state_bytes_total", direction="read") == 3000
+    assert value(registry, "streamlearn_updates_total") == 9
+    promtool = shutil.which("promtool")
+    if promtool is not None:
+        body = DaemonMetrics(CollectorRegistry(), state=lambda: state).render()[0]
+        result = subprocess.run([promtool, "check", "metrics"], input=body,
+                                capture_output=True, timeout=30)  # fmt: skip
+        assert result.returncode == 0 and not (result.stdout + result.stderr).strip()

@@ -11,6 +11,7 @@ import numpy.typing as npt
 import pytest
 
 from streamlearn import PDM, InvalidParameterError, Perceptron, StateError
+from streamlearn._kernels.ring import add_combination
 from streamlearn.learn.base import LinearLearner
 from streamlearn.replay import ReplayBuffer
 from streamlearn.types import Batch
@@ -208,6 +209,26 @@ def test_evicted_examples_stay_in_the_weights_and_the_norm() -> None:
     assert evicting.updates > keeping.updates
     alpha = np.concatenate([stream_alpha[:30], evicting.buffer.alpha()])
     assert_norm_and_weights(evicting, examples, alpha, delta)
+
+
+def test_the_combination_kernel_sums_the_buffered_examples_as_numpy_does() -> None:
+    """add_combination, which rebuilds a window's weights, against its numpy twin on a
+    buffer that wrapped (by count and by nonzeros) and holds empty examples."""
+    examples = random_examples(150, seed=7)
+    learner = PDM(eps=0.1, delta=0.5, buffer_size=7, buffer_nnz=61)
+    feed(learner, examples)
+    buf = learner.buffer
+    assert buf.evicted > 100 and len(buf) < 7  # evicted by nonzeros, the arena wrapped
+    slots = buf.live_slots()
+    coef = np.random.default_rng(8).normal(size=slots.shape[0])
+    out = np.full(N_FEATURES, 0.5)
+    add_combination(slots, coef, buf.slot_start, buf.slot_len, buf.arena_idx, buf.arena_val, out)
+    batch = buf.examples()
+    twin = np.full(N_FEATURES, 0.5)
+    for i, c in enumerate(coef):
+        lo, hi = batch.indptr[i], batch.indptr[i + 1]
+        np.add.at(twin, batch.indices[lo:hi], c * batch.values[lo:hi])
+    np.testing.assert_allclose(out, twin, rtol=1e-12, atol=1e-12)
 
 
 def assert_norm_and_weights(

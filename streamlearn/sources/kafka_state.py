@@ -1,0 +1,278 @@
+"""Keyed models' state topic on Kafka: one record per model key, partitioned like the
+input topic.
+
+The topic is compacted (created so when missing, with as many partitions as the input
+topic): Kafka keeps the last record of every key. The record of a key goes to the
+partition number its messages come from, so the member that owns an input partition
+finds its keys' models in the same partition of the state topic, as Kafka Streams keeps
+its changelogs. :meth:`StateTopic.open` reads a partition from its beginning to its end
+and keeps where the latest record of each key is (its offset, not its value: the index
+costs a few dozen bytes a key); :meth:`StateTopic.find` fetches one record by its offset.
+A reader folds the topic itself (a later record of a key replaces an earlier one, a null
+value deletes the key): compaction is never complete, and some brokers do not compact.
+
+Writes go out at once and are waited for by :meth:`StateTopic.flush` (``acks='all'``);
+until the broker has one, :meth:`StateTopic.find` gives it from memory, and one the
+broker refused is sent again at the next flush.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+from streamlearn.errors import InputError
+from streamlearn.sources.kafka import checked_security
+from streamlearn.sources.kafka_logging import tame_kafka_logs
+
+log = logging.getLogger(__name__)
+
+#: the largest record written (a model holds its weights and its replay buffer)
+MAX_RECORD_BYTES = 64 << 20
+#: seconds a read of the topic (a partition to its end, or one record) may take
+READ_TIMEOUT = 60.0
+
+
+@dataclass(eq=False)
+class _Write:
+    """A record put and not yet acknowledged: its key, partition, value and send."""
+
+    key: bytes
+    partition: int
+    value: bytes
+    future: Any = None
+
+
+class StateTopic:
+    """A compacted topic of keyed models' records (see the module doc)."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | list[str],
+        topic: str,
+        *,
+        input_topic: str,
+        security: Mapping[str, str] | None = None,
+        client_id: str = "streamlearn-state",
+        request_timeout_ms: int = 30000,
+    ) -> None:
+        tame_kafka_logs()
+        self.topic = topic
+        self._common: dict[str, Any] = {
+            "bootstrap_servers": bootstrap_servers,
+            "client_id": client_id,
+            "request_timeout_ms": request_timeout_ms,
+            **checked_security(security),
+        }
+        try:
+            self._consumer = KafkaConsumer(
+                enable_auto_commit=False, fetch_max_wait_ms=10,
+                fetch_max_bytes=MAX_RECORD_BYTES, max_partition_fetch_bytes=MAX_RECORD_BYTES,
+                **self._common,
+            )  # fmt: skip
+            self._ensure_topic(input_topic)
+            self._producer = KafkaProducer(
+                acks="all", max_request_size=MAX_RECORD_BYTES,
+                max_in_flight_requests_per_connection=1, **self._common,
+            )  # fmt: skip
+        except KafkaError as exc:
+            raise InputError(
+                f"state topic {topic}: the brokers do not answer ({exc!r}); keyed models "
+                "start once they do"
+            ) from exc
+        #: key -> (partition, offset) of its latest record in the open partitions
+        self._index: dict[bytes, tuple[int, int]] = {}
+        self._open: set[int] = set()
+        #: records put and not acknowledged, by key (the latest put of each)
+        self._waiting: dict[bytes, _Write] = {}
+        #: every record sent and not acknowledged (older puts of a key too)
+        self._sent: list[_Write] = []
+        self.bytes_written = 0
+        self.bytes_read = 0
+        self.records_written = 0
+
+    def _ensure_topic(self, input_topic: str) -> None:
+        """Create the topic, compacted, partitioned like ``input_topic``, unless it
+        exists; refuse one with fewer partitions than ``input_topic``."""
+        wanted = self._consumer.partitions_for_topic(input_topic)
+        if not wanted:
+            raise InputError(
+                f"topic {input_topic} does not exist: keyed models need it (their state "
+                f"topic {self.topic} is partitioned like it)"
+            )
+        held = self._consumer.partitions_for_topic(self.topic)
+        if not held:
+            admin = KafkaAdminClient(**self._common)
+            try:
+                config = {"cleanup.policy": "compact", "max.message.bytes": str(MAX_RECORD_BYTES)}
+                admin.create_topics([NewTopic(self.topic, len(wanted), 1, topic_configs=config)])
+                log.info("created the state topic %s (compacted, %d partitions)",
+                         self.topic, len(wanted))  # fmt: skip
+            except TopicAlreadyExistsError:
+                pass
+            finally:
+                admin.close()
+            held = self._partitions_after_creation(len(wanted))
+        if len(held) < len(wanted):
+            raise InputError(
+                f"state topic {self.topic} has {len(held)} partitions, topic {input_topic} "
+                f"{len(wanted)}: the state topic needs as many (use another --state-topic)"
+            )
+
+    def _partitions_after_creation(self, count: int) -> set[int]:
+        deadline = time.monotonic() + READ_TIMEOUT
+        while True:
+            held = self._consumer.partitions_for_topic(self.topic)
+            if held and len(held) >= count:
+                return set(held)
+            if time.monotonic() > deadline:
+                raise InputError(f"state topic {self.topic}: created, but not seen")
+            time.sleep(0.1)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def open(self, partitions: set[int]) -> None:
+        """Read ``partitions`` from their beginning to their end and index their keys;
+        :class:`InputError` when they cannot be read within ``READ_TIMEOUT`` seconds."""
+        new = sorted(partitions - self._open)
+        if not new:
+            return
+        started = time.monotonic()
+        try:
+            found = self._read_to_end([TopicPartition(self.topic, p) for p in new])
+        except KafkaError as exc:
+            raise InputError(f"state topic {self.topic}: not readable ({exc!r})") from exc
+        self._open.update(new)
+        log.info("state topic %s: partitions %s hold %d models (read in %.1f s)",
+                 self.topic, new, found, time.monotonic() - started)  # fmt: skip
+
+    def _read_to_end(self, partitions: list[TopicPartition]) -> int:
+        consumer = self._consumer
+        consumer.assign(partitions)
+        consumer.seek_to_beginning(*partitions)
+        ends = {tp: int(offset) for tp, offset in consumer.end_offsets(partitions).items()}
+        deadline = time.monotonic() + READ_TIMEOUT
+        while not all(consumer.position(tp) >= end for tp, end in ends.items()):
+            for tp, records in consumer.poll(timeout_ms=200).items():
+                for record in records:
+                    if record.key is None:
+                        continue
+                    if record.value is None:
+                        self._index.pop(record.key, None)
+                    else:
+                        self._index[record.key] = (tp.partition, record.offset)
+                        self.bytes_read += len(record.value)
+            if time.monotonic() > deadline:
+                raise InputError(f"state topic {self.topic}: its end was not reached in time")
+        opened = {tp.partition for tp in partitions}
+        return sum(1 for partition, _ in self._index.values() if partition in opened)
+
+    def find(self, key: bytes) -> bytes | None:
+        """The latest record of ``key`` (None: none in the open partitions)."""
+        waiting = self._waiting.get(key)
+        if waiting is not None:
+            return waiting.value
+        where = self._index.get(key)
+        if where is None:
+            return None
+        try:
+            return self._fetch(*where, key)
+        except KafkaError as exc:
+            raise InputError(f"state topic {self.topic}: not readable ({exc!r})") from exc
+
+    def _fetch(self, partition: int, offset: int, key: bytes) -> bytes:
+        tp = TopicPartition(self.topic, partition)
+        consumer = self._consumer
+        consumer.assign([tp])
+        consumer.seek(tp, offset)
+        deadline = time.monotonic() + READ_TIMEOUT
+        while time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=200, max_records=1).values():
+                for record in records:
+                    if record.offset == offset and record.key == key and record.value:
+                        self.bytes_read += len(record.value)
+                        return bytes(record.value)
+                    if record.offset >= offset:
+                        raise InputError(
+                            f"state topic {self.topic}: the record of key {key!r} at offset "
+                            f"{offset} of partition {partition} is gone"
+                        )
+        raise InputError(
+            f"state topic {self.topic}: the record of key {key!r} at offset {offset} of "
+            f"partition {partition} was not read within {READ_TIMEOUT:.0f} s"
+        )
+
+    def known(self) -> int:
+        """Keys with a record in the open partitions (written or on their way)."""
+        return len(self._index) + sum(1 for key in self._waiting if key not in self._index)
+
+    def forget(self, partitions: set[int]) -> None:
+        """Forget the keys of ``partitions``, and the writes to them not acknowledged."""
+        self._open -= partitions
+        self._index = {k: where for k, where in self._index.items() if where[0] not in partitions}
+        for key, write in list(self._waiting.items()):
+            if write.partition in partitions:
+                del self._waiting[key]
+        self._sent = [write for write in self._sent if write.partition not in partitions]
+
+    # -- writing -------------------------------------------------------------------------
+
+    def put(self, partition: int, key: bytes, value: bytes) -> None:
+        """Send ``value`` for ``key`` to ``partition`` (:meth:`flush` waits for it)."""
+        write = _Write(key, partition, value)
+        self._waiting[key] = write
+        self._send(write)
+
+    def _send(self, write: _Write) -> None:
+        try:
+            write.future = self._producer.send(
+                self.topic, key=write.key, value=write.value, partition=write.partition
+            )
+        except KafkaError as exc:  # a full buffer, a record too large: sent again later
+            log.debug("state record of key %r not sent: %r", write.key, exc)
+            write.future = None
+        self._sent.append(write)
+
+    def flush(self, timeout: float) -> int:
+        """Wait ``timeout`` seconds at most for the records put; send again those that
+        failed. The number of records not acknowledged yet."""
+        sent, self._sent = self._sent, []
+        for write in sent:
+            future = write.future
+            if future is not None and not (future.is_done and future.failed()):
+                self._sent.append(write)
+            elif self._waiting.get(write.key) is write:
+                self._send(write)  # failed, and the latest record of its key: again
+        try:
+            self._producer.flush(timeout=timeout)
+        except KafkaError as exc:
+            log.debug("state topic flush: %r", exc)
+        sent, self._sent = self._sent, []
+        for write in sent:
+            future = write.future
+            if future is None or not future.is_done or future.failed():
+                self._sent.append(write)  # sent again at the next flush, if still latest
+                continue
+            self.bytes_written += len(write.value)
+            self.records_written += 1
+            offset = int(future.value.offset)
+            held = self._index.get(write.key)
+            if held is None or held[0] != write.partition or held[1] < offset:
+                self._index[write.key] = (write.partition, offset)
+            if self._waiting.get(write.key) is write:
+                del self._waiting[write.key]
+        return len(self._waiting)
+
+    def close(self) -> None:
+        """Close the producer (after a last flush) and the consumer."""
+        try:
+            self._producer.close(timeout=5)
+        finally:
+            self._consumer.close()
