@@ -533,6 +533,14 @@ def serve(
             metavar="DURATION",
         ),
     ] = "60s",  # type: ignore[assignment]  # the parser makes it seconds
+    sync_share: Annotated[
+        float,
+        _option(
+            "The most of its time a group member spends publishing (its window's "
+            "certificate and a broker round trip a record): checks due sooner wait.",
+            "sync_share",
+        ),
+    ] = 0.1,
     member_id: Annotated[
         str | None,
         _option("This member's id in its learning group (default: host-pid-random).", "member_id"),
@@ -616,7 +624,11 @@ def serve(
             per_label_metrics=per_label_metrics,
             sync_topic=sync_topic,
             sync=SyncPolicy(
-                sync, every=sync_every, threshold=sync_threshold, max_interval=sync_max_interval
+                sync,
+                every=sync_every,
+                threshold=sync_threshold,
+                max_interval=sync_max_interval,
+                share=sync_share,
             ),
             member_id=member_id,
             keyed=_keyed_settings(model_key, state_topic, max_models, max_model_bytes),

@@ -588,12 +588,10 @@ class Daemon:
         else:
             # admitted here, not when decoded ahead: the model as this batch finds it
             learn, rejected = self.learner.admit(decoded.labelled, self.settings.limits)
-            if questions is None:
-                self._learn(learn)
-            else:
+            if self.group is None:
                 self._learn_and_predict(messages, decoded, learn, rejected)
-            if self.group is not None:
-                self.group.learned(_per_partition(messages, decoded, rejected), positions)
+            else:
+                self._learn_in_sync(messages, decoded, learn, rejected, positions)
         if rejected:
             self._reject(messages, decoded.first_lines(), rejected)
         self.positions = positions
@@ -693,7 +691,7 @@ class Daemon:
         self.stream_examples = self.learner.learn_on_schedule(
             batch, self.settings.replay or NO_REPLAY, self.stream_examples
         )
-        self._learned(batch, started)
+        self._learned(batch.n_examples, started)
 
     def _learn_and_predict(
         self, messages: MessageBatch, decoded: _Decoded, batch: Examples, rejected: list[Rejected]
@@ -701,20 +699,93 @@ class Daemon:
         """Learn ``batch`` and answer the poll's questions, each after the examples
         before it in the stream (``rejected``: the poll's rejections, the admission's
         among them)."""
-        questions, labelled = decoded.unlabelled, decoded.labelled
-        assert questions is not None and labelled is not None
-        if self.sink is None:  # counted, answered nowhere
-            self.observer.count_examples("predicted", questions.n_rows)
+        questions = decoded.unlabelled
+        if questions is None:
             self._learn(batch)
             return
         before = np.searchsorted(_admitted_lines(decoded, rejected), questions.line_numbers)
         started = self.clock()
+        self._learn_piece(messages, decoded.first_lines(), batch, questions, before)
+        self._learned(batch.n_examples, started)
+
+    def _learn_in_sync(
+        self,
+        messages: MessageBatch,
+        decoded: _Decoded,
+        batch: Examples,
+        rejected: list[Rejected],
+        positions: Positions,
+    ) -> None:
+        """A group member's :meth:`_learn_and_predict`: ``batch`` learned in pieces of
+        whole messages, each ending with the message where the member's sync policy
+        comes due (every ``--sync-every`` examples, :meth:`GroupMember.until_check`).
+        After each piece but the last, the member is told what it learned from each
+        partition and where the piece's messages end, and may publish: a record holds
+        the share of the examples up to a cut and the positions just past their
+        messages, whatever the size of the poll. The last piece ends at ``positions``
+        (the source's after the poll); the turn after the batch decides for it."""
+        group = self.group
+        assert group is not None
+        started = self.clock()
+        first_lines = decoded.first_lines()
+        lines = _admitted_lines(decoded, rejected)
+        owners = _owners(first_lines, lines)  # the message of each admitted row
+        questions = decoded.unlabelled
+        asked = before = np.empty(0, dtype=np.int64)
+        if questions is not None:
+            asked = _owners(first_lines, questions.line_numbers)
+            before = np.searchsorted(lines, questions.line_numbers)
+        n = batch.n_examples
+        row = message = question = 0
+        while True:
+            stop = min(n, row + group.until_check())
+            if stop < n:  # to the end of the message of the piece's last row
+                stop = int(np.searchsorted(owners, owners[stop - 1], side="right"))
+            last = stop == n
+            end = len(messages) if last else int(owners[stop - 1]) + 1
+            asked_stop = len(asked) if last else int(np.searchsorted(asked, end))
+            piece_questions = None
+            if questions is not None and asked_stop > question:
+                piece_questions = _rows_between(questions, question, asked_stop)
+            self._learn_piece(
+                messages, first_lines, batch if row == 0 and last else batch.slice(row, stop),
+                piece_questions, before[question:asked_stop] - row,
+            )  # fmt: skip
+            counts = _counts(messages.partitions[owners[row:stop]])
+            if last:
+                group.learned(counts, positions)
+                break
+            group.learned(counts, messages.slice(message, end).end_positions())
+            group.sync()
+            row, message, question = stop, end, asked_stop
+        if n:
+            self._learned(n, started)
+
+    def _learn_piece(
+        self,
+        messages: MessageBatch,
+        first_lines: npt.NDArray[np.int64],
+        batch: Examples,
+        questions: ParsedRows | None,
+        before: npt.NDArray[np.int64],
+    ) -> None:
+        """Learn ``batch`` and answer ``questions``, question ``j`` just before row
+        ``before[j]``; reports nothing."""
+        schedule = self.settings.replay or NO_REPLAY
+        if questions is not None and self.sink is None:  # counted, answered nowhere
+            self.observer.count_examples("predicted", questions.n_rows)
+            questions = None
+        if questions is None:
+            if batch.n_examples:
+                self.stream_examples = self.learner.learn_on_schedule(
+                    batch, schedule, self.stream_examples
+                )
+            return
         self.stream_examples, answers = self.learner.learn_and_answer(
             batch, (questions.indptr, questions.indices, questions.values), before,
-            self.settings.replay or NO_REPLAY, self.stream_examples,
+            schedule, self.stream_examples,
         )  # fmt: skip
-        self._learned(batch, started)
-        self._predict(messages, decoded.first_lines(), questions, answers)
+        self._predict(messages, first_lines, questions, answers)
 
     def _learned(self, batch: Examples | int, started: float) -> None:
         """Report ``batch`` (or that many examples), learned since ``started``."""
@@ -894,17 +965,19 @@ def _origin(messages: MessageBatch, i: int) -> tuple[int, int]:
     return int(messages.partitions[i]), int(messages.offsets[i])
 
 
-def _per_partition(
-    messages: MessageBatch, decoded: _Decoded, rejected: list[Rejected]
-) -> dict[int, int]:
-    """Labelled examples learned from each partition: the decoded labelled rows but
-    those the model's admission refused."""
-    if decoded.labelled is None:
-        return {}
-    lines = _admitted_lines(decoded, rejected)
-    partitions = messages.partitions[_owners(decoded.first_lines(), lines)]
+def _counts(partitions: npt.NDArray[np.int32]) -> dict[int, int]:
+    """How many times each partition appears (one per example learned from it)."""
     found, counts = np.unique(partitions, return_counts=True)
     return dict(zip(found.tolist(), counts.tolist(), strict=True))
+
+
+def _rows_between(rows: ParsedRows, first: int, stop: int) -> ParsedRows:
+    """Rows ``first .. stop - 1`` of ``rows`` (``rows`` itself when that is all)."""
+    if first == 0 and stop == rows.n_rows:
+        return rows
+    keep = np.zeros(rows.n_rows, dtype=np.bool_)
+    keep[first:stop] = True
+    return rows.select(keep, [])
 
 
 def _admitted_lines(decoded: _Decoded, rejected: list[Rejected]) -> npt.NDArray[np.int64]:

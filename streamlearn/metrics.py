@@ -236,7 +236,8 @@ def _group_metrics(group: Mapping[str, Any]) -> Iterator[Metric]:
     records = CounterMetricFamily(
         "streamlearn_group_sync_records",
         "Records of the sync topic: written by this member, read, refused as unusable, "
-        "and not written (the broker did not take them; tried again).",
+        "not written (the broker did not take them; tried again), and deferred (asked "
+        "for while publishing had used its share of the time).",
         labels=["direction"],
     )
     sizes = CounterMetricFamily(
@@ -249,6 +250,7 @@ def _group_metrics(group: Mapping[str, Any]) -> Iterator[Metric]:
         sizes.add_metric([direction], _number(group.get(f"bytes_{direction}", 0)))
     records.add_metric(["refused"], _number(group.get("records_refused", 0)))
     records.add_metric(["failed"], _number(group.get("records_failed", 0)))
+    records.add_metric(["deferred"], _number(group.get("records_deferred", 0)))
     yield records
     yield sizes
 

@@ -2,10 +2,12 @@
 
 The daemon tells the member what happens to its stream: which partitions the consumer
 group gives it (:meth:`GroupMember.take`) and takes away (:meth:`GroupMember.release`),
-what it learned from each (:meth:`GroupMember.learned`); once a turn it lets the member
-read the sync topic and publish (:meth:`GroupMember.turn`). The member keeps the learner
-equal to the common model plus its own progress since it last published: every record
-read is folded in at once (:meth:`GroupShares.adopt`), in the members' order.
+what it learned from each (:meth:`GroupMember.learned`); once a turn, and within a batch
+every time the policy's count of examples comes due (:meth:`GroupMember.until_check`), it
+lets the member read the sync topic and publish (:meth:`GroupMember.turn`,
+:meth:`GroupMember.sync`). The member keeps the learner equal to the common model plus
+its own progress since it last published: every record read is folded in at once
+(:meth:`GroupShares.adopt`), in the members' order.
 """
 
 from __future__ import annotations
@@ -109,12 +111,17 @@ class GroupMember:
         self._published_examples = 0
         self._published = Contribution.zero()
         self._published_slope = 1.0
+        self._published_window = 0
         self._published_at = clock()
         self._dirty = False
         #: whether the stream was idle at the last turn: only then do the window's replays
         #: answer to the group's certificate (a pass over the window each time)
         self._idle = False
+        #: no check publishes before this time (the policy's share of the time)
+        self._publish_allowed = -math.inf
         self.records_written = 0
+        #: checks that asked for a record while publishing had used its share of the time
+        self.records_deferred = 0
         self.records_read = 0
         self.records_refused = 0
         self.records_failed = 0
@@ -188,7 +195,20 @@ class GroupMember:
         if self._idle and not self.learner.converged:
             self._settled()
 
+    def until_check(self) -> int:
+        """Examples to learn before the policy's next check is due (1 at least): the
+        daemon cuts its batches there, so that checks come every ``policy.every``
+        examples however large its polls are."""
+        return max(1, self.policy.every - (self.examples - self._checked))
+
     def turn(self, idle: bool = False) -> bool:
+        """:meth:`sync`, then commit the positions of the last record published.
+        Returns whether the learner's model changed."""
+        changed = self.sync(idle)
+        self.commit_published()
+        return changed
+
+    def sync(self, idle: bool = False) -> bool:
         """Read what other members published (fold it in; every ``READ_INTERVAL``
         seconds at most while the stream flows), and publish if the policy says so.
         When the stream is ``idle`` (caught up, nothing arrived), a member that learned
@@ -196,7 +216,9 @@ class GroupMember:
         share checks its drift (dynamic averaging) without waiting for examples, and one
         whose replays have converged publishes what they moved, however little: once
         every member's window has converged on the common model, every member holds
-        the same records and answers alike. Returns whether the learner's model changed."""
+        the same records and answers alike. Commits nothing (the daemon calls it inside
+        a batch, where a rebalance callback may be running): :meth:`turn` commits.
+        Returns whether the learner's model changed."""
         entries: list[tuple[str, bytes | None]] = []
         if idle or self.clock() - self._read_at >= READ_INTERVAL:
             self._read_at = self.clock()
@@ -211,7 +233,6 @@ class GroupMember:
         published = self._publish_due(idle)
         if published:
             self.publish()
-        self.commit_published()
         return changed or published
 
     def commit_published(self) -> None:
@@ -227,6 +248,7 @@ class GroupMember:
         for K members learning (:meth:`GroupShares.damp`): the common model then moves
         by the mean of the members' changes, as model averaging moves it, rather than
         by their sum (K members correcting the same errors at once overshot)."""
+        started = self.clock()
         self.shares.damp(1.0 / self.table.learning())
         own = self.shares.own()
         self._prune_released()
@@ -264,11 +286,13 @@ class GroupMember:
         self.table.apply(record)
         self._published = own
         self._published_slope = slope
+        self._published_window = record.window.examples
         self._published_at = self.clock()
         self._checked = self.examples
         self._published_examples = self.examples
         self._dirty = False
         self._fold(own)
+        self._publish_allowed = self.clock() + self.policy.pause_after(self.clock() - started)
 
     def view(self, own_margin: float) -> GroupView:
         """The group's make-up and margin (see :meth:`GroupTable.view`)."""
@@ -307,6 +331,7 @@ class GroupMember:
             "margin_upper_bound": self.upper_bound(own_bound),
             "partitions": sorted(self.partitions),
             "records_written": self.records_written,
+            "records_deferred": self.records_deferred,
             "records_read": self.records_read,
             "records_refused": self.records_refused,
             "records_failed": self.records_failed,
@@ -331,9 +356,13 @@ class GroupMember:
         elif not self.policy.check_due(self.examples, self._checked):
             return False
         self._checked = self.examples
+        if self.clock() < self._publish_allowed:
+            # publishing has used its share of the time: the next check asks again
+            self.records_deferred += 1
+            return False
         if self.policy.mode == "periodic":
             return True
-        own = self.shares.own()
+        own = self.shares.own(slack=False)  # the distance is over (w, beta) alone
         state = self.learner.state
         weights = state.weights[: state.n_features]
         norm = math.sqrt(float(weights @ weights) + state.beta**2)
@@ -398,13 +427,11 @@ class GroupMember:
             learner.state.converged, learner.state.stopped_by = True, "certified gap"
 
     def _calibration(self) -> Platt:
-        """The group's Platt scaling: the members' slopes, each fitted on its window,
-        averaged by the examples of their windows (this member's as published when
-        nothing changed since, else fitted now), in the members' order."""
-        own_examples = len(self.learner.buffer)
-        own_slope = (
-            self.learner.window_calibration().slope if self._dirty else self._published_slope
-        )
+        """The group's Platt scaling: the members' slopes, each fitted on its window when
+        it last published (a fit at every fold of a record read cost milliseconds),
+        averaged by the examples their windows then held, in the members' order: members
+        that hold the same records hold the same calibration."""
+        own_examples, own_slope = self._published_window, self._published_slope
         total = weight = 0.0
         for member in self.table.in_model():
             if member == self.me:

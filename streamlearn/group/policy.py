@@ -10,6 +10,12 @@ examples, changed or not. Both also publish when they give partitions up (a reba
 at the end, and at least every ``max_interval`` seconds while the share has changed, so
 that a member that dies loses at most that much work.
 
+A record costs more than its bytes: the member writes its window's certificate and
+calibration in it (passes over the window) and waits for the broker to take it. So that
+syncing leaves ingestion its pace, a member spends at most ``share`` of its time
+publishing: after a record that took ``s`` seconds, the checks of the next ``s * (1 /
+share - 1)`` seconds publish nothing (a drift is still there at the first check after).
+
 >>> dynamic = SyncPolicy("dynamic", every=100, threshold=0.1)
 >>> dynamic.check_due(examples=250, checked=200), dynamic.check_due(examples=310, checked=200)
 (False, True)
@@ -38,6 +44,7 @@ class SyncPolicy:
     every: int = 1000
     threshold: float = 0.1
     max_interval: float = 60.0
+    share: float = 0.1
 
     def __post_init__(self) -> None:
         if self.mode not in SYNC_MODES:
@@ -50,11 +57,22 @@ class SyncPolicy:
             raise InvalidParameterError(
                 f"sync max interval must be > 0 seconds, got {self.max_interval}"
             )
+        if not 0 < self.share <= 1:
+            raise InvalidParameterError(f"sync share must be in (0, 1], got {self.share}")
 
     def check_due(self, examples: int, checked: int) -> bool:
         """Whether ``examples`` learned in all (``checked`` at the last check) call for a
         check of the drift (dynamic) or a publication (periodic)."""
         return examples - checked >= self.every
+
+    def pause_after(self, seconds: float) -> float:
+        """Seconds without publications after a record that took ``seconds``, so that
+        publishing takes ``share`` of the time at most.
+
+        >>> SyncPolicy(share=0.2).pause_after(0.5), SyncPolicy(share=1.0).pause_after(0.5)
+        (2.0, 0.0)
+        """
+        return seconds * (1.0 / self.share - 1.0)
 
     def drifted(self, distance: float, norm: float) -> bool:
         """Whether a share ``distance`` away from the published one, in a model of norm

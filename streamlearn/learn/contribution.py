@@ -256,10 +256,10 @@ class GroupShares:
         state.recompute_sqnorm()
         state.converged = False
 
-    def own(self) -> Contribution:
+    def own(self, slack: bool = True) -> Contribution:
         """This learner's share now: its state minus the others' (its slack sum exactly,
-        from the buffer), in its state's units; with the evicted examples its last
-        replay saw (see :attr:`Contribution.evicted`)."""
+        from the buffer; 0 without ``slack``), in its state's units; with the evicted
+        examples its last replay saw (see :attr:`Contribution.evicted`)."""
         state = self.learner.state
         external = self.external.at_exponent(state.scale_exponent)
         n = max(state.n_features, external.n_features)
@@ -268,7 +268,7 @@ class GroupShares:
         weights[external.indices] -= external.values
         return Contribution.of(
             weights, beta=state.beta - external.beta, updates=state.updates - external.updates,
-            slack=state.buffered_slack(), exponent=state.scale_exponent,
+            slack=state.buffered_slack() if slack else 0.0, exponent=state.scale_exponent,
             evicted=state.evictions_pending,
         )  # fmt: skip
 

@@ -252,8 +252,7 @@ class LearnerState:
     def buffered_slack(self) -> float:
         """sum alpha_k^2 over the buffered examples (their slack coordinates carry
         Delta^2 times it into ||a||^2)."""
-        alpha = self.buffer.alpha()
-        return float(alpha @ alpha)
+        return self.buffer.alpha_sqsum()
 
     @property
     def evictions_pending(self) -> int:

@@ -118,6 +118,21 @@ class ReplayBuffer:
         """Slack counts alpha_k of the buffered examples, oldest first (a copy)."""
         return self.slot_alpha[self.live_slots()].copy()
 
+    def alpha_sqsum(self) -> float:
+        """sum alpha_k^2 over the buffered examples, from the ring's one or two runs of
+        slots (no copy: a learning group's member asks at every record it publishes
+        or folds in).
+
+        >>> buf = ReplayBuffer(max_examples=3, max_nnz=100)
+        >>> buf.slot_alpha[:] = [1.0, 2.0, 3.0]; buf.ring[:2] = [2, 2]  # slots 2 then 0
+        >>> buf.alpha_sqsum(), float(buf.alpha() @ buf.alpha())
+        (10.0, 10.0)
+        """
+        first, count = int(self.ring[_FIRST]), int(self.ring[_COUNT])
+        head = self.slot_alpha[first : min(first + count, self.max_examples)]
+        tail = self.slot_alpha[: max(0, first + count - self.max_examples)]
+        return float(head @ head) + float(tail @ tail)
+
     def examples(self, stride: int = 1) -> Batch:
         """The buffered examples, oldest first, as a new batch; with ``stride`` k, only
         every k-th of them (the oldest, the (k+1)-th, ...): an even sample."""

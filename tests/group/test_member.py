@@ -99,6 +99,20 @@ def test_members_that_read_the_same_records_hold_the_same_bits() -> None:
     assert records["a"].partitions[0].examples == 400
 
 
+def test_members_that_hold_the_same_records_calibrate_alike_while_one_learns_on() -> None:
+    topic = Topic()
+    a, b = _member(topic, "a"), _member(topic, "b")
+    a.join(), b.join()
+    a.take({0}), b.take({1})
+    _learn(a, 0, seed=1, n=300, offset=300)
+    a.publish()
+    _learn(b, 1, seed=2, n=300, offset=300)
+    b.publish()
+    _learn(a, 0, seed=3, n=300, offset=600)  # not published: a folds b's record dirty
+    a.turn(), b.turn()
+    assert a.learner.calibration() == b.learner.calibration()
+
+
 def test_members_that_learn_alike_at_once_make_the_mean_of_their_models() -> None:
     """Two members that learn the same examples at once publish a common model equal
     to what one of them learned alone (the mean of two equal models), not twice it."""
@@ -228,8 +242,8 @@ def test_records_of_another_model_are_refused_and_counted() -> None:
 
 
 def test_periodic_averaging_publishes_on_count_dynamic_only_on_drift() -> None:
-    periodic = _member(Topic(), "p", SyncPolicy("periodic", every=50))
-    dynamic = _member(Topic(), "d", SyncPolicy("dynamic", every=50, threshold=0.2))
+    periodic = _member(Topic(), "p", SyncPolicy("periodic", every=50, share=1.0))
+    dynamic = _member(Topic(), "d", SyncPolicy("dynamic", every=50, threshold=0.2, share=1.0))
     for member, partition in ((periodic, 0), (dynamic, 1)):
         member.join()
         member.take({partition})
@@ -242,6 +256,51 @@ def test_periodic_averaging_publishes_on_count_dynamic_only_on_drift() -> None:
         written[member.me] = member.records_written - before
     assert written["p"] == 10
     assert 1 <= written["d"] < 10
+
+
+class Clock:
+    """A clock that moves when told."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class SlowBroker(Reader):
+    """A sync topic that takes a second to acknowledge each record."""
+
+    def __init__(self, topic: Topic, clock: Clock) -> None:
+        super().__init__(topic)
+        self.clock = clock
+
+    def write(self, key: str, value: bytes | None) -> None:
+        self.clock.now += 1.0
+        super().write(key, value)
+
+
+@pytest.mark.parametrize("share", [0.25, 1.0])
+def test_publishing_takes_at_most_its_share_of_the_time(share: float) -> None:
+    clock = Clock()
+    member = GroupMember(
+        PDM(eps=0.1, delta=1.0), SlowBroker(Topic(), clock), member_id="m", model=MODEL,
+        policy=SyncPolicy("periodic", every=50, share=share), max_features=1 << 20,
+        clock=clock,
+    )  # fmt: skip
+    member.join()
+    member.take({0})
+    started, written = clock.now, member.records_written
+    for step in range(40):
+        _learn(member, 0, seed=step, n=50, offset=step + 1)
+        clock.now += 0.5  # learning the 50 examples
+        member.turn()
+    published = member.records_written - written  # each took 1 s of the clock
+    if share == 1.0:
+        assert published == 40 and member.records_deferred == 0
+    else:
+        assert member.records_deferred > 0
+        assert 0 < published <= share * (clock.now - started) + 1
 
 
 def test_the_table_refuses_nothing_it_should_take() -> None:
