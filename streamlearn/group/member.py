@@ -366,7 +366,9 @@ class GroupMember:
         state = self.learner.state
         weights = state.weights[: state.n_features]
         norm = math.sqrt(float(weights @ weights) + state.beta**2)
-        return self.policy.drifted(share_distance(own, self._published), norm)
+        # what a record would move the common model by: the change, damped as published
+        moved = share_distance(own, self._published) / self.table.learning()
+        return self.policy.drifted(moved, norm)
 
     def _warn(self, message: str) -> None:
         """Log ``message`` at most once a minute (a broker outage repeats it every turn)."""

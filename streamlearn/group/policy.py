@@ -1,9 +1,10 @@
 """When a member publishes its share: dynamic averaging against periodic averaging.
 
 **Dynamic** (Kamp, Boley, Keren, Schuster and Sharfman, ECML PKDD 2014): every ``every``
-learned examples the member measures how far its share has moved since it last
-published it, relative to its whole model, ||own - published|| / ||model|| over (w,
-beta); it publishes only when that exceeds ``threshold``. A model that has settled sends
+learned examples the member measures how far a record would move the common model,
+relative to it: ||own - published|| / (K ||model||) over (w, beta), K the members
+learning (a record carries the change damped to 1/K); it publishes only when that
+exceeds ``threshold``. A model that has settled sends
 nothing; a burst of change is sent at once. **Periodic** (McDonald, Hall and Mann,
 NAACL 2010, iterative parameter mixing): it publishes after every ``every`` learned
 examples, changed or not. Both also publish when they give partitions up (a rebalance),

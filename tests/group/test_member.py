@@ -173,6 +173,29 @@ def test_members_replaying_while_idle_go_quiet_and_answer_alike() -> None:
         )
 
 
+def test_the_drift_a_member_measures_is_its_change_as_damped_for_the_group() -> None:
+    """With K members learning, a record moves the common model by 1/K of a member's
+    change: the same change published alone at threshold 0.1 waits in a group of 4."""
+    written = {}
+    for others in (0, 3):
+        topic = Topic()
+        policy = SyncPolicy("dynamic", every=50, threshold=0.1, share=1.0)
+        member = _member(topic, "a", policy)
+        member.join()
+        member.take({0})
+        for partition in range(1, others + 1):
+            other = _member(topic, f"o{partition}")
+            other.join()
+            other.take({partition})
+        member.turn()
+        before = member.records_written
+        for step in range(8):
+            _learn(member, 0, seed=40 + step, n=50, offset=50 * (step + 1))
+            member.turn()
+        written[others] = member.records_written - before
+    assert written[3] < written[0]
+
+
 def test_a_partition_resumes_where_its_last_owner_published() -> None:
     topic = Topic()
     a, b = _member(topic, "a"), _member(topic, "b")
