@@ -37,11 +37,18 @@ from typing import Any
 import numpy as np
 from kafka import (
     ConsumerRebalanceListener,
+    KafkaAdminClient,
     KafkaConsumer,
     OffsetAndMetadata,
     TopicPartition,
 )
-from kafka.errors import KafkaConfigurationError, KafkaError, NoOffsetForPartitionError
+from kafka.admin import NewTopic
+from kafka.errors import (
+    KafkaConfigurationError,
+    KafkaError,
+    NoOffsetForPartitionError,
+    TopicAlreadyExistsError,
+)
 from kafka.future import Future
 from kafka.util import ensure_valid_topic_name
 
@@ -238,6 +245,39 @@ def checked_security(security: Mapping[str, str] | None) -> dict[str, str]:
     if unknown:
         raise InvalidParameterError(f"unknown Kafka security options: {', '.join(unknown)}")
     return options
+
+
+def client_options(
+    bootstrap_servers: str | list[str],
+    *,
+    client_id: str,
+    request_timeout_ms: int,
+    security: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    """The options every kafka-python client of one component shares: the brokers, its
+    client id, the request time-out and the security options (checked)."""
+    return {
+        "bootstrap_servers": bootstrap_servers,
+        "client_id": client_id,
+        "request_timeout_ms": request_timeout_ms,
+        **checked_security(security),
+    }
+
+
+def create_compacted_topic(
+    options: Mapping[str, Any], topic: str, partitions: int, config: Mapping[str, str]
+) -> bool:
+    """Create ``topic``, compacted, with ``partitions`` partitions and ``config`` beside
+    ``cleanup.policy``; whether this call created it (False: another client did first)."""
+    admin = KafkaAdminClient(**options)
+    try:
+        configs = {"cleanup.policy": "compact", **config}
+        admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=configs)])
+        return True
+    except TopicAlreadyExistsError:
+        return False
+    finally:
+        admin.close()
 
 
 def _record_batch(records: list[Any], partition: int) -> MessageBatch:

@@ -24,12 +24,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import NewTopic
-from kafka.errors import KafkaError, TopicAlreadyExistsError
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaError
 
 from streamlearn.errors import InputError
-from streamlearn.sources.kafka import checked_security
+from streamlearn.sources.kafka import client_options, create_compacted_topic
 from streamlearn.sources.kafka_logging import tame_kafka_logs
 
 log = logging.getLogger(__name__)
@@ -65,12 +64,10 @@ class StateTopic:
     ) -> None:
         tame_kafka_logs()
         self.topic = topic
-        self._common: dict[str, Any] = {
-            "bootstrap_servers": bootstrap_servers,
-            "client_id": client_id,
-            "request_timeout_ms": request_timeout_ms,
-            **checked_security(security),
-        }
+        self._common = client_options(
+            bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
+            security=security,
+        )  # fmt: skip
         try:
             self._consumer = KafkaConsumer(
                 enable_auto_commit=False, fetch_max_wait_ms=10,
@@ -109,16 +106,10 @@ class StateTopic:
             )
         held = self._consumer.partitions_for_topic(self.topic)
         if not held:
-            admin = KafkaAdminClient(**self._common)
-            try:
-                config = {"cleanup.policy": "compact", "max.message.bytes": str(MAX_RECORD_BYTES)}
-                admin.create_topics([NewTopic(self.topic, len(wanted), 1, topic_configs=config)])
+            config = {"max.message.bytes": str(MAX_RECORD_BYTES)}
+            if create_compacted_topic(self._common, self.topic, len(wanted), config):
                 log.info("created the state topic %s (compacted, %d partitions)",
                          self.topic, len(wanted))  # fmt: skip
-            except TopicAlreadyExistsError:
-                pass
-            finally:
-                admin.close()
             held = self._partitions_after_creation(len(wanted))
         if len(held) < len(wanted):
             raise InputError(

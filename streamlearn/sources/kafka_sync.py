@@ -16,14 +16,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import NewTopic
-from kafka.errors import KafkaError, TopicAlreadyExistsError
+from kafka.errors import KafkaError
 
 from streamlearn.errors import InputError
-from streamlearn.sources.kafka import checked_security
+from streamlearn.sources.kafka import client_options, create_compacted_topic
 from streamlearn.sources.kafka_logging import tame_kafka_logs
 
 log = logging.getLogger(__name__)
@@ -50,12 +48,10 @@ class SyncTopic:
     ) -> None:
         tame_kafka_logs()
         self.topic = topic
-        self._common: dict[str, Any] = {
-            "bootstrap_servers": bootstrap_servers,
-            "client_id": client_id,
-            "request_timeout_ms": request_timeout_ms,
-            **checked_security(security),
-        }
+        self._common = client_options(
+            bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
+            security=security,
+        )  # fmt: skip
         try:
             self._ensure_topic()
             self._producer = KafkaProducer(
@@ -82,18 +78,11 @@ class SyncTopic:
         """Create the topic, compacted, with one partition, unless it exists."""
         admin = KafkaAdminClient(**self._common)
         try:
-            if self.topic in admin.list_topics():
-                return
-            topic = NewTopic(
-                self.topic, num_partitions=1, replication_factor=1,
-                topic_configs={"cleanup.policy": "compact"},
-            )  # fmt: skip
-            admin.create_topics([topic])
-            log.info("created the sync topic %s (compacted)", self.topic)
-        except TopicAlreadyExistsError:
-            pass
+            exists = self.topic in admin.list_topics()
         finally:
             admin.close()
+        if not exists and create_compacted_topic(self._common, self.topic, 1, {}):
+            log.info("created the sync topic %s (compacted)", self.topic)
 
     def read(self, *, to_end: bool, timeout: float = 60.0) -> list[Entry]:
         """The records that came since the last read, oldest first. ``to_end``: until
