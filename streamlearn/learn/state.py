@@ -24,7 +24,6 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn._kernels.engine import BETA, N_STATS, SCALE, SQNORM, UPDATES
-from streamlearn._kernels.ring import add_combination
 from streamlearn._kernels.single import block_views, empty_blocks, raw_offset
 from streamlearn.errors import StateError
 from streamlearn.replay import ReplayBuffer
@@ -300,9 +299,7 @@ class LearnerState:
         coef = alpha * buf.slot_label[slots]
         w = self.weights
         w[:] = 0.0  # in place: a bank's rows and the per-example blocks hold this array
-        add_combination(
-            slots, coef, buf.slot_start, buf.slot_len, buf.arena_idx, buf.arena_val, w
-        )  # fmt: skip
+        buf.add_rows(slots, coef, w)
         beta = rho * float(coef.sum())
         total = float(alpha.sum())
         if convex:

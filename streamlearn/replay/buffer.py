@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from streamlearn._kernels.ring import add_combination
 from streamlearn.errors import InvalidParameterError, StateError
 from streamlearn.types import MAX_FEATURE_INDEX, Batch
 
@@ -155,11 +156,10 @@ class ReplayBuffer:
     ) -> None:
         """weights += sum of coefficients[i] * x of the example in ``slots[i]`` (its
         nonzeros as stored; ``weights`` long enough for their indices)."""
-        lengths = self.slot_len[slots]
-        cells = _cells(self.slot_start[slots], lengths)
-        np.add.at(
-            weights, self.arena_idx[cells], np.repeat(coefficients, lengths) * self.arena_val[cells]
-        )
+        add_combination(
+            slots, coefficients, self.slot_start, self.slot_len, self.arena_idx,
+            self.arena_val, weights,
+        )  # fmt: skip
 
     def state_dict(self) -> dict[str, Any]:
         """The buffer's contents and layout as plain numbers and arrays."""
