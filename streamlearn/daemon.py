@@ -746,7 +746,7 @@ class Daemon:
             asked_stop = len(asked) if last else int(np.searchsorted(asked, end))
             piece_questions = None
             if questions is not None and asked_stop > question:
-                piece_questions = _rows_between(questions, question, asked_stop)
+                piece_questions = questions.slice(question, asked_stop)
             self._learn_piece(
                 messages, first_lines, batch if row == 0 and last else batch.slice(row, stop),
                 piece_questions, before[question:asked_stop] - row,
@@ -969,15 +969,6 @@ def _counts(partitions: npt.NDArray[np.int32]) -> dict[int, int]:
     """How many times each partition appears (one per example learned from it)."""
     found, counts = np.unique(partitions, return_counts=True)
     return dict(zip(found.tolist(), counts.tolist(), strict=True))
-
-
-def _rows_between(rows: ParsedRows, first: int, stop: int) -> ParsedRows:
-    """Rows ``first .. stop - 1`` of ``rows`` (``rows`` itself when that is all)."""
-    if first == 0 and stop == rows.n_rows:
-        return rows
-    keep = np.zeros(rows.n_rows, dtype=np.bool_)
-    keep[first:stop] = True
-    return rows.select(keep, [])
 
 
 def _admitted_lines(decoded: _Decoded, rejected: list[Rejected]) -> npt.NDArray[np.int64]:

@@ -54,21 +54,6 @@ def gathered(rows: ParsedRows, order: IntArray) -> ParsedRows:
     )
 
 
-def row_range(rows: ParsedRows, first: int, last: int) -> ParsedRows:
-    """Rows ``first .. last - 1`` of ``rows`` (no rejections)."""
-    lo, hi = int(rows.indptr[first]), int(rows.indptr[last])
-    label_lo, label_hi = int(rows.label_ptr[first]), int(rows.label_ptr[last])
-    return ParsedRows(
-        rows.indptr[first : last + 1] - lo,
-        rows.indices[lo:hi],
-        rows.values[lo:hi],
-        rows.label_ptr[first : last + 1] - label_lo,
-        rows.labels[label_lo:label_hi],
-        rows.line_numbers[first:last],
-        [],
-    )
-
-
 def _gathered_offsets(offsets: IntArray, order: IntArray) -> tuple[IntArray, IntArray]:
     """The offsets of the CSR rows ``order``, gathered, and the cells they take."""
     starts = offsets[order]
@@ -121,7 +106,7 @@ class KeyGroups:
         if run is None:
             return _NO_ROWS, _NO_OWNERS
         first, last = run
-        return row_range(self.rows, first, last), self.owners[first:last]
+        return self.rows.slice(first, last), self.owners[first:last]
 
 
 _NO_ROWS = ParsedRows.empty()

@@ -133,6 +133,23 @@ class ParsedRows:
             [r for p in parts for r in p.rejected],
         )
 
+    def slice(self, first: int, stop: int) -> ParsedRows:
+        """Rows ``first .. stop - 1``, offsets from 0, without rejections (the rows
+        themselves, as they are, when that is all of them)."""
+        if first == 0 and stop == self.n_rows:
+            return self
+        lo, hi = int(self.indptr[first]), int(self.indptr[stop])
+        label_lo, label_hi = int(self.label_ptr[first]), int(self.label_ptr[stop])
+        return ParsedRows(
+            self.indptr[first : stop + 1] - lo,
+            self.indices[lo:hi],
+            self.values[lo:hi],
+            self.label_ptr[first : stop + 1] - label_lo,
+            self.labels[label_lo:label_hi],
+            self.line_numbers[first:stop],
+            [],
+        )
+
     def select(self, keep: npt.NDArray[np.bool_], rejected: list[Rejected]) -> ParsedRows:
         """The rows where ``keep`` is true, with ``rejected`` as the rejections."""
         indptr, values = selected_rows(self.indptr, keep)
