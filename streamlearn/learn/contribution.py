@@ -57,7 +57,8 @@ class Contribution:
 
     ``evicted``: examples its learner's buffer has evicted whose part of w, beta and t
     it still holds (those its last replay saw: the next takes them out; their slack is
-    not in ``slack``).
+    not in ``slack``); at least 1 when it holds a part outside the window that damping
+    left (:meth:`GroupShares.damp`).
     Such a share is a combination of more than the window, so no bound on the window's
     margin comes from it."""
 
@@ -206,18 +207,30 @@ class GroupShares:
         self._damped_alpha = np.zeros(0)
         self._damped_first = 0
         self._damped_exponent = 0
+        #: this learner's share (without slack) when it last damped
+        self._damped_share = Contribution.zero()
 
     def damp(self, keep: float) -> None:
-        """Keep ``keep`` of what this learner changed in its window's alpha_k since it
-        last damped: alpha_k <- alpha_k' + keep (alpha_k - alpha_k') for every example
-        in the window (alpha_k' as they were then, 0 for an example that arrived since),
-        and w, beta, t and ||a||^2 with them. The share stays exactly the combination of
-        the window (examples evicted meanwhile stay out, undamped). A member damps what
-        it publishes, once per change: a record that fails is written again as it is.
+        """Keep ``keep`` of what this learner's share changed since it last damped: the
+        share becomes s' + keep (s - s'), s' its share then (:meth:`own`), and the state
+        with it (its model moves back by the rest).
+
+        Within the window this is exact in the dual: alpha_k <- alpha_k' + keep
+        (alpha_k - alpha_k') for every buffered example (alpha_k' as it was then, 0 for
+        one that arrived since), and w, beta, t and ||a||^2 with them. Examples evicted
+        since, or evicted earlier and still in the model (the last replay saw them, see
+        :meth:`LearnerState.begin_replay`), have no row left to scale: what the share
+        still owes them to reach s' + keep (s - s') is added to w, beta and t as a
+        part outside the window, which the next replay takes out with them
+        (``outside_window``). Replays give old examples large alpha_k whose sum
+        nearly cancels: a share that kept their change whole beside a window damped to
+        1/K leaned towards the labels of the evicted ones.
 
         With ``keep`` = 1/K for K members learning at once, their published shares add
         up to the mean of their models, as model averaging takes it (McDonald et al.,
-        Kamp et al.), not to K times every correction they made concurrently.
+        Kamp et al.), not to K times every correction they made concurrently. A member
+        damps what it publishes, once per change: a record that fails is written again
+        as it is.
 
         >>> from streamlearn import PDM
         >>> learner = PDM(delta=1.0).learn(np.array([[1.0, 0.0]]), np.array([1]))
@@ -229,6 +242,11 @@ class GroupShares:
         [1.0, 0.5]
         """
         state, buffer = self.learner.state, self.learner.buffer
+        beyond_window = (
+            buffer.evicted != self._damped_first or state.evictions_pending or state.outside_window
+        )
+        share_before = self._damped_share.at_exponent(state.scale_exponent)
+        share_now = self.own(slack=False) if beyond_window else None
         slots = buffer.live_slots()
         alpha = buffer.slot_alpha[slots]
         marked = self._damped_alpha * SCALE_DOWN_FACTOR ** (
@@ -241,9 +259,35 @@ class GroupShares:
         moved = np.flatnonzero(cut)
         if moved.shape[0]:
             self._take_back(slots[moved], cut[moved])
+        if share_now is not None:
+            self._settle_outside(share_before, share_now, keep)
         self._damped_alpha = buffer.alpha()
         self._damped_first = buffer.evicted
         self._damped_exponent = state.scale_exponent
+        self._damped_share = self.own(slack=False)
+
+    def _settle_outside(self, before: Contribution, now: Contribution, keep: float) -> None:
+        """After the window's alpha_k are damped: add to the state what the share still
+        needs to be ``before + keep (now - before)`` (the evicted examples' part)."""
+        state = self.learner.state
+        reached = self.own(slack=False)
+        n = max(before.n_features, now.n_features, reached.n_features)
+        owed = np.zeros(n)
+        before.add_to(owed)
+        owed *= 1.0 - keep
+        now_w = np.zeros(n)
+        now.add_to(now_w)
+        owed += keep * now_w
+        owed[reached.indices] -= reached.values
+        owed_beta = (1.0 - keep) * before.beta + keep * now.beta - reached.beta
+        owed_updates = (1.0 - keep) * before.updates + keep * now.updates - reached.updates
+        state.grow_weights(n)
+        state.weights[:n] += owed
+        state.scalars[BETA] += owed_beta
+        state.scalars[UPDATES] += owed_updates
+        state.recompute_sqnorm()
+        state.outside_window = True
+        state.converged = False
 
     def _take_back(self, slots: npt.NDArray[np.int64], cut: npt.NDArray[np.float64]) -> None:
         """alpha_k -= cut for the examples in ``slots``, and the state with them."""
@@ -269,7 +313,7 @@ class GroupShares:
         return Contribution.of(
             weights, beta=state.beta - external.beta, updates=state.updates - external.updates,
             slack=state.buffered_slack() if slack else 0.0, exponent=state.scale_exponent,
-            evicted=state.evictions_pending,
+            evicted=max(state.evictions_pending, int(state.outside_window)),
         )  # fmt: skip
 
     def adopt(self, shares: Sequence[Contribution], own_at: int) -> None:

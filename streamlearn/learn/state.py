@@ -195,6 +195,10 @@ class LearnerState:
         self.external_values = np.zeros(0, dtype=np.float64)
         self.external_beta = 0.0
         self.external_updates = 0.0
+        #: w, beta and t hold a part no buffered example accounts for (what a learning
+        #: group's member kept of evicted examples when it damped its share): the next
+        #: replay rebuilds them from the buffer, as it does for evictions pending
+        self.outside_window = False
         #: how many times :meth:`scale_down` scaled this state (the group's shares carry it)
         self.scale_exponent = 0
 
@@ -289,7 +293,8 @@ class LearnerState:
         (False, 1, 2)
         """
         buf = self.buffer
-        pending = self.evictions_pending > 0
+        pending = self.evictions_pending > 0 or self.outside_window
+        self.outside_window = False
         self.evictions_forgotten = buf.evicted
         self.defer_until = buf.evicted + len(buf)
         if not pending:
