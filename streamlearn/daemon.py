@@ -83,9 +83,11 @@ from streamlearn.group.member import GroupMember
 from streamlearn.http.live import Learned, LiveModel, Published, settle
 from streamlearn.keyed.models import KeyedBatch, KeyedModels
 from streamlearn.learn import Examples, Model, ModelLimits
+from streamlearn.learn.answers import binary_answers
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.replay import ReplayPacer, ReplaySchedule
 from streamlearn.sources.base import MessageBatch, Positions, Sink, Source
+from streamlearn.types import Batch
 
 log = logging.getLogger("streamlearn.daemon")
 #: the sinks' names in the logs and the metrics, and what each of their messages is
@@ -673,11 +675,13 @@ class Daemon:
         if self.live is None:
             return
         started = self.clock()
-        predictor = (
-            self.learner.predictor()
-            if self.keyed is None
-            else self.keyed.predictor(self.live.take_asked_keys())
-        )
+        predictor: Any
+        if self.keyed is not None:
+            predictor = self.keyed.predictor(self.live.take_asked_keys())
+        elif self.group is not None:
+            predictor = self.group.predictor()  # the common model
+        else:
+            predictor = self.learner.predictor()
         self.live.publish(Published(self.version, predictor))
         self._published_version = self.version
         took = self.clock() - started
@@ -737,6 +741,7 @@ class Daemon:
             before = np.searchsorted(lines, questions.line_numbers)
         n = batch.n_examples
         row = message = question = 0
+        judged = (0, 0)
         while True:
             stop = min(n, row + group.until_check())
             if stop < n:  # to the end of the message of the piece's last row
@@ -744,13 +749,13 @@ class Daemon:
             last = stop == n
             end = len(messages) if last else int(owners[stop - 1]) + 1
             asked_stop = len(asked) if last else int(np.searchsorted(asked, end))
-            piece_questions = None
+            piece = batch if row == 0 and last else batch.slice(row, stop)
+            # the common model changes only between pieces: it answers the piece's
+            # questions, and judges its examples, as it stands at the piece's start
             if questions is not None and asked_stop > question:
-                piece_questions = questions.slice(question, asked_stop)
-            self._learn_piece(
-                messages, first_lines, batch if row == 0 and last else batch.slice(row, stop),
-                piece_questions, before[question:asked_stop] - row,
-            )  # fmt: skip
+                self._predict(messages, first_lines, questions.slice(question, asked_stop), None)
+            judged = self._judged_by_the_group(piece, judged)
+            self._learn_piece(messages, first_lines, piece, None, before[:0])
             counts = _counts(messages.partitions[owners[row:stop]])
             if last:
                 group.learned(counts, positions)
@@ -759,7 +764,18 @@ class Daemon:
             group.sync()
             row, message, question = stop, end, asked_stop
         if n:
-            self._learned(n, started)
+            self._learned(n, started, judged)
+
+    def _judged_by_the_group(self, batch: Examples, judged: tuple[int, int]) -> tuple[int, int]:
+        """``judged`` (examples, mistakes) with ``batch``'s examples judged by the
+        common model (a member's progressive accuracy is that of the model it answers
+        with, not its learner's)."""
+        assert self.group is not None and isinstance(batch, Batch)
+        if not batch.n_examples:
+            return judged
+        scores = self.group.predictor().scores((batch.indptr, batch.indices, batch.values))
+        mistakes = int(np.count_nonzero(scores * batch.labels <= 0.0))
+        return judged[0] + batch.n_examples, judged[1] + mistakes
 
     def _learn_piece(
         self,
@@ -787,8 +803,12 @@ class Daemon:
         )  # fmt: skip
         self._predict(messages, first_lines, questions, answers)
 
-    def _learned(self, batch: Examples | int, started: float) -> None:
-        """Report ``batch`` (or that many examples), learned since ``started``."""
+    def _learned(
+        self, batch: Examples | int, started: float, judged: tuple[int, int] | None = None
+    ) -> None:
+        """Report ``batch`` (or that many examples), learned since ``started``;
+        ``judged``: (examples, mistakes) of the progressive accuracy when a model other
+        than the learner judged them (a group's common model)."""
         self.version += 1
         self.observer.observe_learn_batch(self.clock() - started)
         learned = batch if isinstance(batch, int) else batch.n_examples
@@ -798,6 +818,8 @@ class Daemon:
         new_mistakes = mistakes - self._mistakes_seen
         new_presented = presented - self._presented_seen
         self._mistakes_seen, self._presented_seen = mistakes, presented
+        if judged is not None:
+            new_presented, new_mistakes = judged
         self.observer.count_progressive(new_presented - new_mistakes, new_mistakes)
 
     def _progressive(self) -> tuple[int, int]:
@@ -828,7 +850,12 @@ class Daemon:
         if self.sink is None:
             return
         if answers is None:
-            answers = self.learner.answers((rows.indptr, rows.indices, rows.values))
+            features = (rows.indptr, rows.indices, rows.values)
+            answers = (
+                self.learner.answers(features)
+                if self.group is None
+                else binary_answers(self.group.predictor().scores(features))
+            )
         owners = _owners(first_lines, rows.line_numbers).tolist()
         send = self.sink.send
         headers = [("content-type", self.learner.answer_type.encode())]

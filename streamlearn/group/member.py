@@ -7,7 +7,8 @@ every time the policy's count of examples comes due (:meth:`GroupMember.until_ch
 lets the member read the sync topic and publish (:meth:`GroupMember.turn`,
 :meth:`GroupMember.sync`). The member keeps the learner equal to the common model plus
 its own progress since it last published: every record read is folded in at once
-(:meth:`GroupShares.adopt`), in the members' order.
+(:meth:`GroupShares.adopt`), in the members' order. It answers with the common model
+alone (:meth:`GroupMember.predictor`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from streamlearn.learn.calibration import Platt
 from streamlearn.learn.certificate import certificate
 from streamlearn.learn.contribution import Contribution, GroupShares, summed
 from streamlearn.learn.model import Model
+from streamlearn.learn.predictor import BinaryPredictor
 
 log = logging.getLogger("streamlearn.group")
 
@@ -127,6 +129,8 @@ class GroupMember:
         self.records_failed = 0
         self._warned_at = -math.inf
         self._read_at = -math.inf
+        #: the common model's frozen copy, made again after each fold
+        self._common: BinaryPredictor | None = None
 
     @property
     def learner(self) -> LinearLearner:
@@ -294,6 +298,21 @@ class GroupMember:
         self._fold(own)
         self._publish_allowed = self.clock() + self.policy.pause_after(self.clock() - started)
 
+    def predictor(self) -> BinaryPredictor:
+        """The common model, frozen: the sum of the records last published, this
+        member's own as it published it, with the group's calibration. Every member
+        answers with it, so that members that hold the same records answer alike, bit
+        for bit, whatever each learned since its last record; the learner itself holds
+        this member's progress since then too, and learns with it."""
+        if self._common is None:
+            shares, _ = self._shares(self._published)
+            weights, (beta, updates, slack) = summed(shares, self.learner.state.scale_exponent)
+            self._common = self.learner.predictor_of(
+                weights, beta=float(beta), updates=float(updates), slack=float(slack),
+                calibration=self._calibration(),
+            )  # fmt: skip
+        return self._common
+
     def view(self, own_margin: float) -> GroupView:
         """The group's make-up and margin (see :meth:`GroupTable.view`)."""
         return self.table.view(own_margin)
@@ -408,6 +427,7 @@ class GroupMember:
         shares, own_at = self._shares(own)
         self.shares.adopt(shares, own_at)
         self.learner.fix_calibration(self._calibration())
+        self._common = None
         if self._idle:
             self._settled()
 

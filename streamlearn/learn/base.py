@@ -735,6 +735,46 @@ class LinearLearner:
             calibration=self.calibration(),
         )
 
+    def predictor_of(
+        self,
+        weights: npt.NDArray[np.float64],
+        *,
+        beta: float,
+        updates: float,
+        slack: float,
+        calibration: Platt,
+    ) -> BinaryPredictor:
+        """A frozen copy of another model held in this learner's units: the dual
+        combination with w = ``weights``, beta, t = ``updates`` and sum alpha_k^2 =
+        ``slack`` (a learning group's common model, the sum of its members' shares),
+        answering with ``calibration``. Its margin unit is that model's ||a||^2 / t.
+
+        >>> from streamlearn import PDM
+        >>> learner = PDM(delta=1.0).learn(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([1, -1]))
+        >>> state = learner.state
+        >>> copy = learner.predictor_of(state.weights[:2], beta=state.beta,
+        ...     updates=state.updates, slack=state.buffered_slack(),
+        ...     calibration=learner.calibration())
+        >>> rows = (np.array([0, 1, 2]), np.array([0, 1], dtype=np.int32), np.array([2.0, 1.0]))
+        >>> copy.answer(rows) == learner.predictor().answer(rows)
+        True
+        """
+        state = self.state
+        sqnorm = (
+            state.scale
+            * state.scale
+            * (float(weights @ weights) + beta * beta + state.delta_sq * slack)
+        )
+        unit = sqnorm / updates if updates > 0.0 and sqnorm > 0.0 else math.nan
+        scale = self.output_scale
+        return BinaryPredictor(
+            weights=np.array(weights, dtype=np.float64),
+            scale=scale,
+            intercept=float(self.rho * beta * scale),
+            margin_factor=1.0 / (unit * self._output_factor()) if unit > 0.0 else math.nan,
+            calibration=calibration,
+        )
+
     def learners(self) -> list[LinearLearner]:
         """This learner, alone (the model interface's list of binary learners)."""
         return [self]

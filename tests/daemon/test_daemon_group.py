@@ -5,13 +5,15 @@ run real processes on a real broker)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from memory_source import ListSink, MemorySource
 from test_daemon import decode, messages
 
 from streamlearn.config import LearnerSpec
-from streamlearn.daemon import Daemon, DaemonSettings
+from streamlearn.daemon import Daemon, DaemonSettings, Observer
 from streamlearn.group.member import GroupMember
 from streamlearn.group.policy import SyncPolicy
 from streamlearn.group.records import MemberRecord, decode_record
@@ -47,7 +49,11 @@ class Topic:
 
 
 def member_daemon(
-    source: MemorySource, topic: Topic, every: int, sink: ListSink | None = None
+    source: MemorySource,
+    topic: Topic,
+    every: int,
+    sink: ListSink | None = None,
+    observer: Observer | None = None,
 ) -> Daemon:
     """A daemon that is the one member of a group syncing every ``every`` examples
     (periodic averaging without a time budget: every check publishes), its partitions
@@ -59,7 +65,8 @@ def member_daemon(
             policy=SyncPolicy("periodic", every=every, share=1.0), max_features=1 << 20,
         )  # fmt: skip
 
-    daemon = Daemon(SPEC, source, decode=decode, settings=SETTINGS, sink=sink, group=member)
+    daemon = Daemon(SPEC, source, decode=decode, settings=SETTINGS, sink=sink, group=member,
+                    observer=observer)  # fmt: skip
     daemon.restore()
     daemon.partitions_assigned(set(source.partitions))
     return daemon
@@ -108,26 +115,76 @@ def test_a_member_decides_inside_a_poll_and_each_record_holds_what_its_positions
         assert record.share.updates == alone.state.updates
 
 
-def test_questions_inside_a_poll_are_answered_as_a_lone_daemon_answers_them() -> None:
+def test_questions_are_answered_by_the_common_model_the_records_before_them_make() -> None:
+    """A member answers with the common model (the records as published), not with its
+    learner: a question inside a poll gets the model of the last record published
+    before it, as every member holding that record would answer."""
     lines = b"".join(messages(60, 5, seed=9)).splitlines()
     stream: list[bytes] = []
     for i, line in enumerate(lines):
         stream.append(line)
         if i % 23 == 4:
             stream.append(b"1:0.5 2:-1.0 4:0.25")
-    values = [b"\n".join(stream[i : i + 7]) + b"\n" for i in range(0, len(stream), 7)]
-    answers = []
-    plain_sink, member_sink = ListSink(), ListSink()
-    plain = Daemon(SPEC, MemorySource({0: values}, per_poll=1000), decode=decode,
-                   settings=SETTINGS, sink=plain_sink)  # fmt: skip
-    plain.run()
-    topic = Topic()
-    member = member_daemon(MemorySource({0: values}, per_poll=1000), topic, 40, member_sink)
+    values = [line + b"\n" for line in stream]  # a line a message: cuts at any example
+    sink, topic = ListSink(), Topic()
+    member = member_daemon(MemorySource({0: values}, per_poll=1000), topic, 40, sink)
     member.run()
-    assert len(topic.records()) > 5  # cuts inside the one poll
-    for sink in (plain_sink, member_sink):
-        answers.append([value.split() for _, value in sink.sent])
-    assert plain_sink.origins == member_sink.origins and len(answers[0]) == 13
-    for (plain_score, plain_label), (score, label) in zip(*answers, strict=True):
-        assert label == plain_label
-        assert float(score) == pytest.approx(float(plain_score), rel=1e-9)
+    records = topic.records()
+    assert len(records) > 5  # cuts inside the one poll
+    assert len(sink.sent) == 13
+    rho = SPEC.build().rho
+    question = np.zeros(8)
+    question[[0, 1, 3]] = [0.5, -1.0, 0.25]  # 1-based in the text
+    answered_differently = 0
+    for (_, value), (_, offset) in zip(sink.sent, sink.origins, strict=True):
+        labelled_before = sum(1 for line in stream[:offset] if not line.startswith(b"1:"))
+        record = [r for r in records if r.examples <= labelled_before][-1]
+        weights = np.zeros(8)
+        record.share.add_to(weights)
+        expected = float(weights @ question) + rho * record.share.beta
+        score, label = value.split()
+        assert float(score) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+        assert int(label) == (1 if expected > 0 else -1)
+        answered_differently += record.examples < labelled_before
+    assert answered_differently > 5  # the learner had moved on: its answers would differ
+
+
+class Progress:
+    """Counts what the daemon reports of its progressive accuracy, and nothing else."""
+
+    def __init__(self) -> None:
+        self.correct = self.mistakes = 0
+
+    def count_progressive(self, correct: int, mistakes: int) -> None:
+        self.correct += correct
+        self.mistakes += mistakes
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: None
+
+
+def test_a_members_progressive_accuracy_is_that_of_the_common_model() -> None:
+    """Each example is judged by the model the member answers with when it reaches it
+    (the last record's), not by its learner."""
+    values = messages(60, 5, seed=4)
+    rows = SvmlightParser().feed(b"".join(values))
+    X = np.zeros((rows.n_rows, 64))
+    for i in range(rows.n_rows):
+        lo, hi = rows.indptr[i], rows.indptr[i + 1]
+        X[i, rows.indices[lo:hi]] = rows.values[lo:hi]
+    labels = np.asarray(rows.labels, dtype=float)
+    one_a_message = [line + b"\n" for line in b"".join(values).splitlines()]
+    progress, topic = Progress(), Topic()
+    member_daemon(MemorySource({0: one_a_message}, per_poll=1000), topic, 40,
+                  observer=progress).run()  # fmt: skip
+    records = topic.records()
+    mistakes = 0
+    for i in range(rows.n_rows):
+        record = [r for r in records if r.examples <= i][-1]
+        weights = np.zeros(64)
+        record.share.add_to(weights)
+        score = float(X[i] @ weights) + SPEC.build().rho * record.share.beta
+        mistakes += score * labels[i] <= 0.0
+    assert progress.correct + progress.mistakes == rows.n_rows == 300
+    assert progress.mistakes == mistakes
+    assert mistakes < 150  # it learns
