@@ -800,7 +800,7 @@ def main() -> None:
                         help="copies of a9a.train in the sync part")  # fmt: skip
     parser.add_argument("--periods", default="1000,4000,16000,64000",
                         help="--sync-every values of the periodic runs")  # fmt: skip
-    parser.add_argument("--thresholds", default="0.05,0.1,0.2,0.4",
+    parser.add_argument("--thresholds", default="0.1,0.2,0.4,0.8",
                         help="--sync-threshold values of the dynamic runs")  # fmt: skip
     parser.add_argument("--sync-every", type=int, default=1000,
                         help="every run's but the periodic ones of the sync part")  # fmt: skip
@@ -868,7 +868,7 @@ def part_same(
     """Parts 1 and 4: the plain daemon and groups of 1, 2 and 4 on the same stream."""
     print(f"\n== 1, 4: {len(stream):,} lines ({args.copies} copies of a9a.train), "
           f"{PARTITIONS} partitions, {LINES_PER_MESSAGE} lines a message, produced unpaced; "
-          f"groups: --sync dynamic --sync-every {args.sync_every} --sync-threshold 0.1 "
+          f"groups: --sync dynamic --sync-every {args.sync_every} --sync-threshold 0.2 "
           f"(the defaults)")  # fmt: skip
     results: dict[str, list[Result]] = {name: [] for name, _, _ in SAME}
     for _ in range(args.repeats):
@@ -931,7 +931,7 @@ def part_sync(
     print("\n-- 2 members at the default time budget (--sync-share 0.1)")
     budget = {"plain daemon (anchor)": plain}
     for name, options in ((f"periodic every {args.sync_every}", ("--sync", "periodic", *sync)),
-                          ("dynamic threshold 0.1", ("--sync", "dynamic", *sync))):  # fmt: skip
+                          ("dynamic threshold 0.2", ("--sync", "dynamic", *sync))):  # fmt: skip
         budget[name] = runner.run(f"sync: 2 members, {name}, share 0.1", 2, stream,
                                   options=(*options, *window))  # fmt: skip
         report(budget[name])

@@ -227,7 +227,7 @@ def main() -> None:
     parser.add_argument("--phase-copies", type=int, default=2)
     parser.add_argument("--phases", type=int, default=4)
     parser.add_argument("--periods", default="1000,4000,16000,64000")
-    parser.add_argument("--thresholds", default="0.05,0.1,0.2,0.4")
+    parser.add_argument("--thresholds", default="0.1,0.2,0.4,0.8")
     parser.add_argument("--sync-every", type=int, default=1000)
     parser.add_argument("--replay-every", type=int, default=20_000)
     args = parser.parse_args()

@@ -522,7 +522,7 @@ def serve(
             "Dynamic: publish once ||share - published share|| exceeds this fraction of ||model||.",
             "sync_threshold",
         ),
-    ] = 0.1,
+    ] = 0.2,
     sync_max_interval: Annotated[
         float,
         _option(

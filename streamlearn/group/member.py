@@ -385,9 +385,10 @@ class GroupMember:
         state = self.learner.state
         weights = state.weights[: state.n_features]
         norm = math.sqrt(float(weights @ weights) + state.beta**2)
-        # what a record would move the common model by: the change, damped as published
-        moved = share_distance(own, self._published) / self.table.learning()
-        return self.policy.drifted(moved, norm)
+        # this member's divergence from the model it last published (Kamp et al.'s
+        # local condition): K members each within the threshold keep the common model
+        # within it of their mean, however many they are
+        return self.policy.drifted(share_distance(own, self._published), norm)
 
     def _warn(self, message: str) -> None:
         """Log ``message`` at most once a minute (a broker outage repeats it every turn)."""

@@ -1,10 +1,12 @@
 """When a member publishes its share: dynamic averaging against periodic averaging.
 
 **Dynamic** (Kamp, Boley, Keren, Schuster and Sharfman, ECML PKDD 2014): every ``every``
-learned examples the member measures how far a record would move the common model,
-relative to it: ||own - published|| / (K ||model||) over (w, beta), K the members
-learning (a record carries the change damped to 1/K); it publishes only when that
-exceeds ``threshold``. A model that has settled sends
+learned examples the member measures how far its model has moved since its last record,
+relative to it: ||own - published|| / ||model|| over (w, beta); it publishes only when
+that exceeds ``threshold``. A record moves the common model by 1/K of that change (K
+members learning, see :meth:`GroupShares.damp`), so with every member within the
+threshold at its checks the common model, which every member answers with, is within
+it of the mean of the members' models, whatever K. A model that has settled sends
 nothing; a burst of change is sent at once. **Periodic** (McDonald, Hall and Mann,
 NAACL 2010, iterative parameter mixing): it publishes after every ``every`` learned
 examples, changed or not. Both also publish when they give partitions up (a rebalance),
@@ -43,7 +45,7 @@ class SyncPolicy:
 
     mode: SyncMode = "dynamic"
     every: int = 1000
-    threshold: float = 0.1
+    threshold: float = 0.2
     max_interval: float = 60.0
     share: float = 0.1
 

@@ -10,7 +10,7 @@ import pytest
 
 from streamlearn import PDM
 from streamlearn.errors import InputError
-from streamlearn.group.member import GroupMember
+from streamlearn.group.member import GroupMember, share_distance
 from streamlearn.group.policy import SyncPolicy
 from streamlearn.group.records import decode_record
 from streamlearn.group.table import GroupTable
@@ -173,27 +173,35 @@ def test_members_replaying_while_idle_go_quiet_and_answer_alike() -> None:
         )
 
 
-def test_the_drift_a_member_measures_is_its_change_as_damped_for_the_group() -> None:
-    """With K members learning, a record moves the common model by 1/K of a member's
-    change: the same change published alone at threshold 0.1 waits in a group of 4."""
-    written = {}
-    for others in (0, 3):
-        topic = Topic()
-        policy = SyncPolicy("dynamic", every=50, threshold=0.1, share=1.0)
-        member = _member(topic, "a", policy)
-        member.join()
-        member.take({0})
-        for partition in range(1, others + 1):
-            other = _member(topic, f"o{partition}")
-            other.join()
-            other.take({partition})
-        member.turn()
+def test_a_member_publishes_when_its_own_change_passes_the_threshold_whatever_k() -> None:
+    """Kamp et al.'s local condition: a member of a group of 4 publishes at a check
+    exactly when ||share - last record|| > threshold ||model||, not that divided by K
+    (so that the common model every member answers with stays within the threshold of
+    the mean of the members' models, however many they are)."""
+    topic = Topic()
+    policy = SyncPolicy("dynamic", every=50, threshold=0.3, share=1.0)
+    member = _member(topic, "a", policy)
+    member.join()
+    member.take({0})
+    for partition in range(1, 4):
+        other = _member(topic, f"o{partition}")
+        other.join()
+        other.take({partition})
+    member.turn()
+    assert member.table.learning() == 4
+    decided = {True: 0, False: 0}
+    for step in range(12):
+        _learn(member, 0, seed=40 + step, n=50, offset=50 * (step + 1))
+        state = member.learner.state
+        weights = state.weights[: state.n_features]
+        norm = math.sqrt(float(weights @ weights) + state.beta**2)
+        drift = share_distance(member.shares.own(slack=False), member._published)
         before = member.records_written
-        for step in range(8):
-            _learn(member, 0, seed=40 + step, n=50, offset=50 * (step + 1))
-            member.turn()
-        written[others] = member.records_written - before
-    assert written[3] < written[0]
+        member.turn()
+        published = member.records_written > before
+        assert published == (drift > 0.3 * norm)
+        decided[published] += 1
+    assert decided[True] and decided[False]  # both happened
 
 
 def test_a_partition_resumes_where_its_last_owner_published() -> None:
