@@ -769,12 +769,13 @@ class Daemon:
     def _judged_by_the_group(self, batch: Examples, judged: tuple[int, int]) -> tuple[int, int]:
         """``judged`` (examples, mistakes) with ``batch``'s examples judged by the
         common model (a member's progressive accuracy is that of the model it answers
-        with, not its learner's)."""
+        with, not its learner's): a mistake where the label it would answer (+1 for a
+        positive score, else -1) is not the example's."""
         assert self.group is not None and isinstance(batch, Batch)
         if not batch.n_examples:
             return judged
         scores = self.group.predictor().scores((batch.indptr, batch.indices, batch.values))
-        mistakes = int(np.count_nonzero(scores * batch.labels <= 0.0))
+        mistakes = int(np.count_nonzero((scores > 0.0) != (batch.labels > 0)))
         return judged[0] + batch.n_examples, judged[1] + mistakes
 
     def _learn_piece(

@@ -165,7 +165,8 @@ class Progress:
 
 def test_a_members_progressive_accuracy_is_that_of_the_common_model() -> None:
     """Each example is judged by the model the member answers with when it reaches it
-    (the last record's), not by its learner."""
+    (the last record's), not by its learner, as that model answers it (an empty model's
+    score 0 answers -1)."""
     values = messages(60, 5, seed=4)
     rows = SvmlightParser().feed(b"".join(values))
     X = np.zeros((rows.n_rows, 64))
@@ -184,7 +185,7 @@ def test_a_members_progressive_accuracy_is_that_of_the_common_model() -> None:
         weights = np.zeros(64)
         record.share.add_to(weights)
         score = float(X[i] @ weights) + SPEC.build().rho * record.share.beta
-        mistakes += score * labels[i] <= 0.0
+        mistakes += (1 if score > 0.0 else -1) != labels[i]  # the label it answers
     assert progress.correct + progress.mistakes == rows.n_rows == 300
     assert progress.mistakes == mistakes
     assert mistakes < 150  # it learns
