@@ -39,6 +39,7 @@ from streamlearn.http.live import LiveModel
 from streamlearn.http.ops import ops_app
 from streamlearn.http.server import HttpServer
 from streamlearn.jobs.allocator import keep_freed_memory
+from streamlearn.jobs.blas import one_blas_thread
 from streamlearn.jobs.systemd import notify as notify_systemd
 from streamlearn.keyed.models import KeyedModels
 from streamlearn.keyed.settings import KeyedSettings
@@ -256,6 +257,8 @@ def run_serve(config: ServeConfig) -> None:
     """Run the daemon until SIGTERM/SIGINT (or the end of standard input)."""
     if keep_freed_memory():
         log.debug("allocator: freed memory is kept for reuse")
+    if one_blas_thread():
+        log.debug("BLAS: one thread (numpy's dot products on the calling thread)")
     token = None
     if config.http_addr is not None:
         token = token_from_env(os.environ)
