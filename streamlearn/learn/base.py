@@ -147,6 +147,8 @@ class LinearLearner:
     active_sets: ActiveSetSchedule | None
     max_passes: int
     forget: str
+    #: called as every replay starts (:meth:`before_replay`)
+    _before_replay: Callable[[], None] | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if not hasattr(type(self), "entry"):
@@ -404,12 +406,21 @@ class LinearLearner:
         it converges, up to the ``max_passes`` parameter, whatever ``max_passes`` it is
         given (``interrupt`` still ends it).
         """
+        if self._before_replay is not None:
+            self._before_replay()
         self._flush_pending()
         budget = self.max_passes if max_passes is None else count("max_passes", max_passes)
         if self._begin_replay():
             budget = max(budget, self.max_passes)
         self._run_passes(budget, interrupt)
         return self
+
+    def before_replay(self, callback: Callable[[], None] | None) -> None:
+        """Call ``callback`` as every replay starts (:meth:`replay`, :meth:`epoch_pass`),
+        the count-based ones inside :meth:`learn_on_schedule` included (None: no more
+        calls). A member of a learning group folds the records published meanwhile
+        there, so that the replay corrects the window under the latest common model."""
+        self._before_replay = callback
 
     def flush(self) -> Self:
         """Start learning the examples held back while ``delta='auto'`` waits for its
@@ -421,6 +432,8 @@ class LinearLearner:
         """One plain pass over the buffer in arrival order: no permutation, no active
         sets, no multiple updates (an epoch of the online algorithm). Returns whether it
         made no update."""
+        if self._before_replay is not None:
+            self._before_replay()
         self._flush_pending()
         state = self.state
         slots = state.buffer.live_slots()
