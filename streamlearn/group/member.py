@@ -46,8 +46,8 @@ log = logging.getLogger("streamlearn.group")
 #: seconds between two looks at the sync topic while the stream flows (a look costs a
 #: round trip to the client's I/O thread, about 0.25 ms)
 READ_INTERVAL = 0.05
-#: seconds a member waits for the sync topic's end before a replay (it replays on what
-#: it has when the topic cannot be read that fast)
+#: seconds a member waits for the sync topic's end before a replay or a record (it goes
+#: on with what it has when the topic cannot be read that fast)
 READ_BEFORE_REPLAY = 5.0
 
 
@@ -245,20 +245,30 @@ class GroupMember:
 
     def _read_before_replay(self) -> None:
         """A replay is about to correct this member's window under the common model:
-        fold every record published so far first. Records reach a member late (a
-        fetch of the sync topic answers in tens to hundreds of milliseconds, tens of
-        thousands of examples on a fast stream); a replay under records a period old
-        corrected again the errors the others had corrected already, and the damped
+        fold every record published so far first (:meth:`_catch_up`)."""
+        self._catch_up("replaying")
+
+    def _catch_up(self, doing: str) -> None:
+        """Read the sync topic to its end and fold what it holds, keeping this member's
+        share as its learner holds it now.
+
+        Records reach a member late (a look at the topic finds what its client has
+        fetched: tens to hundreds of milliseconds, tens of thousands of examples on a
+        fast stream). A member that corrected the model under records some periods old
+        corrected again what the others had corrected already, and the damped
         corrections of 4 members added up until the intercept crossed zero (a9a.test
-        0.18 at the end of bench_group's periodic runs every 16,000 examples)."""
+        0.16 to 0.45 in bench_group's periodic runs and with reads delayed in one
+        process). So a member catches up before each replay and each record: its
+        change is then concurrent with the others' of one period at most, which the
+        damping to 1/K is for."""
         try:
             entries = self.transport.read(to_end=True, timeout=READ_BEFORE_REPLAY)
         except InputError as exc:
-            self._warn(f"group {self.me}: replaying without the latest records ({exc})")
+            self._warn(f"group {self.me}: {doing} without the latest records ({exc})")
             return
         self._read_at = self.clock()
         if self._take(entries):
-            # the learner may hold examples the daemon has not reported yet (the replay
+            # the learner may hold examples the daemon has not reported yet (a replay
             # comes inside a batch): its own share is what its state holds now
             self._fold(self.shares.own())
 
@@ -276,6 +286,7 @@ class GroupMember:
         by the mean of the members' changes, as model averaging moves it, rather than
         by their sum (K members correcting the same errors at once overshot)."""
         started = self.clock()
+        self._catch_up("publishing")
         self.shares.damp(1.0 / self.table.learning())
         own = self.shares.own()
         self._prune_released()

@@ -376,8 +376,8 @@ def test_a_broker_away_delays_records_and_commits_but_stops_nothing() -> None:
     transport.failures = 1
     _learn(member, 0, seed=1, n=50, offset=5)
     member.turn()  # the read fails: nothing folded, nothing lost
-    transport.failures = 1
-    member.publish()  # the write fails: counted, tried again
+    transport.failures = 2
+    member.publish()  # the read before it fails, then the write: counted, tried again
     assert member.records_failed == 1 and committed[-1] == {0: 0}
     member.turn(idle=True)
     assert committed[-1] == {0: 5}
@@ -424,5 +424,31 @@ def test_a_member_folds_every_record_published_before_it_replays() -> None:
     assert own.updates >= unreported  # the unreported examples kept (a replay only adds)
     expected = np.zeros(b.learner.state.weights.shape[0])
     for share in (b.table.records["a"].share, own):
+        share.add_to(expected)
+    np.testing.assert_allclose(b.learner.state.weights, expected, rtol=1e-9, atol=1e-9)
+
+
+def test_a_member_folds_every_record_published_before_it_publishes() -> None:
+    """A member's record follows every record it could read: its change is concurrent
+    with the others' of one period at most (with reads 8 periods late, 4 members
+    publishing every 1,000 examples ended answering -1 to everything)."""
+    topic = Topic()
+    a = _member(topic, "a")
+    b = GroupMember(
+        PDM(eps=0.1, delta=1.0, buffer_size=500), LateReader(topic), member_id="b",
+        model=MODEL, policy=SyncPolicy("periodic", every=10_000, share=1.0),
+        max_features=1 << 20, clock=Ticks(),
+    )  # fmt: skip
+    a.join(), b.join()
+    a.take({0}), b.take({1})
+    _learn(a, 0, seed=1, n=100, offset=100)
+    a.publish()
+    _learn(b, 1, seed=3, n=100, offset=100)
+    b.turn()
+    assert b.table.records["a"].examples == 0  # not read yet
+    b.publish()
+    assert b.table.records["a"].examples == 100
+    expected = np.zeros(b.learner.state.weights.shape[0])
+    for share in (b.table.records["a"].share, b.table.records["b"].share):
         share.add_to(expected)
     np.testing.assert_allclose(b.learner.state.weights, expected, rtol=1e-9, atol=1e-9)
