@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 MAX_RECORD_BYTES = 64 << 20
 #: seconds a write may wait for the broker's acknowledgement
 WRITE_TIMEOUT = 30.0
+#: longest a fetch of the sync topic waits at the broker for records to arrive
+FETCH_MAX_WAIT_MS = 20
 
 Entry = tuple[str, bytes | None]
 
@@ -59,7 +61,10 @@ class SyncTopic:
             )
             self._consumer = KafkaConsumer(
                 enable_auto_commit=False, fetch_max_bytes=MAX_RECORD_BYTES,
-                max_partition_fetch_bytes=MAX_RECORD_BYTES, **self._common,
+                max_partition_fetch_bytes=MAX_RECORD_BYTES,
+                # a member reads to the end before each record and replay: a fetch the
+                # broker may hold while nothing new is there would hold the member too
+                fetch_max_wait_ms=FETCH_MAX_WAIT_MS, **self._common,
             )  # fmt: skip
             partitions = self._consumer.partitions_for_topic(topic) or {0}
         except KafkaError as exc:
