@@ -395,11 +395,9 @@ class LateReader(Reader):
         return super().read(to_end=to_end) if to_end else []
 
 
-def test_a_member_folds_every_record_published_before_it_replays() -> None:
-    """A replay under records a period old corrected again what the others had
-    corrected already (4 members whose reads lagged ended at 0.18 on a9a.test): a
-    member reads the topic to its end as a replay starts, and keeps what it learned
-    since its last report to the group."""
+def _late_pair() -> tuple[GroupMember, GroupMember]:
+    """Members a (partition 0) and b (partition 1, whose looks at the topic find
+    nothing: only reads to the end get the records)."""
     topic = Topic()
     a = _member(topic, "a")
     b = GroupMember(
@@ -409,6 +407,15 @@ def test_a_member_folds_every_record_published_before_it_replays() -> None:
     )  # fmt: skip
     a.join(), b.join()
     a.take({0}), b.take({1})
+    return a, b
+
+
+def test_a_member_folds_every_record_published_before_it_replays() -> None:
+    """A replay under records a period old corrected again what the others had
+    corrected already (4 members whose reads lagged ended at 0.18 on a9a.test): a
+    member reads the topic to its end as a replay starts, and keeps what it learned
+    since its last report to the group."""
+    a, b = _late_pair()
     _learn(b, 1, seed=3, n=100, offset=100)
     b.turn()
     _learn(a, 0, seed=1, n=100, offset=100)
@@ -432,15 +439,7 @@ def test_a_member_folds_every_record_published_before_it_publishes() -> None:
     """A member's record follows every record it could read: its change is concurrent
     with the others' of one period at most (with reads 8 periods late, 4 members
     publishing every 1,000 examples ended answering -1 to everything)."""
-    topic = Topic()
-    a = _member(topic, "a")
-    b = GroupMember(
-        PDM(eps=0.1, delta=1.0, buffer_size=500), LateReader(topic), member_id="b",
-        model=MODEL, policy=SyncPolicy("periodic", every=10_000, share=1.0),
-        max_features=1 << 20, clock=Ticks(),
-    )  # fmt: skip
-    a.join(), b.join()
-    a.take({0}), b.take({1})
+    a, b = _late_pair()
     _learn(a, 0, seed=1, n=100, offset=100)
     a.publish()
     _learn(b, 1, seed=3, n=100, offset=100)
