@@ -264,6 +264,23 @@ def client_options(
     }
 
 
+#: the largest record a compacted topic of streamlearn's holds (a group member's share, a
+#: keyed model with its replay buffer): its writers, readers and the topic allow it
+MAX_RECORD_BYTES = 64 << 20
+
+
+def compacted_topic_reader(options: Mapping[str, Any], *, fetch_max_wait_ms: int) -> KafkaConsumer:
+    """A consumer of a compacted topic of records (a group's sync topic, the keyed
+    models' state topic) with the client ``options``: it commits nothing, fetches
+    records of up to :data:`MAX_RECORD_BYTES`, and the broker holds a fetch at most
+    ``fetch_max_wait_ms`` (their readers wait for the topic's end)."""
+    return KafkaConsumer(
+        enable_auto_commit=False, fetch_max_wait_ms=fetch_max_wait_ms,
+        fetch_max_bytes=MAX_RECORD_BYTES, max_partition_fetch_bytes=MAX_RECORD_BYTES,
+        **options,
+    )  # fmt: skip
+
+
 def create_compacted_topic(
     options: Mapping[str, Any], topic: str, partitions: int, config: Mapping[str, str]
 ) -> bool:

@@ -24,17 +24,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaProducer, TopicPartition
 from kafka.errors import KafkaError
 
 from streamlearn.errors import InputError
-from streamlearn.sources.kafka import client_options, create_compacted_topic
+from streamlearn.sources.kafka import (
+    MAX_RECORD_BYTES,
+    client_options,
+    compacted_topic_reader,
+    create_compacted_topic,
+)
 from streamlearn.sources.kafka_logging import tame_kafka_logs
 
 log = logging.getLogger(__name__)
 
-#: the largest record written (a model holds its weights and its replay buffer)
-MAX_RECORD_BYTES = 64 << 20
 #: seconds a read of the topic (a partition to its end, or one record) may take
 READ_TIMEOUT = 60.0
 
@@ -69,11 +72,7 @@ class StateTopic:
             security=security,
         )  # fmt: skip
         try:
-            self._consumer = KafkaConsumer(
-                enable_auto_commit=False, fetch_max_wait_ms=10,
-                fetch_max_bytes=MAX_RECORD_BYTES, max_partition_fetch_bytes=MAX_RECORD_BYTES,
-                **self._common,
-            )  # fmt: skip
+            self._consumer = compacted_topic_reader(self._common, fetch_max_wait_ms=10)
             self._ensure_topic(input_topic)
             self._producer = KafkaProducer(
                 acks="all", max_request_size=MAX_RECORD_BYTES,

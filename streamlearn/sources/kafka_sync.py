@@ -17,17 +17,20 @@ import logging
 import time
 from collections.abc import Mapping
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError
 
 from streamlearn.errors import InputError
-from streamlearn.sources.kafka import client_options, create_compacted_topic
+from streamlearn.sources.kafka import (
+    MAX_RECORD_BYTES,
+    client_options,
+    compacted_topic_reader,
+    create_compacted_topic,
+)
 from streamlearn.sources.kafka_logging import tame_kafka_logs
 
 log = logging.getLogger(__name__)
 
-#: the largest record a member writes (a share holds a weight per nonzero feature)
-MAX_RECORD_BYTES = 64 << 20
 #: seconds a write may wait for the broker's acknowledgement
 WRITE_TIMEOUT = 30.0
 #: longest a fetch of the sync topic waits at the broker for records to arrive
@@ -59,13 +62,11 @@ class SyncTopic:
             self._producer = KafkaProducer(
                 acks="all", max_request_size=MAX_RECORD_BYTES, **self._common
             )
-            self._consumer = KafkaConsumer(
-                enable_auto_commit=False, fetch_max_bytes=MAX_RECORD_BYTES,
-                max_partition_fetch_bytes=MAX_RECORD_BYTES,
-                # a member reads to the end before each record and replay: a fetch the
-                # broker may hold while nothing new is there would hold the member too
-                fetch_max_wait_ms=FETCH_MAX_WAIT_MS, **self._common,
-            )  # fmt: skip
+            # a member reads to the end before each record and replay: a fetch the
+            # broker may hold while nothing new is there would hold the member too
+            self._consumer = compacted_topic_reader(
+                self._common, fetch_max_wait_ms=FETCH_MAX_WAIT_MS
+            )
             partitions = self._consumer.partitions_for_topic(topic) or {0}
         except KafkaError as exc:
             raise InputError(
