@@ -692,10 +692,15 @@ class Daemon:
         if batch.n_examples == 0:
             return
         started = self.clock()
-        self.stream_examples = self.learner.learn_on_schedule(
-            batch, self.settings.replay or NO_REPLAY, self.stream_examples
-        )
+        self._learn_on_schedule(batch)
         self._learned(batch.n_examples, started)
+
+    def _learn_on_schedule(self, batch: Examples) -> None:
+        """Learn ``batch``, replaying where the schedule says; reports nothing."""
+        if batch.n_examples:
+            self.stream_examples = self.learner.learn_on_schedule(
+                batch, self.settings.replay or NO_REPLAY, self.stream_examples
+            )
 
     def _learn_and_predict(
         self, messages: MessageBatch, decoded: _Decoded, batch: Examples, rejected: list[Rejected]
@@ -735,10 +740,9 @@ class Daemon:
         lines = _admitted_lines(decoded, rejected)
         owners = _owners(first_lines, lines)  # the message of each admitted row
         questions = decoded.unlabelled
-        asked = before = np.empty(0, dtype=np.int64)
+        asked = np.empty(0, dtype=np.int64)
         if questions is not None:
             asked = _owners(first_lines, questions.line_numbers)
-            before = np.searchsorted(lines, questions.line_numbers)
         n = batch.n_examples
         row = message = question = 0
         judged = (0, 0)
@@ -755,7 +759,7 @@ class Daemon:
             if questions is not None and asked_stop > question:
                 self._predict(messages, first_lines, questions.slice(question, asked_stop), None)
             judged = self._judged_by_the_group(piece, judged)
-            self._learn_piece(messages, first_lines, piece, None, before[:0])
+            self._learn_on_schedule(piece)
             counts = _counts(messages.partitions[owners[row:stop]])
             if last:
                 group.learned(counts, positions)
@@ -788,19 +792,15 @@ class Daemon:
     ) -> None:
         """Learn ``batch`` and answer ``questions``, question ``j`` just before row
         ``before[j]``; reports nothing."""
-        schedule = self.settings.replay or NO_REPLAY
         if questions is not None and self.sink is None:  # counted, answered nowhere
             self.observer.count_examples("predicted", questions.n_rows)
             questions = None
         if questions is None:
-            if batch.n_examples:
-                self.stream_examples = self.learner.learn_on_schedule(
-                    batch, schedule, self.stream_examples
-                )
+            self._learn_on_schedule(batch)
             return
         self.stream_examples, answers = self.learner.learn_and_answer(
             batch, (questions.indptr, questions.indices, questions.values), before,
-            schedule, self.stream_examples,
+            self.settings.replay or NO_REPLAY, self.stream_examples,
         )  # fmt: skip
         self._predict(messages, first_lines, questions, answers)
 
