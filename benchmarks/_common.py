@@ -82,3 +82,38 @@ def interleaved_clocks(
 def median(values: list[float]) -> float:
     """The median of a non-empty list."""
     return float(statistics.median(values))
+
+
+def print_equal_accuracy(
+    periodic: list[tuple[str, float, float]],
+    dynamic: list[tuple[str, float, float]],
+    tolerance: float,
+    measure: str,
+) -> None:
+    """Bytes of dynamic against periodic averaging at equal accuracy, both ways round.
+
+    Runs are ``(name, accuracy, bytes an example)``; a run is as accurate as another when
+    its accuracy is at most ``tolerance`` below. At each periodic run's accuracy: the
+    cheapest dynamic run as accurate, and its bytes over the periodic run's (what the
+    issue's target, at most 0.1, compares). At each dynamic run's accuracy: the cheapest
+    periodic run as accurate, or none (then the most accurate periodic run is shown).
+
+    >>> print_equal_accuracy([("p", 0.80, 1.0)], [("d", 0.81, 0.05)], 0.002, "final")
+    equal final accuracy (at most 0.002 below): dynamic's bytes / periodic's (target <= 0.1)
+      at periodic's accuracy:
+        p                        0.8000, 1.000 B/ex: d 0.8100, 0.050: 0.050
+      at dynamic's accuracy:
+        d                        0.8100, 0.050 B/ex: none as accurate; best p 0.8000, 1.000: 0.050
+    """
+    print(f"equal {measure} accuracy (at most {tolerance} below): dynamic's bytes / periodic's "
+          "(target <= 0.1)")  # fmt: skip
+    for side, ours, theirs in (("periodic", periodic, dynamic), ("dynamic", dynamic, periodic)):
+        print(f"  at {side}'s accuracy:")
+        for name, accuracy, cost in ours:
+            matches = [run for run in theirs if run[1] >= accuracy - tolerance]
+            other = min(matches, key=lambda run: run[2]) if matches else None
+            shown = other or max(theirs, key=lambda run: run[1])
+            ratio = shown[2] / cost if side == "periodic" else cost / shown[2]
+            found = "" if other else "none as accurate; best "
+            print(f"    {name:<24} {accuracy:.4f}, {cost:.3f} B/ex: {found}{shown[0]} "
+                  f"{shown[1]:.4f}, {shown[2]:.3f}: {ratio:.3f}")  # fmt: skip

@@ -40,9 +40,11 @@ once, and every member answers ``POST /predict`` on a9a.test with the same score
    ``--sync-share`` 1 (no time budget: the protocols as they are); beside each, the
    accuracy on a9a.test and the progressive accuracy of the members (every example
    predicted by its member's model just before it is learned, over the whole stream: the
-   paper's measure). Each dynamic run is matched with the cheapest periodic run whose
-   accuracy is within 0.5 point (target: dynamic at most 1/10 of its bytes). Then 2
-   members at the default budget (``--sync-share 0.1``), periodic and dynamic;
+   paper's measure). Then the protocols at equal accuracy, both ways round (as accurate:
+   at most ``--equal``, 0.2 point, below): at each periodic run's accuracy the cheapest
+   dynamic run as accurate and the ratio of their bytes (target: at most 0.1), at each
+   dynamic run's the cheapest periodic run as accurate, if any. Then 2 members at the
+   default budget (``--sync-share 0.1``), periodic and dynamic;
 4. CPU seconds per example of each member (the seconds its threads ran on a CPU, summed
    from /proc/PID/task/TID/schedstat in nanoseconds: a thread that ends in between is
    not counted, one that starts counts from 0; from the moment the stream starts being
@@ -110,7 +112,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 import numpy as np
-from _common import data_lines, flipped
+from _common import data_lines, flipped, print_equal_accuracy
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY / "tests"))
@@ -390,6 +392,8 @@ class Result:
     exit_codes: list[int] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: a mean of runs (part 3): the progressive accuracy of each
+    runs_progressive: list[float] = field(default_factory=list)
 
     @property
     def rate(self) -> float:
@@ -790,10 +794,12 @@ def describe(result: Result) -> str:
     return "\n    ".join(parts)
 
 
-def report(result: Result) -> None:
+def report(result: Result) -> Result:
+    """Print what ``result`` measured; returns it."""
     print(describe(result), flush=True)
     for problem in result.problems:
         print(f"  PROBLEM: {problem}", flush=True)
+    return result
 
 
 def plot(path: str, results: list[Result]) -> None:
@@ -844,14 +850,22 @@ def main() -> None:
     parser.add_argument("--sample-interval", type=float, default=0.5, help="seconds")
     parser.add_argument("--sync-copies", type=int, default=10,
                         help="copies of a9a.train in the sync part")  # fmt: skip
-    parser.add_argument("--periods", default="1000,4000,16000,64000",
+    parser.add_argument("--periods", default="1000,2000,4000,8000,16000",
                         help="--sync-every values of the periodic runs")  # fmt: skip
-    parser.add_argument("--thresholds", default="0.1,0.2,0.4,0.8",
+    parser.add_argument("--thresholds", default="0.4,0.6,0.8,0.9",
                         help="--sync-threshold values of the dynamic runs")  # fmt: skip
     parser.add_argument("--sync-every", type=int, default=1000,
                         help="every run's but the periodic ones of the sync part")  # fmt: skip
     parser.add_argument("--sync-members", default="2,4",
                         help="group sizes of the sync part")  # fmt: skip
+    parser.add_argument("--equal", type=float, default=0.002,
+                        help="part 3: an accuracy this far below is as accurate")  # fmt: skip
+    parser.add_argument("--sync-streams", default="same,drift",
+                        help="part 3's streams: copies (same), label phases (drift)")  # fmt: skip
+    parser.add_argument("--phase-copies", type=int, default=2,
+                        help="part 3's drift stream: copies a label phase")  # fmt: skip
+    parser.add_argument("--sync-repeats", type=int, default=3,
+                        help="part 3: alternated runs of each setting, averaged")  # fmt: skip
     parser.add_argument("--sync-share", default="1",
                         help="--sync-share of the sync sweep (1: no budget)")  # fmt: skip
     parser.add_argument("--wall-copies", type=int, default=10,
@@ -894,7 +908,7 @@ def main() -> None:
             if "drift" in parts:
                 part_drift(runner, train, TestSet.of(flipped(test_lines)), args, sync)
             if "sync" in parts:
-                part_sync(runner, train * args.sync_copies, args, sync)
+                part_sync(runner, train, test_lines, args, sync)
             if "wall" in parts:
                 part_wall(runner, train * args.wall_copies, args, sync)
             if args.plot:
@@ -948,40 +962,78 @@ def part_drift(
 
 
 def part_sync(
-    runner: Runner, stream: list[bytes], args: argparse.Namespace, sync: tuple[str, ...]
-) -> None:
+    runner: Runner, train: list[bytes], test_lines: list[bytes], args: argparse.Namespace,
+    sync: tuple[str, ...],
+) -> None:  # fmt: skip
     """Part 3: bytes on the sync topic per example, periodic against dynamic averaging,
-    for each group size, with the plain daemon's accuracy beside them; then both
-    protocols at their default time budget (``--sync-share 0.1``)."""
-    window = ("--buffer-size", str(len(stream)))  # no window evicts
+    for each stream and group size, with the plain daemon's accuracy beside them
+    (``--sync-repeats`` alternated runs of each, means); then both protocols at their
+    default time budget (``--sync-share 0.1``)."""
     share = ("--sync-share", args.sync_share)
-    print(f"\n== 3: sync traffic, {len(stream):,} lines ({args.sync_copies} copies), "
-          f"--buffer-size {len(stream):,}, groups of {args.sync_members}; periodic every "
-          f"{args.periods} examples, dynamic checking every {args.sync_every} at "
-          f"thresholds {args.thresholds}; --sync-share {args.sync_share}")  # fmt: skip
-    plain = runner.run("sync: plain daemon (anchor)", 1, stream, group=False, options=window)
-    report(plain)
-    for members in (int(m) for m in args.sync_members.split(",")):
-        runs = [(f"periodic every {every}", ("--sync", "periodic", "--sync-every", every))
-                for every in args.periods.split(",")]  # fmt: skip
-        runs += [(f"dynamic threshold {threshold}",
-                  ("--sync", "dynamic", *sync, "--sync-threshold", threshold))
-                 for threshold in args.thresholds.split(",")]  # fmt: skip
-        traffic = {"plain daemon (anchor)": plain}
-        for name, options in runs:
-            traffic[name] = runner.run(f"sync: {members} members, {name}", members, stream,
-                                       options=(*options, *share, *window))  # fmt: skip
-            report(traffic[name])
-        print(f"\n-- {members} members, --sync-share {args.sync_share}")
-        sync_table(traffic)
-    print("\n-- 2 members at the default time budget (--sync-share 0.1)")
-    budget = {"plain daemon (anchor)": plain}
+    for kind in args.sync_streams.split(","):
+        if kind == "drift":  # phases of --phase-copies copies, the labels flipped every other
+            phases = [train if phase % 2 == 0 else flipped(train) for phase in range(4)]
+            stream = [line for lines in phases for line in lines * args.phase_copies]
+            test = TestSet.of(flipped(test_lines))  # as the last phase has them
+            windows = {m: ADULT_ROWS // m for m in (1, *map(int, args.sync_members.split(",")))}
+            what = (f"4 phases of {args.phase_copies} copies, the labels flipped every "
+                    f"other; windows of {ADULT_ROWS:,} over the group")  # fmt: skip
+        else:
+            stream = train * args.sync_copies
+            test = runner.test
+            windows = {m: len(stream) for m in (1, *map(int, args.sync_members.split(",")))}
+            what = f"{args.sync_copies} copies, windows that hold the stream"
+        print(f"\n== 3: sync traffic, {kind}: {len(stream):,} lines ({what}), groups of "
+              f"{args.sync_members}; periodic every {args.periods} examples, dynamic "
+              f"checking every {args.sync_every} at thresholds {args.thresholds}; "
+              f"--sync-share {args.sync_share}; means of {args.sync_repeats} runs")  # fmt: skip
+        plain = mean_result([
+            report(runner.run("sync: plain daemon (anchor)", 1, stream, group=False,
+                              options=("--buffer-size", str(windows[1])), test=test))
+            for _ in range(args.sync_repeats)
+        ])  # fmt: skip
+        for members in (int(m) for m in args.sync_members.split(",")):
+            window = ("--buffer-size", str(windows[members]))
+            runs = [(f"periodic every {every}", ("--sync", "periodic", "--sync-every", every))
+                    for every in args.periods.split(",")]  # fmt: skip
+            runs += [(f"dynamic threshold {threshold}",
+                      ("--sync", "dynamic", *sync, "--sync-threshold", threshold))
+                     for threshold in args.thresholds.split(",")]  # fmt: skip
+            done: dict[str, list[Result]] = {name: [] for name, _ in runs}
+            for _ in range(args.sync_repeats):
+                for name, options in runs:
+                    done[name].append(report(runner.run(
+                        f"sync: {kind}, {members} members, {name}", members, stream,
+                        options=(*options, *share, *window), test=test,
+                    )))  # fmt: skip
+            traffic = {"plain daemon (anchor)": plain}
+            traffic.update({name: mean_result(results) for name, results in done.items()})
+            print(f"\n-- {kind}, {members} members, --sync-share {args.sync_share}")
+            sync_table(traffic, args.equal)
+    stream = train * args.sync_copies
+    window = ("--buffer-size", str(len(stream)))
+    print("\n-- 2 members at the default time budget (--sync-share 0.1, the default "
+          "threshold)")  # fmt: skip
+    budget = {"plain daemon (anchor)": report(runner.run(
+        "sync: plain daemon (anchor)", 1, stream, group=False, options=window))}  # fmt: skip
     for name, options in ((f"periodic every {args.sync_every}", ("--sync", "periodic", *sync)),
-                          ("dynamic threshold 0.2", ("--sync", "dynamic", *sync))):  # fmt: skip
-        budget[name] = runner.run(f"sync: 2 members, {name}, share 0.1", 2, stream,
-                                  options=(*options, *window))  # fmt: skip
-        report(budget[name])
-    sync_table(budget)
+                          ("dynamic", ("--sync", "dynamic", *sync))):  # fmt: skip
+        budget[name] = report(runner.run(f"sync: 2 members, {name}, share 0.1", 2, stream,
+                                         options=(*options, *window)))  # fmt: skip
+    sync_table(budget, args.equal)
+
+
+def mean_result(results: list[Result]) -> Result:
+    """One setting's runs as one: accuracies and traffic averaged, the progressive
+    accuracy of each run kept in ``runs_progressive``."""
+    first = results[0]
+    mean = Result(first.name, first.members, first.examples)
+    mean.accuracy = float(np.mean([r.accuracy for r in results]))
+    mean.progressive = float(np.mean([r.progressive for r in results]))
+    mean.bytes_written = [round(float(np.mean([sum(r.bytes_written) for r in results])))]
+    mean.records_written = [round(float(np.mean([sum(r.records_written) for r in results])))]
+    mean.runs_progressive = [r.progressive for r in results]
+    return mean
 
 
 def part_wall(
@@ -1138,39 +1190,28 @@ def same_stream_table(results: dict[str, list[Result]]) -> None:
         print(f"{name:<22} {' '.join(f'{p:,.0f}' for p in per_tick)} ({relative})")
 
 
-#: accuracies closer than this are equal (half a point)
-EQUAL_ACCURACY = 0.005
-
-
-def sync_table(traffic: dict[str, Result]) -> None:
-    """Part 3: accuracy and bytes per example of each run; then each dynamic run against
-    the periodic runs of equal accuracy (final on a9a.test, and progressive)."""
+def sync_table(traffic: dict[str, Result], tolerance: float) -> None:
+    """Part 3: accuracy and bytes per example of each run; then dynamic against periodic
+    runs at equal accuracy (final on a9a.test, and progressive), both ways round."""
     plain = traffic["plain daemon (anchor)"]
-    periodic = {name: r for name, r in traffic.items() if name.startswith("periodic")}
-    dynamic = {name: r for name, r in traffic.items() if name.startswith("dynamic")}
     print(f"\n{'sync':<26} {'a9a.test':>9} {'vs plain':>9} {'progressive':>12} {'vs plain':>9} "
           f"{'B/example':>10} {'records':>8}")  # fmt: skip
     for name, r in traffic.items():
         shown = ""
         if r.members > 1:
             shown = f"{r.bytes_per_example:>10.3f} {sum(r.records_written):>8}"
+        if len(r.runs_progressive) > 1:
+            shown += f"   progressive per run: {', '.join(f'{p:.4f}' for p in r.runs_progressive)}"
         print(f"{name:<26} {r.accuracy:>9.4f} {r.accuracy - plain.accuracy:>+9.4f} "
               f"{r.progressive:>12.4f} {r.progressive - plain.progressive:>+9.4f} "
-              f"{shown}")  # fmt: skip
-    for measure in ("accuracy", "progressive"):
-        print(f"\nat equal {measure} (within {EQUAL_ACCURACY:.3f}): dynamic bytes over the "
-              "cheapest periodic run's (target <= 0.1)")  # fmt: skip
-        for name, r in dynamic.items():
-            mine = getattr(r, measure)
-            equal = [(p.bytes_per_example, pname) for pname, p in periodic.items()
-                     if abs(getattr(p, measure) - mine) <= EQUAL_ACCURACY]  # fmt: skip
-            if not equal:
-                print(f"  {name:<24} {mine:.4f}: no periodic run within {EQUAL_ACCURACY}")
-                continue
-            cheapest, pname = min(equal)
-            print(f"  {name:<24} {mine:.4f}: {r.bytes_per_example:.3f} B/example against "
-                  f"{pname}'s {cheapest:.3f} ({getattr(periodic[pname], measure):.4f}): "
-                  f"{r.bytes_per_example / cheapest:.3f}")  # fmt: skip
+              f"{shown:>19}")  # fmt: skip
+    for measure, label in (("accuracy", "a9a.test"), ("progressive", "progressive")):
+        points = {mode: [(name, getattr(r, measure), r.bytes_per_example)
+                         for name, r in traffic.items() if name.startswith(mode)]
+                  for mode in ("periodic", "dynamic")}  # fmt: skip
+        if points["periodic"] and points["dynamic"]:
+            print()
+            print_equal_accuracy(points["periodic"], points["dynamic"], tolerance, label)
 
 
 def wall_table(runs: dict[str, list[Result]]) -> None:
