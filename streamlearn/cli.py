@@ -522,7 +522,7 @@ def serve(
             "Dynamic: publish once ||share - published share|| exceeds this fraction of ||model||.",
             "sync_threshold",
         ),
-    ] = 0.2,
+    ] = 0.6,
     sync_max_interval: Annotated[
         float,
         _option(

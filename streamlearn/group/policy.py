@@ -45,7 +45,7 @@ class SyncPolicy:
 
     mode: SyncMode = "dynamic"
     every: int = 1000
-    threshold: float = 0.2
+    threshold: float = 0.6
     max_interval: float = 60.0
     share: float = 0.1
 
