@@ -533,6 +533,16 @@ def serve(
             metavar="DURATION",
         ),
     ] = "60s",  # type: ignore[assignment]  # the parser makes it seconds
+    sync_idle_after: Annotated[
+        float,
+        _option(
+            "A group member counts the stream idle (and publishes what it learned, "
+            "whatever the protocol says) once it has brought nothing for this long.",
+            "sync_idle_after",
+            parser=_seconds,
+            metavar="DURATION",
+        ),
+    ] = "1s",  # type: ignore[assignment]  # the parser makes it seconds
     sync_share: Annotated[
         float,
         _option(
@@ -629,6 +639,7 @@ def serve(
                 threshold=sync_threshold,
                 max_interval=sync_max_interval,
                 share=sync_share,
+                idle_after=sync_idle_after,
             ),
             member_id=member_id,
             keyed=_keyed_settings(model_key, state_topic, max_models, max_model_bytes),

@@ -118,6 +118,9 @@ class GroupMember:
         self._published_slope = 1.0
         self._published_window = 0
         self._published_at = clock()
+        #: when the member last learned examples: the stream is idle only
+        #: ``policy.idle_after`` seconds after
+        self._arrived_at = -math.inf
         self._dirty = False
         #: whether the stream was idle at the last turn: only then do the window's replays
         #: answer to the group's certificate (a pass over the window each time)
@@ -194,7 +197,10 @@ class GroupMember:
                 offset=int(positions.get(partition, position.offset)),
                 examples=position.examples + int(counts.get(partition, 0)),
             )
-        self.examples += int(sum(counts.values()))
+        learned = int(sum(counts.values()))
+        self.examples += learned
+        if learned:
+            self._arrived_at = self.clock()
         self._dirty = True
 
     def changed(self) -> None:
@@ -219,14 +225,17 @@ class GroupMember:
     def sync(self, idle: bool = False) -> bool:
         """Read what other members published (fold it in; every ``READ_INTERVAL``
         seconds at most while the stream flows), and publish if the policy says so.
-        When the stream is ``idle`` (caught up, nothing arrived), a member that learned
-        examples since it last published publishes at once, one whose replays moved its
-        share checks its drift (dynamic averaging) without waiting for examples, and one
-        whose replays have converged publishes what they moved, however little: once
+        When the stream is ``idle`` (caught up, nothing arrived, and nothing learned for
+        ``policy.idle_after`` seconds: a paced stream is caught up between most of its
+        messages, which is no pause), a member that learned examples since it last
+        published publishes at once, one whose replays moved its share checks its drift
+        (dynamic averaging) without waiting for examples, and one whose replays have
+        converged publishes what they moved, however little: once
         every member's window has converged on the common model, every member holds
         the same records and answers alike. Commits nothing (the daemon calls it inside
         a batch, where a rebalance callback may be running): :meth:`turn` commits.
         Returns whether the learner's model changed."""
+        idle = idle and self.clock() - self._arrived_at >= self.policy.idle_after
         entries: list[tuple[str, bytes | None]] = []
         if idle or self.clock() - self._read_at >= READ_INTERVAL:
             self._read_at = self.clock()

@@ -10,8 +10,11 @@ it of the mean of the members' models, whatever K. A model that has settled send
 nothing; a burst of change is sent at once. **Periodic** (McDonald, Hall and Mann,
 NAACL 2010, iterative parameter mixing): it publishes after every ``every`` learned
 examples, changed or not. Both also publish when they give partitions up (a rebalance),
-at the end, and at least every ``max_interval`` seconds while the share has changed, so
-that a member that dies loses at most that much work.
+when the stream has brought nothing for ``idle_after`` seconds, at the end, and at least
+every ``max_interval`` seconds while the share has changed, so that a member that dies
+loses at most that much work. A member that has caught up between two messages of a
+paced stream is not idle: were it, it would publish after nearly every poll, whatever
+the protocol.
 
 A record costs more than its bytes: the member writes its window's certificate and
 calibration in it (passes over the window) and waits for the broker to take it. So that
@@ -48,6 +51,9 @@ class SyncPolicy:
     threshold: float = 0.6
     max_interval: float = 60.0
     share: float = 0.1
+    #: seconds the stream must bring nothing before a member counts it idle (and
+    #: publishes what it learned, whatever the protocol says)
+    idle_after: float = 1.0
 
     def __post_init__(self) -> None:
         if self.mode not in SYNC_MODES:
@@ -62,6 +68,10 @@ class SyncPolicy:
             )
         if not 0 < self.share <= 1:
             raise InvalidParameterError(f"sync share must be in (0, 1], got {self.share}")
+        if not self.idle_after >= 0:
+            raise InvalidParameterError(
+                f"sync idle-after must be >= 0 seconds, got {self.idle_after}"
+            )
 
     def check_due(self, examples: int, checked: int) -> bool:
         """Whether ``examples`` learned in all (``checked`` at the last check) call for a

@@ -52,7 +52,7 @@ def _member(
     learner = PDM(eps=0.1, delta=1.0, buffer_size=buffer)
     return GroupMember(
         learner, topic.reader(), member_id=name, model=MODEL,
-        policy=policy or SyncPolicy("dynamic", every=50, threshold=0.05),
+        policy=policy or SyncPolicy("dynamic", every=50, threshold=0.05, idle_after=0.0),
         max_features=1 << 20, clock=Ticks(),
     )  # fmt: skip
 
@@ -365,7 +365,7 @@ def test_a_broker_away_delays_records_and_commits_but_stops_nothing() -> None:
     transport = Failing(topic, failures=0)
     member = GroupMember(
         PDM(eps=0.1, delta=1.0), transport, member_id="m", model=MODEL,
-        policy=SyncPolicy("periodic", every=1000), max_features=1 << 20,
+        policy=SyncPolicy("periodic", every=1000, idle_after=0.0), max_features=1 << 20,
         commit=committed.append, clock=Ticks(),
     )  # fmt: skip
     member.join()
@@ -451,3 +451,24 @@ def test_a_member_folds_every_record_published_before_it_publishes() -> None:
     for share in (b.table.records["a"].share, b.table.records["b"].share):
         share.add_to(expected)
     np.testing.assert_allclose(b.learner.state.weights, expected, rtol=1e-9, atol=1e-9)
+
+
+def test_a_member_caught_up_between_messages_waits_for_a_pause_before_it_publishes() -> None:
+    """A paced stream leaves its member caught up between most messages; were that idle,
+    the member would publish what it learned after nearly every poll, whatever its
+    protocol. It publishes once the stream has brought nothing for ``idle_after``."""
+    topic = Topic()
+    policy = SyncPolicy("dynamic", every=1000, threshold=1e9, idle_after=1.0, share=1.0)
+    member = _member(topic, "m", policy)  # its clock: a tenth of a second each reading
+    member.join()
+    member.take({0})
+    taken = member.records_written
+    for step in range(5):  # a message, then a caught-up turn, five times
+        _learn(member, 0, seed=step, n=20, offset=20 * (step + 1))
+        member.turn(idle=True)
+    assert member.records_written == taken
+    for _ in range(10):  # the stream brings nothing: past a second, it is a pause
+        member.turn(idle=True)
+    assert member.records_written == taken + 1
+    record = decode_record(topic.log[-1][1] or b"", 1 << 20)
+    assert record.partitions[0].offset == 100 and record.examples == 100
