@@ -121,6 +121,7 @@ sys.path.insert(0, str(REPOSITORY / "tests" / "daemon"))
 from group_process import furthest  # noqa: E402
 from services import wait_for as wait_until  # noqa: E402
 
+from streamlearn.group.policy import SyncPolicy  # noqa: E402
 from streamlearn.group.records import MemberRecord, decode_record  # noqa: E402
 
 T = TypeVar("T")
@@ -852,7 +853,7 @@ def main() -> None:
                         help="copies of a9a.train in the sync part")  # fmt: skip
     parser.add_argument("--periods", default="1000,2000,4000,8000,16000",
                         help="--sync-every values of the periodic runs")  # fmt: skip
-    parser.add_argument("--thresholds", default="0.4,0.6,0.8,0.9",
+    parser.add_argument("--thresholds", default="0.4,0.6,0.8,0.9,1e9",
                         help="--sync-threshold values of the dynamic runs")  # fmt: skip
     parser.add_argument("--sync-every", type=int, default=1000,
                         help="every run's but the periodic ones of the sync part")  # fmt: skip
@@ -928,8 +929,8 @@ def part_same(
     """Parts 1 and 4: the plain daemon and groups of 1, 2 and 4 on the same stream."""
     print(f"\n== 1, 4: {len(stream):,} lines ({args.copies} copies of a9a.train), "
           f"{PARTITIONS} partitions, {LINES_PER_MESSAGE} lines a message, produced unpaced; "
-          f"groups: --sync dynamic --sync-every {args.sync_every} --sync-threshold 0.2 "
-          f"(the defaults)")  # fmt: skip
+          f"groups: --sync dynamic --sync-every {args.sync_every} --sync-threshold "
+          f"{SyncPolicy().threshold} (the defaults)")  # fmt: skip
     results: dict[str, list[Result]] = {name: [] for name, _, _ in SAME}
     for _ in range(args.repeats):
         for name, members, grouped in SAME:

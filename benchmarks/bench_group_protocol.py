@@ -31,9 +31,9 @@ cheapest periodic run as accurate, if any. ``--seeds`` runs each setting on seve
 orders of the stream (each copy shuffled) and reports the means.
 
 Streams: ``--copies`` (10) copies in windows that hold them (``same``), the same in
-windows of 100,000 a member, which evict (``evicting``), and ``--phases`` (4) phases of
-``--phase-copies`` (2) copies with the labels flipped every other phase, windows of one
-copy of Adult over the group (``drift``).
+windows of 200,000 over the group, which evict (``evicting``), and ``--phases`` (4)
+phases of ``--phase-copies`` (2) copies with the labels flipped every other phase,
+windows of one copy of Adult over the group (``drift``).
 
 Run: .venv/bin/python benchmarks/bench_group_protocol.py [--members 2,4] [--streams
 same,evicting,drift] [--seeds 0]
@@ -238,7 +238,7 @@ def main() -> None:
     parser.add_argument("--phase-copies", type=int, default=2)
     parser.add_argument("--phases", type=int, default=4)
     parser.add_argument("--periods", default="500,1000,2000,4000,8000,16000")
-    parser.add_argument("--thresholds", default="0.4,0.6,0.7,0.8,0.9")
+    parser.add_argument("--thresholds", default="0.2,0.4,0.6,0.7,0.8,0.9")
     parser.add_argument("--sync-every", type=int, default=1000)
     parser.add_argument("--replay-every", type=int, default=20_000)
     parser.add_argument("--seeds", default="1,2,3",
@@ -264,8 +264,8 @@ def main() -> None:
     for name in args.streams.split(","):
         stream = streams[name]
         for members in (int(m) for m in args.members.split(",")):
-            if name == "evicting":
-                stream = Stream("evicting", args.copies, 0, 100_000 * members)
+            if name == "evicting":  # the group's window 200,000: every member's evicts
+                stream = Stream("evicting", args.copies, 0, 200_000)
             window = (stream.group_window or adult * stream.copies) // members
             print(f"\n== {name}: {adult * stream.copies:,} lines ({stream.copies} copies"
                   f"{f', labels flipped every {stream.phase}' if stream.phase else ''}), "
