@@ -438,7 +438,7 @@ class Daemon:
             self.version += 1
             self._replay_at_the_end()
         if self.group is not None:  # the last word of this member
-            self.group.publish()
+            self.group.publish_last_word()
             self.group.commit_published()
         try:
             self.checkpoint()

@@ -118,6 +118,7 @@ class GroupMember:
         self._published_slope = 1.0
         self._published_window = 0
         self._published_at = clock()
+        self._last_record: MemberRecord | None = None
         #: when the member last learned examples: the stream is idle only
         #: ``policy.idle_after`` seconds after
         self._arrived_at = -math.inf
@@ -329,6 +330,7 @@ class GroupMember:
             self._warn(f"group {self.me}: record not published, tried again later ({exc})")
             return
         self.records_written += 1
+        self._last_record = record
         self._uncommitted = {p: position.offset for p, position in self.partitions.items()}
         self.table.apply(record)
         self._published = own
@@ -340,6 +342,21 @@ class GroupMember:
         self._dirty = False
         self._fold(own)
         self._publish_allowed = self.clock() + self.policy.pause_after(self.clock() - started)
+
+    def publish_last_word(self) -> None:
+        """At the end: :meth:`publish`, unless this member's last record already says all
+        it would (nothing learned or replayed since, the same partitions held and given
+        up). A member stopped once idle has published its share at the pause already."""
+        self._prune_released()
+        last = self._last_record
+        if (
+            last is not None
+            and not self._dirty
+            and last.partitions == self.partitions
+            and last.released == {p: stopped for p, (stopped, _) in self.released.items()}
+        ):
+            return
+        self.publish()
 
     def predictor(self) -> BinaryPredictor:
         """The common model, frozen: the sum of the records last published, this

@@ -472,3 +472,25 @@ def test_a_member_caught_up_between_messages_waits_for_a_pause_before_it_publish
     assert member.records_written == taken + 1
     record = decode_record(topic.log[-1][1] or b"", 1 << 20)
     assert record.partitions[0].offset == 100 and record.examples == 100
+
+
+def test_the_last_word_is_written_only_when_it_says_something_new() -> None:
+    """A member stopped after it published at a pause writes no record that repeats its
+    last one; one that learned since, or gave partitions up, does."""
+    topic = Topic()
+    member = _member(topic, "m")
+    member.join()
+    member.take({0, 1})
+    _learn(member, 0, seed=1, n=40, offset=40)
+    member.turn(idle=True)  # the pause: its share and positions published
+    written = member.records_written
+    member.publish_last_word()
+    assert member.records_written == written
+    _learn(member, 1, seed=2, n=10, offset=10)
+    member.publish_last_word()
+    assert member.records_written == written + 1
+    member.release({1}, {1: 10})
+    member.publish_last_word()
+    assert member.records_written == written + 2  # the release, then nothing new
+    record = decode_record(topic.log[-1][1] or b"", 1 << 20)
+    assert set(record.partitions) == {0} and record.released[1].offset == 10
