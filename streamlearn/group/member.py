@@ -113,11 +113,8 @@ class GroupMember:
         #: labelled examples this member learned
         self.examples = 0
         self._checked = 0
-        self._published_examples = 0
-        self._published = Contribution.zero()
-        self._published_slope = 1.0
-        self._published_window = 0
         self._published_at = clock()
+        #: this member's last record written: its share, positions and window as published
         self._last_record: MemberRecord | None = None
         #: when the member last learned examples: the stream is idle only
         #: ``policy.idle_after`` seconds after
@@ -313,7 +310,7 @@ class GroupMember:
             share=own,
             examples=self.examples,
             partitions=dict(self.partitions),
-            released={p: stopped for p, (stopped, _) in self.released.items()},
+            released=self._released_positions(),
             window=WindowView(
                 examples=len(self.learner.buffer),
                 capacity=self.learner.buffer.max_examples,
@@ -333,15 +330,16 @@ class GroupMember:
         self._last_record = record
         self._uncommitted = {p: position.offset for p, position in self.partitions.items()}
         self.table.apply(record)
-        self._published = own
-        self._published_slope = slope
-        self._published_window = record.window.examples
         self._published_at = self.clock()
         self._checked = self.examples
-        self._published_examples = self.examples
         self._dirty = False
         self._fold(own)
         self._publish_allowed = self.clock() + self.policy.pause_after(self.clock() - started)
+
+    @property
+    def _published(self) -> Contribution:
+        """This member's share as its last record holds it (nothing before one)."""
+        return self._last_record.share if self._last_record else Contribution.zero()
 
     def publish_last_word(self) -> None:
         """At the end: :meth:`publish`, unless this member's last record already says all
@@ -353,7 +351,7 @@ class GroupMember:
             last is not None
             and not self._dirty
             and last.partitions == self.partitions
-            and last.released == {p: stopped for p, (stopped, _) in self.released.items()}
+            and last.released == self._released_positions()
         ):
             return
         self.publish()
@@ -426,7 +424,8 @@ class GroupMember:
             return False
         if self.clock() - self._published_at >= self.policy.max_interval:
             return True
-        if idle and self.examples > self._published_examples:
+        published_examples = self._last_record.examples if self._last_record else 0
+        if idle and self.examples > published_examples:
             return True  # the stream paused: say where it stands
         if idle and self.learner.converged:
             return True  # replays settled the window: the group gets the last of them
@@ -449,6 +448,10 @@ class GroupMember:
         # local condition): K members each within the threshold keep the common model
         # within it of their mean, however many they are
         return self.policy.drifted(share_distance(own, self._published), norm)
+
+    def _released_positions(self) -> dict[int, PartitionPosition]:
+        """Where this member stopped in the partitions it gave up, as a record says it."""
+        return {p: stopped for p, (stopped, _) in self.released.items()}
 
     def _warn(self, message: str) -> None:
         """Log ``message`` at most once a minute (a broker outage repeats it every turn)."""
@@ -514,7 +517,8 @@ class GroupMember:
         it last published (a fit at every fold of a record read cost milliseconds),
         averaged by the examples their windows then held, in the members' order: members
         that hold the same records hold the same calibration."""
-        own_examples, own_slope = self._published_window, self._published_slope
+        last = self._last_record
+        own_examples, own_slope = (last.window.examples, last.window.slope) if last else (0, 1.0)
         total = weight = 0.0
         for member in self.table.in_model():
             if member == self.me:
