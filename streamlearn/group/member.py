@@ -176,7 +176,9 @@ class GroupMember:
 
     def release(self, partitions: set[int], positions: Mapping[int, int]) -> None:
         """The consumer group took ``partitions`` away (``positions``: where this member
-        stopped in them): publish at once, so that their next owner resumes there."""
+        stopped in them): publish at once, so that their next owner resumes there,
+        unless the last record already stands there (nothing learned since: a member
+        stopped once caught up), which their next owner resumes from all the same."""
         evicted = self.learner.buffer.evicted
         for partition in partitions:
             position = self.partitions.pop(partition, None)
@@ -184,7 +186,7 @@ class GroupMember:
                 continue
             stopped = int(positions.get(partition, position.offset))
             self.released[partition] = (PartitionPosition(stopped, position.examples), evicted)
-        if partitions:
+        if partitions and not self._said_all():
             self.publish()
 
     def learned(self, counts: Mapping[int, int], positions: Mapping[int, int]) -> None:
@@ -343,18 +345,25 @@ class GroupMember:
 
     def publish_last_word(self) -> None:
         """At the end: :meth:`publish`, unless this member's last record already says all
-        it would (nothing learned or replayed since, the same partitions held and given
-        up). A member stopped once idle has published its share at the pause already."""
+        it would (:meth:`_said_all`). A member stopped once idle has published its share
+        at the pause already."""
         self._prune_released()
+        if not self._said_all():
+            self.publish()
+
+    def _said_all(self) -> bool:
+        """Whether this member's last record says all a record would say now: nothing
+        learned or replayed since, every partition held at the position the record
+        gives, every partition given up since where the record left it. (Whether a
+        partition is held or given up at a position changes nothing for its next owner,
+        who resumes there, nor for the group's model: the share is the same.)"""
         last = self._last_record
-        if (
-            last is not None
-            and not self._dirty
-            and last.partitions == self.partitions
-            and last.released == self._released_positions()
-        ):
-            return
-        self.publish()
+        if last is None or self._dirty:
+            return False
+        stated = {**last.released, **last.partitions}
+        return all(
+            last.partitions.get(p) == position for p, position in self.partitions.items()
+        ) and all(stated.get(p) == position for p, position in self._released_positions().items())
 
     def predictor(self) -> BinaryPredictor:
         """The common model, frozen: the sum of the records last published, this

@@ -9,12 +9,12 @@ threshold at its checks the common model, which every member answers with, is wi
 it of the mean of the members' models, whatever K. A model that has settled sends
 nothing; a burst of change is sent at once. **Periodic** (McDonald, Hall and Mann,
 NAACL 2010, iterative parameter mixing): it publishes after every ``every`` learned
-examples, changed or not. Both also publish when they give partitions up (a rebalance),
-when the stream has brought nothing for ``idle_after`` seconds, at the end, and at least
-every ``max_interval`` seconds while the share has changed, so that a member that dies
-loses at most that much work. A member that has caught up between two messages of a
-paced stream is not idle: were it, it would publish after nearly every poll, whatever
-the protocol.
+examples, changed or not. Both also publish when they give partitions up past their
+last record (a rebalance), when the stream has brought nothing for ``idle_after``
+seconds, at the end, and at least every ``max_interval`` seconds while the share has
+changed, so that a member that dies loses at most that much work. A member that has
+caught up between two messages of a paced stream is not idle: were it, it would publish
+after nearly every poll, whatever the protocol.
 
 A record costs more than its bytes: the member writes its window's certificate and
 calibration in it (passes over the window) and waits for the broker to take it. So that

@@ -489,8 +489,33 @@ def test_the_last_word_is_written_only_when_it_says_something_new() -> None:
     _learn(member, 1, seed=2, n=10, offset=10)
     member.publish_last_word()
     assert member.records_written == written + 1
-    member.release({1}, {1: 10})
+    _learn(member, 1, seed=3, n=5, offset=15)
+    member.release({1}, {1: 15})
     member.publish_last_word()
     assert member.records_written == written + 2  # the release, then nothing new
     record = decode_record(topic.log[-1][1] or b"", 1 << 20)
-    assert set(record.partitions) == {0} and record.released[1].offset == 10
+    assert set(record.partitions) == {0} and record.released[1].offset == 15
+
+
+def test_a_partition_given_up_where_the_last_record_stands_needs_no_record() -> None:
+    """A member stopped once caught up gives its partitions up where its last record
+    already stands: no record; their next owner resumes there all the same, and the
+    group learns nothing twice. Given up past it, the member publishes."""
+    topic = Topic()
+    member = _member(topic, "m")
+    member.join()
+    member.take({0, 1})
+    _learn(member, 0, seed=1, n=40, offset=40)
+    _learn(member, 1, seed=2, n=30, offset=30)
+    member.turn(idle=True)
+    written = member.records_written
+    member.release({0}, {0: 40})
+    member.publish_last_word()
+    assert member.records_written == written
+    other = _member(topic, "o")
+    other.join()
+    assert other.take({0}) == {0: 40}
+    member.release({1}, {1: 31})  # a message without a label polled since
+    assert member.records_written == written + 1
+    record = decode_record(topic.log[-1][1] or b"", 1 << 20)
+    assert record.released[1].offset == 31 and record.released[0].offset == 40
