@@ -37,7 +37,8 @@ once, and every member answers ``POST /predict`` on a9a.test with the same score
    whole stream (``--buffer-size`` its length: no window evicts), for groups of
    ``--sync-members`` (2 and 4): ``--sync periodic`` every ``--periods`` examples and
    ``--sync dynamic`` checking every ``--sync-every`` at ``--thresholds``, all with
-   ``--sync-share`` 1 (no time budget: the protocols as they are); beside each, the
+   ``--sync-share`` 1 (no time budget: the protocols as they are), the stream produced
+   as fast as kafka-python can or at ``--sync-rate`` lines a second; beside each, the
    accuracy on a9a.test and the progressive accuracy of the members (every example
    predicted by its member's model just before it is learned, over the whole stream: the
    paper's measure). Then the protocols at equal accuracy, both ways round (as accurate:
@@ -446,10 +447,12 @@ class Runner:
         group: bool = True,
         options: tuple[str, ...] = (),
         rate: float | None = None,
+        sample: bool = False,
         test: TestSet | None = None,
     ) -> Result:
         """``members`` daemons (``group``: with a sync topic) learn ``lines``; see the module
-        doc. ``rate``: lines a second to produce at (None: as fast as kafka-python can)."""
+        doc. ``rate``: lines a second to produce at (None: as fast as kafka-python can);
+        ``sample``: the plot's samples of accuracy and margin while the stream is learned."""
         test = test or self.test
         topic, sync_topic = f"in-{uuid.uuid4().hex[:8]}", f"sync-{uuid.uuid4().hex[:8]}"
         self.tansu.create_topic(topic, PARTITIONS)
@@ -463,7 +466,7 @@ class Runner:
         try:
             self._wait_split(running)
             cpu_start = [CpuReading.of(m) for m in running]
-            if rate is not None:
+            if sample:
                 sampler = threading.Thread(
                     target=self._sample, args=(running, result, test, stop_sampling), daemon=True
                 )
@@ -867,6 +870,8 @@ def main() -> None:
                         help="part 3's drift stream: copies a label phase")  # fmt: skip
     parser.add_argument("--sync-repeats", type=int, default=3,
                         help="part 3: alternated runs of each setting, averaged")  # fmt: skip
+    parser.add_argument("--sync-rate", type=float, default=0.0,
+                        help="part 3: lines/s produced (0: unpaced)")  # fmt: skip
     parser.add_argument("--sync-share", default="1",
                         help="--sync-share of the sync sweep (1: no budget)")  # fmt: skip
     parser.add_argument("--wall-copies", type=int, default=10,
@@ -971,6 +976,8 @@ def part_sync(
     (``--sync-repeats`` alternated runs of each, means); then both protocols at their
     default time budget (``--sync-share 0.1``)."""
     share = ("--sync-share", args.sync_share)
+    rate = args.sync_rate or None
+    paced = f"produced at {rate:,.0f} lines/s" if rate else "unpaced"
     for kind in args.sync_streams.split(","):
         if kind == "drift":  # phases of --phase-copies copies, the labels flipped every other
             phases = [train if phase % 2 == 0 else flipped(train) for phase in range(4)]
@@ -987,10 +994,12 @@ def part_sync(
         print(f"\n== 3: sync traffic, {kind}: {len(stream):,} lines ({what}), groups of "
               f"{args.sync_members}; periodic every {args.periods} examples, dynamic "
               f"checking every {args.sync_every} at thresholds {args.thresholds}; "
-              f"--sync-share {args.sync_share}; means of {args.sync_repeats} runs")  # fmt: skip
+              f"--sync-share {args.sync_share}; {paced}; means of {args.sync_repeats} "
+              "runs")  # fmt: skip
         plain = mean_result([
             report(runner.run("sync: plain daemon (anchor)", 1, stream, group=False,
-                              options=("--buffer-size", str(windows[1])), test=test))
+                              options=("--buffer-size", str(windows[1])), test=test,
+                              rate=rate))
             for _ in range(args.sync_repeats)
         ])  # fmt: skip
         for members in (int(m) for m in args.sync_members.split(",")):
@@ -1005,7 +1014,7 @@ def part_sync(
                 for name, options in runs:
                     done[name].append(report(runner.run(
                         f"sync: {kind}, {members} members, {name}", members, stream,
-                        options=(*options, *share, *window), test=test,
+                        options=(*options, *share, *window), test=test, rate=rate,
                     )))  # fmt: skip
             traffic = {"plain daemon (anchor)": plain}
             traffic.update({name: mean_result(results) for name, results in done.items()})
@@ -1157,7 +1166,8 @@ def part_plot(
           f"member's /predict and /model every {args.sample_interval} s")  # fmt: skip
     sampled = []
     for name, members, grouped in SAME[1:]:
-        result = runner.run(name, members, stream, group=grouped, options=sync, rate=args.rate)
+        result = runner.run(name, members, stream, group=grouped, options=sync, rate=args.rate,
+                            sample=True)  # fmt: skip
         report(result)
         print(f"  {len(result.samples)} samples")
         sampled.append(result)
