@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -289,6 +289,33 @@ class Source(Protocol):
 
     def close(self) -> None:
         """Release connections and files."""
+        ...
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """Messages a source skipped because they cannot be read: offsets ``first_offset`` to
+    ``last_offset`` of ``partition``, why (``reason``, a short name) and what was found
+    (``detail``), and their bytes as fetched (``raw``, with ``key``: a whole record batch,
+    or one record), for the dead-letter topic."""
+
+    partition: int
+    first_offset: int
+    last_offset: int
+    reason: str
+    detail: str
+    raw: bytes | None = None
+    key: bytes | None = None
+
+
+@runtime_checkable
+class SkipsUnreadable(Protocol):
+    """A source that skips what it cannot read (Kafka: a batch whose codec fails, a bad
+    CRC...) and says so: the positions it gives are past what it skipped."""
+
+    def unreadable(self) -> list[Unreadable]:
+        """What was skipped since the last call, up to the position of the last poll
+        (taken: each is reported once)."""
         ...
 
 

@@ -31,6 +31,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,14 +54,24 @@ from kafka.future import Future
 from kafka.util import ensure_valid_topic_name
 
 from streamlearn.errors import InputError, InvalidParameterError
-from streamlearn.sources.base import MessageBatch, Positions
-from streamlearn.sources.kafka_blocks import RecordBlock, install_block_records, warm_up
+from streamlearn.sources.base import MessageBatch, Positions, Unreadable
+from streamlearn.sources.kafka_blocks import (
+    PassedRecords,
+    RecordBlock,
+    UnreadableRecords,
+    install_block_records,
+    warm_up,
+)
+from streamlearn.sources.kafka_codecs import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_RECORD_BYTES
 from streamlearn.sources.kafka_logging import tame_kafka_logs
+from streamlearn.sources.stopping import StopBudget
 
 log = logging.getLogger(__name__)
 
 #: how long closing the consumer (leaving the group) may take, in milliseconds
 CLOSE_TIMEOUT_MS = 5000
+#: seconds between two log lines while the polls keep failing
+FAILING_LOG_INTERVAL = 60.0
 #: the group session the source keeps unless told otherwise, in milliseconds
 SESSION_TIMEOUT_MS = 10000
 HEARTBEAT_INTERVAL_MS = 3000
@@ -309,6 +320,21 @@ def _record_batch(records: list[Any], partition: int) -> MessageBatch:
     )
 
 
+@dataclass(frozen=True)
+class _Passed:
+    """Offsets of a partition with nothing to return, up to ``last_offset`` (control
+    records, an aborted transaction): the position moves past them when they are reached."""
+
+    partition: int
+    last_offset: int
+
+
+def _unreadable(records: UnreadableRecords, partition: int) -> Unreadable:
+    """What the fetcher could not read, as the source reports it."""
+    return Unreadable(partition, records.first_offset, records.last_offset, records.reason,
+                      records.detail, records.raw, records.key)  # fmt: skip
+
+
 class _FinishedJoin(Future):  # type: ignore[misc]
     """A group join attempt that finished while no poll waited for it, handed to the
     next poll as if it were still under way: it settles, with the attempt's outcome,
@@ -409,6 +435,13 @@ class KafkaSource:
     prefetch_bytes:
         While fewer message bytes than this wait in the source, every poll also asks
         the consumer for more (which keeps a fetch in flight during learning).
+    max_batch_bytes, max_record_bytes:
+        A record batch whose records decompress to more bytes than ``max_batch_bytes``,
+        and a record whose value or key is larger than ``max_record_bytes``, cannot be
+        read: they are skipped and reported by :meth:`unreadable`, as are batches with
+        a bad CRC, a codec that fails or records that break the format.
+    budget:
+        Bounds the waits of :meth:`commit` and :meth:`close` once a stop began.
     consumer_options:
         More KafkaConsumer options, passed as they are.
     """
@@ -427,6 +460,9 @@ class KafkaSource:
         bootstrap_timeout_ms: int = 5000,
         lag_interval: float = 5.0,
         prefetch_bytes: int = 4 << 20,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+        budget: StopBudget | None = None,
         **consumer_options: Any,
     ) -> None:
         tame_kafka_logs()
@@ -441,6 +477,8 @@ class KafkaSource:
             "client_id": client_id,
             "enable_auto_commit": False,
             "auto_offset_reset": "earliest",
+            # records of aborted transactions are never learned
+            "isolation_level": "read_committed",
             "session_timeout_ms": session_timeout_ms,
             "heartbeat_interval_ms": heartbeat_interval_ms,
             "request_timeout_ms": request_timeout_ms,
@@ -452,12 +490,21 @@ class KafkaSource:
         self._positions: Positions = {}  # next offset to return, per partition
         self._assigned: set[int] = set()
         self._failed = False
+        self._failures = 0  # failed polls since the last log line about them
+        self._failures_logged = -float("inf")
         self._end_offsets: Positions = {}
         self._end_offsets_time = -float("inf")
-        self._pending: deque[MessageBatch] = deque()  # fetched, not yet returned
+        # fetched, not yet returned: messages, and records skipped between them
+        self._pending: deque[MessageBatch | Unreadable | _Passed] = deque()
+        self._unreadable: list[Unreadable] = []  # skipped up to the position returned
         self._pending_count = 0
         self._pending_bytes = 0  # of their values
         self.prefetch_bytes = prefetch_bytes
+        self.max_batch_bytes = max_batch_bytes
+        self.max_record_bytes = max_record_bytes
+        self.budget = budget if budget is not None else StopBudget()
+        #: records of aborted transactions are skipped unless ``read_uncommitted``
+        self.isolation_level: str = self._config["isolation_level"]
         #: whether the consumer hands over record batches (False: records one by one)
         self.block_records = False
         #: where to resume partitions the group assigns, when their positions live
@@ -479,7 +526,11 @@ class KafkaSource:
                 if client is not None:
                     client.close()
                 raise
-            self.block_records = install_block_records(consumer)
+            self.block_records = install_block_records(
+                consumer,
+                max_batch_bytes=self.max_batch_bytes,
+                max_record_bytes=self.max_record_bytes,
+            )
             _keep_finished_joins(consumer)
             consumer.subscribe(topics=[self.topic], listener=_SeekOnAssign(self))
             self._consumer = consumer
@@ -489,8 +540,12 @@ class KafkaSource:
         """Forget fetched messages of these partitions (they will be fetched again)."""
         if not partitions or not self._pending:
             return
-        kept: deque[MessageBatch] = deque()
+        kept: deque[MessageBatch | Unreadable | _Passed] = deque()
         for batch in self._pending:
+            if isinstance(batch, Unreadable | _Passed):
+                if batch.partition not in partitions:
+                    kept.append(batch)
+                continue
             keep = ~np.isin(batch.partitions, list(partitions))
             if keep.all():
                 kept.append(batch)
@@ -499,8 +554,8 @@ class KafkaSource:
                     [batch.slice(i, i + 1) for i in np.flatnonzero(keep).tolist()]
                 ))  # fmt: skip
         self._pending = kept
-        self._pending_count = sum(len(batch) for batch in kept)
-        self._pending_bytes = sum(batch.value_bytes() for batch in kept)
+        self._pending_count = sum(len(b) for b in kept if isinstance(b, MessageBatch))
+        self._pending_bytes = sum(b.value_bytes() for b in kept if isinstance(b, MessageBatch))
 
     def _on_revoked(self, revoked: list[TopicPartition]) -> None:
         if self.before_revoke is not None:
@@ -549,29 +604,52 @@ class KafkaSource:
                     f"the Kafka consumer cannot work with its options: {error}"
                 ) from error
             except (KafkaError, OSError) as error:
-                if not self._failed:
-                    log.warning("Kafka poll failed (will retry): %r", error)
-                self._failed = True
+                self._poll_failed(error, expected=True)
+            except Exception as error:  # kafka-python's own faults: logged, retried
+                self._poll_failed(error, expected=False)
             else:
+                if self._failed:
+                    log.info("Kafka polls work again")
                 self._failed = False
-        batch = self._take(max_messages)
-        if len(batch):
-            self._positions.update(batch.end_positions())
-        return batch
+                self._failures = 0
+        return self._take(max_messages)
+
+    def _poll_failed(self, error: Exception, *, expected: bool) -> None:
+        """Log a failed poll: the first of a run of failures, then one line a minute
+        with how many failed meanwhile (the daemon never retries in silence)."""
+        self._failed = True
+        self._failures += 1
+        now = time.monotonic()
+        if now - self._failures_logged < FAILING_LOG_INTERVAL:
+            return
+        if self._failures == 1:
+            log.warning("Kafka poll failed (will retry): %r", error, exc_info=not expected)
+        else:
+            log.warning("Kafka polls still failing: %d failed in the last %.0f s, the last "
+                        "with %r (will retry)", self._failures, FAILING_LOG_INTERVAL, error,
+                        exc_info=not expected)  # fmt: skip
+        self._failures = 0
+        self._failures_logged = now
 
     def _queue_all(self, fetched: Mapping[Any, list[Any]]) -> None:
         for tp, items in fetched.items():
             self._queue(tp.partition, items)
 
     def _queue(self, partition: int, items: list[Any]) -> None:
-        """Keep what one partition's fetch gave: record blocks, or records one by one."""
+        """Keep what one partition's fetch gave: record blocks, records one by one, and
+        records that cannot be read."""
         records: list[Any] = []
         for item in items:
-            if isinstance(item, RecordBlock):
+            if isinstance(item, RecordBlock | UnreadableRecords | PassedRecords):
                 if records:
                     self._push(_record_batch(records, partition))
                     records = []
-                self._push(item.message_batch(partition))
+                if isinstance(item, RecordBlock):
+                    self._push(item.message_batch(partition))
+                elif isinstance(item, UnreadableRecords):
+                    self._pending.append(_unreadable(item, partition))
+                else:
+                    self._pending.append(_Passed(partition, item.last_offset))
             else:
                 records.append(item)
         if records:
@@ -583,21 +661,39 @@ class KafkaSource:
         self._pending_bytes += batch.value_bytes()
 
     def _take(self, max_messages: int) -> MessageBatch:
-        """The first ``max_messages`` pending messages (the rest stays pending)."""
+        """The first ``max_messages`` pending messages (the rest stays pending), and the
+        unreadable records among and just after them; the position moves past both."""
         parts: list[MessageBatch] = []
         room = max_messages
-        while room > 0 and self._pending:
-            first = self._pending[0]
+        pending = self._pending
+        while pending and (room > 0 or not isinstance(pending[0], MessageBatch)):
+            first = pending[0]
+            if not isinstance(first, MessageBatch):
+                pending.popleft()
+                if isinstance(first, Unreadable):
+                    self._unreadable.append(first)
+                end = first.last_offset + 1
+                if end > self._positions.get(first.partition, -1):
+                    self._positions[first.partition] = end
+                continue
+            part: MessageBatch = first
             if len(first) <= room:
-                parts.append(self._pending.popleft())
-                room -= len(first)
+                pending.popleft()
             else:
-                parts.append(first.slice(0, room))
-                self._pending[0] = first.slice(room, len(first))
-                room = 0
-            self._pending_bytes -= parts[-1].value_bytes()
+                part = first.slice(0, room)
+                pending[0] = first.slice(room, len(first))
+            parts.append(part)
+            room -= len(part)
+            self._pending_bytes -= part.value_bytes()
+            self._positions.update(part.end_positions())
         self._pending_count -= max_messages - room
         return MessageBatch.concatenate(parts)
+
+    def unreadable(self) -> list[Unreadable]:
+        """The records skipped as unreadable since the last call, up to the position
+        of the last poll."""
+        found, self._unreadable = self._unreadable, []
+        return found
 
     def position(self) -> Positions:
         """Per partition, the offset after the last message returned (or sought to)."""
@@ -633,8 +729,12 @@ class KafkaSource:
             TopicPartition(self.topic, partition): OffsetAndMetadata(offset, "", -1)
             for partition, offset in owned.items()
         }
+        consumer = self._consumer
+        if consumer is None:
+            return
+        timeout = self.budget.cap(timeout)
         try:
-            self._connected_consumer().commit(offsets, timeout_ms=int(timeout * 1000))
+            consumer.commit(offsets, timeout_ms=int(timeout * 1000))
         except KafkaError as error:
             log.warning("Kafka commit of %s failed: %r", owned, error)
 
@@ -685,8 +785,9 @@ class KafkaSource:
     def close(self) -> None:
         """Leave the group (without committing) and close the connections."""
         if self._consumer is not None:
+            timeout_ms = int(self.budget.cap(CLOSE_TIMEOUT_MS / 1000) * 1000)
             try:  # bounded: the group coordinator may be unreachable
-                self._consumer.close(autocommit=False, timeout_ms=CLOSE_TIMEOUT_MS)
+                self._consumer.close(autocommit=False, timeout_ms=timeout_ms)
             except KafkaError as error:
                 log.warning("Kafka consumer close failed: %r", error)
             self._consumer = None

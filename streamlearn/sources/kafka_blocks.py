@@ -6,11 +6,20 @@ fetcher's per-partition record unpacker (``Fetcher.PartitionRecords``) so that e
 record batch (message format of Kafka 0.11 and later) yields ONE :class:`RecordBlock`:
 the batch's bytes (decompressed when it was compressed) and the spans of its records,
 decoded by the compiled :func:`decode_records`. What the stock unpacker does around the
-records is kept as it is: the CRC check of the batch (``check_crcs``), skipping control
-batches and batches of aborted transactions (``read_committed``), skipping the records
-before the fetch position when a fetch starts inside a batch, and the next fetch
-position. A batch the kernel finds malformed, and old-format batches (magic 0 and 1),
-go through the stock per-record path, which raises or yields exactly as it would.
+records is kept as it is: skipping control batches and batches of aborted transactions
+(``read_committed``), skipping the records before the fetch position when a fetch
+starts inside a batch, and the next fetch position. A batch the kernel finds malformed,
+and old-format batches (magic 0 and 1), go through the stock per-record path.
+
+**Nothing a batch holds stops the partition.** kafka-python raises at a batch it cannot
+read (a CRC that does not match, a codec whose library is missing or that fails on the
+bytes, a record that breaks the format), and then fetches the same batch again at the
+next poll, for ever. Here each such batch (from the first record that cannot be read to
+the batch's end) yields an :class:`UnreadableRecords` instead, and the partition goes on
+after it. So does a batch whose records would decompress to more than
+``max_batch_bytes`` (a decompression bomb: :mod:`streamlearn.sources.kafka_codecs`
+decompresses with that bound), and each record whose value or key is larger than
+``max_record_bytes``.
 
 A block's ``offset`` is the offset of its last record, so the fetcher's bookkeeping
 stays right; the consumer's ``max_records`` then counts blocks, not records.
@@ -29,7 +38,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from kafka.consumer.fetcher import ConsumerRecord, Fetcher
-from kafka.errors import CorruptRecordError
+from kafka.errors import CorruptRecordError, UnsupportedCodecError
 from kafka.protocol.consumer import IsolationLevel
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
@@ -50,12 +59,24 @@ from streamlearn.parse.messages import SPAN_ROWS
 from streamlearn.sources.base import CONTENT_TYPE as HEADER
 from streamlearn.sources.base import MessageBatch
 from streamlearn.sources.headers import HeaderColumn, read_varint
+from streamlearn.sources.kafka_codecs import (
+    BAD_CRC,
+    CODEC_FAILED,
+    CODEC_MISSING,
+    DEFAULT_MAX_BATCH_BYTES,
+    DEFAULT_MAX_RECORD_BYTES,
+    MALFORMED,
+    NONE,
+    RECORD_TOO_LARGE,
+    UnreadableError,
+    decompress,
+)
 
 log = logging.getLogger(__name__)
 
 _STOCK = Fetcher.PartitionRecords
 #: what this module uses of kafka-python's internals
-_BATCH_SLOTS = ("_buffer", "_pos")
+_BATCH_SLOTS = ("_buffer", "_pos", "_decompressed")
 _RECORDS_METHODS = (
     "_unpack_records",
     "_maybe_skip_record",
@@ -152,9 +173,9 @@ class RecordBlock:
 
 def decode_batch(batch: Any, min_offset: int) -> tuple[int, RecordBlock | None, int]:
     """``(code, block or None if no record was kept, offset after the batch)`` of a v2
-    batch, its CRC already checked; a code other than ``RECORDS_OK`` leaves the batch
-    for the stock reader, unread (it has been decompressed)."""
-    batch._maybe_uncompress()
+    batch, its CRC already checked and its records decompressed; a code other than
+    ``RECORDS_OK`` leaves the batch for the stock reader, unread."""
+    batch._maybe_uncompress()  # a no-op once decompressed (see _decompress)
     buffer = batch._buffer
     start = batch._pos
     n = batch.records_count
@@ -173,8 +194,56 @@ def decode_batch(batch: Any, min_offset: int) -> tuple[int, RecordBlock | None, 
     return RECORDS_OK, block, batch.next_offset
 
 
+class UnreadableRecords:
+    """Records of one batch that cannot be read, from ``first_offset`` to
+    ``last_offset``: why (one of :data:`~streamlearn.sources.kafka_codecs.REASONS`), what
+    was found, and their bytes as fetched (``raw``: the whole batch, or the record's
+    value for a record too large, with its ``key``), for the dead-letter topic."""
+
+    __slots__ = ("detail", "first_offset", "key", "last_offset", "offset", "raw", "reason")
+
+    def __init__(
+        self,
+        first_offset: int,
+        last_offset: int,
+        reason: str,
+        detail: str,
+        raw: bytes | None,
+        key: bytes | None = None,
+    ) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.reason = reason
+        self.detail = detail
+        self.raw = raw
+        self.key = key
+        #: what the fetcher's skip logic reads
+        self.offset = last_offset
+
+
+class PassedRecords:
+    """Offsets ``first_offset`` to ``last_offset`` hold nothing to return (a control batch,
+    or a batch of an aborted transaction): the partition's position moves past them."""
+
+    __slots__ = ("first_offset", "last_offset", "offset")
+
+    def __init__(self, first_offset: int, last_offset: int) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.offset = last_offset  # what the fetcher's skip logic reads
+
+
 class BlockPartitionRecords(_STOCK):  # type: ignore[misc,valid-type]
-    """``Fetcher.PartitionRecords`` yielding a :class:`RecordBlock` per v2 batch."""
+    """``Fetcher.PartitionRecords`` yielding a :class:`RecordBlock` per v2 batch, and an
+    :class:`UnreadableRecords` for each batch or record it cannot read (never an
+    exception: the rest of the partition goes on)."""
+
+    #: a batch whose records decompress to more bytes than this is unreadable
+    max_batch_bytes = DEFAULT_MAX_BATCH_BYTES
+    #: a record whose value or key is larger than this is unreadable
+    max_record_bytes = DEFAULT_MAX_RECORD_BYTES
+    #: where the next fetch of the partition starts (kafka-python's, kept up to date)
+    next_fetch_offset: int
 
     def __init__(self, fetch_offset: int, *args: Any, **kwargs: Any) -> None:
         # records below the fetch offset are dropped until the first one that is not
@@ -182,7 +251,7 @@ class BlockPartitionRecords(_STOCK):  # type: ignore[misc,valid-type]
         super().__init__(fetch_offset, *args, **kwargs)
 
     def _maybe_skip_record(self, record: Any) -> bool:
-        if isinstance(record, RecordBlock):
+        if isinstance(record, RecordBlock | UnreadableRecords | PassedRecords):
             return False  # trimmed when decoded
         skip = bool(super()._maybe_skip_record(record))
         if not skip:
@@ -192,60 +261,160 @@ class BlockPartitionRecords(_STOCK):  # type: ignore[misc,valid-type]
     def _unpack_records(
         self, tp: Any, records: Any, key_deserializer: Any, value_deserializer: Any
     ) -> Iterator[Any]:
+        # kafka-python keeps taking from a partition's records until they are drained:
+        # an iterator that ended with an exception, undrained, had a later poll spin on
+        # it for ever (at full CPU, deaf to signals): drained whatever happens
         try:
-            batch = records.next_batch()
             last_batch = None
-            while batch is not None:
+            while True:
+                try:
+                    batch = records.next_batch()
+                except CorruptRecordError as error:  # shorter than a batch header
+                    first = int(self.next_fetch_offset)
+                    yield self._unreadable(first, first, MALFORMED, str(error), None)
+                    break
+                if batch is None:
+                    break
                 last_batch = batch
-                if self.check_crcs and not batch.validate_crc():
-                    raise CorruptRecordError(
-                        f"Record batch for partition {self.topic_partition} at offset "
-                        f"{batch.base_offset} failed crc check"
-                    )
                 if batch.magic != 2:
-                    yield from self._stock_records(tp, batch, key_deserializer, value_deserializer)
-                    batch = records.next_batch()
-                    continue
-                self.leader_epoch = batch.leader_epoch
-                if (
-                    self.isolation_level == IsolationLevel.READ_COMMITTED
-                    and batch.has_producer_id()
-                ):
-                    self._consume_aborted_transactions_up_to(batch.last_offset)
-                    producer_id = batch.producer_id
-                    if self._contains_abort_marker(batch):
-                        self.aborted_producer_ids.discard(producer_id)
-                    elif self._is_batch_aborted(batch):
-                        log.debug(
-                            "Skipping aborted record batch from partition %s with producer_id "
-                            "%s and offsets %s to %s",
-                            self.topic_partition, producer_id, batch.base_offset,
-                            batch.last_offset,
-                        )  # fmt: skip
-                        self.next_fetch_offset = batch.next_offset
-                        batch = records.next_batch()
-                        continue
-                if batch.is_control_batch:
-                    self.next_fetch_offset = batch.next_offset
-                    batch = records.next_batch()
-                    continue
-                min_offset = self.fetch_offset if self._dropping else -(1 << 63)
-                code, block, _ = decode_batch(batch, min_offset)
-                if code != RECORDS_OK:
-                    yield from self._stock_records(tp, batch, key_deserializer, value_deserializer)
-                elif block is not None:
-                    self._dropping = False
-                    self.records_read += len(block)
-                    self.bytes_read += batch.size_in_bytes
-                    self.next_fetch_offset = block.offset + 1
-                    yield block
-                batch = records.next_batch()
+                    yield from self._legacy_batch(tp, batch, key_deserializer, value_deserializer)
+                else:
+                    yield from self._v2_batch(tp, batch, key_deserializer, value_deserializer)
             if last_batch is not None and last_batch.magic == 2:
-                self.next_fetch_offset = last_batch.next_offset
-            self.drain()
+                self.next_fetch_offset = max(int(self.next_fetch_offset), last_batch.next_offset)
         except StopIteration:
             log.exception("StopIteration raised unpacking messageset")
             raise RuntimeError("StopIteration raised unpacking messageset") from None
+        finally:
+            self.drain()
+
+    def _v2_batch(
+        self, tp: Any, batch: Any, key_deserializer: Any, value_deserializer: Any
+    ) -> Iterator[Any]:
+        """What one v2 batch gives: a block, records one by one, or unreadable records."""
+        first = max(batch.base_offset, self.next_fetch_offset)
+        last = batch.last_offset
+        raw = batch._buffer  # the batch as fetched (decompression replaces it)
+        if self.check_crcs and not batch.validate_crc():
+            yield self._unreadable(first, last, BAD_CRC, "its CRC does not match", raw)
+            return
+        self.leader_epoch = batch.leader_epoch
+        if self.isolation_level == IsolationLevel.READ_COMMITTED and batch.has_producer_id():
+            self._consume_aborted_transactions_up_to(batch.last_offset)
+            producer_id = batch.producer_id
+            if self._contains_abort_marker(batch):
+                self.aborted_producer_ids.discard(producer_id)
+            elif self._is_batch_aborted(batch):
+                log.debug(
+                    "Skipping aborted record batch from partition %s with producer_id "
+                    "%s and offsets %s to %s",
+                    self.topic_partition, producer_id, batch.base_offset, batch.last_offset,
+                )  # fmt: skip
+                self.next_fetch_offset = batch.next_offset
+                yield PassedRecords(first, last)
+                return
+        if batch.is_control_batch:
+            self.next_fetch_offset = batch.next_offset
+            yield PassedRecords(first, last)
+            return
+        try:
+            _decompress(batch, self.max_batch_bytes)
+        except UnreadableError as error:
+            yield self._unreadable(first, last, error.reason, error.detail, raw)
+            return
+        min_offset = self.fetch_offset if self._dropping else -(1 << 63)
+        code, block, _ = decode_batch(batch, min_offset)
+        if code != RECORDS_OK:
+            yield from self._records_of(
+                tp, batch, key_deserializer, value_deserializer, first, last, raw
+            )
+        elif block is not None:
+            self._dropping = False
+            self.records_read += len(block)
+            self.bytes_read += batch.size_in_bytes
+            self.next_fetch_offset = block.offset + 1
+            yield from self._within_limits(block)
+        else:
+            self.next_fetch_offset = max(self.next_fetch_offset, batch.next_offset)
+
+    def _within_limits(self, block: RecordBlock) -> Iterator[Any]:
+        """``block``, with each record whose value or key is over ``max_record_bytes``
+        taken out as unreadable."""
+        limit = self.max_record_bytes
+        columns = block.columns
+        large = (columns[VALUE_LENGTH] > limit) | (columns[KEY_LENGTH] > limit)
+        if not large.any():
+            yield block
+            return
+        start = 0
+        for j in np.flatnonzero(large).tolist():
+            if j > start:
+                yield RecordBlock(block.data, columns[:, start:j], block.records_start,
+                                  block.base_offset)  # fmt: skip
+            offset = int(columns[OFFSET, j])
+            value_length, key_length = int(columns[VALUE_LENGTH, j]), int(columns[KEY_LENGTH, j])
+            value = block.data[columns[VALUE_START, j] :][: max(value_length, 0)].tobytes()
+            key = None
+            if key_length >= 0:
+                key = block.data[columns[KEY_START, j] :][:key_length].tobytes()
+            detail = f"a record of {max(value_length, key_length)} bytes, over {limit}"
+            yield self._unreadable(offset, offset, RECORD_TOO_LARGE, detail, value, key)
+            start = j + 1
+        if start < len(block):
+            yield RecordBlock(block.data, columns[:, start:], block.records_start,
+                              block.base_offset)  # fmt: skip
+
+    def _records_of(
+        self,
+        tp: Any,
+        batch: Any,
+        key_deserializer: Any,
+        value_deserializer: Any,
+        first: int,
+        last: int,
+        raw: Any,
+    ) -> Iterator[Any]:
+        """The records of a batch the kernel refused, one by one as the stock reader
+        yields them, up to the first that cannot be read: from there to the end of the
+        batch, the records are unreadable."""
+        try:
+            for record in self._stock_records(tp, batch, key_deserializer, value_deserializer):
+                first = record.offset + 1
+                yield record
+        except Exception as error:
+            if first <= last:
+                yield self._unreadable(first, last, MALFORMED, str(error), raw)
+
+    def _legacy_batch(
+        self, tp: Any, batch: Any, key_deserializer: Any, value_deserializer: Any
+    ) -> Iterator[Any]:
+        """The records of an old-format batch (magic 0 or 1), one by one, up to the first
+        that cannot be read (kafka-python decompresses these itself, unbounded)."""
+        first = self.next_fetch_offset
+        try:
+            for record in self._stock_records(tp, batch, key_deserializer, value_deserializer):
+                first = record.offset + 1
+                yield record
+        except Exception as error:
+            last = max(first, int(batch.base_offset))
+            reason = _legacy_reason(error)
+            yield self._unreadable(first, last, reason, str(error) or type(error).__name__,
+                                   batch._buffer)  # fmt: skip
+
+    def _unreadable(
+        self,
+        first: int,
+        last: int,
+        reason: str,
+        detail: str,
+        raw: Any,
+        key: bytes | None = None,
+    ) -> UnreadableRecords:
+        """Records ``first`` to ``last`` skipped: the partition goes on after them."""
+        self._dropping = False
+        self.next_fetch_offset = max(self.next_fetch_offset, last + 1)
+        return UnreadableRecords(first, last, reason, detail, None if raw is None else bytes(raw),
+                                 key)  # fmt: skip
 
     def _stock_records(
         self, tp: Any, batch: Any, key_deserializer: Any, value_deserializer: Any
@@ -277,6 +446,25 @@ class BlockPartitionRecords(_STOCK):  # type: ignore[misc,valid-type]
             )  # fmt: skip
 
 
+def _decompress(batch: Any, limit: int) -> None:
+    """Decompress a v2 batch's records in place, to ``limit`` bytes at most
+    (:class:`UnreadableError` otherwise); kafka-python then reads them as it would have."""
+    codec = batch.compression_type
+    if codec != NONE and not batch._decompressed:
+        batch._buffer = decompress(codec, memoryview(batch._buffer)[batch._pos :], limit)
+        batch._pos = 0
+    batch._decompressed = True
+
+
+def _legacy_reason(error: Exception) -> str:
+    """Why an old-format batch could not be read, from what kafka-python raised."""
+    if isinstance(error, UnsupportedCodecError):
+        return CODEC_MISSING
+    if isinstance(error, CorruptRecordError):
+        return BAD_CRC if "crc" in str(error).lower() else MALFORMED
+    return CODEC_FAILED
+
+
 def warm_up() -> None:
     """Decode a batch of one record, so that :func:`decode_records` is compiled (or
     loaded from numba's cache) before a consumer joins its group.
@@ -306,8 +494,15 @@ def internals_known() -> bool:
     )
 
 
-def install_block_records(consumer: Any) -> bool:
-    """Make ``consumer`` fetch :class:`RecordBlock` objects; whether it could.
+def install_block_records(
+    consumer: Any,
+    *,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+) -> bool:
+    """Make ``consumer`` fetch :class:`RecordBlock` objects (and
+    :class:`UnreadableRecords` for what cannot be read, within these limits); whether it
+    could.
 
     Only for a consumer without key or value deserializers (blocks hold raw bytes).
     """
@@ -329,5 +524,9 @@ def install_block_records(consumer: Any) -> bool:
         return False
     if config.get("key_deserializer") is not None or config.get("value_deserializer"):
         return False
-    fetcher.PartitionRecords = BlockPartitionRecords
+    fetcher.PartitionRecords = type(
+        "BoundedPartitionRecords",
+        (BlockPartitionRecords,),
+        {"max_batch_bytes": max_batch_bytes, "max_record_bytes": max_record_bytes},
+    )
     return True

@@ -28,6 +28,7 @@ from streamlearn.sources.base import Undelivered
 from streamlearn.sources.headers import Header
 from streamlearn.sources.kafka import checked_security
 from streamlearn.sources.kafka_logging import tame_kafka_logs
+from streamlearn.sources.stopping import StopBudget
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,9 @@ class KafkaSink:
     """Messages sent to one topic, keyed as given.
 
     ``close_timeout`` bounds how long :meth:`close` waits for messages still on their
-    way; other options go to the ``KafkaProducer``.
+    way, and ``budget`` every wait once a stop began; ``compression`` is the codec of
+    the batches it writes (none, gzip, snappy, lz4 or zstd); other options go to the
+    ``KafkaProducer``.
     """
 
     def __init__(
@@ -56,16 +59,20 @@ class KafkaSink:
         close_timeout: float = 5.0,
         max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
         max_block_ms: int = DEFAULT_MAX_BLOCK_MS,
+        compression: str | None = None,
+        budget: StopBudget | None = None,
         **producer_options: Any,
     ) -> None:
         tame_kafka_logs()
         self.topic = topic
         self.close_timeout = close_timeout
+        self.budget = budget if budget is not None else StopBudget()
         self._producer = KafkaProducer(
             bootstrap_servers=bootstrap_servers,
             client_id=client_id,
             max_request_size=max_request_size,
             max_block_ms=max_block_ms,
+            compression_type=compression,
             **checked_security(security),
             **producer_options,
         )
@@ -134,7 +141,7 @@ class KafkaSink:
         """Wait at most ``timeout`` seconds until every message sent is delivered or has
         failed; return how many are still on their way (0: none)."""
         with contextlib.suppress(KafkaError):  # a timeout: the count below tells
-            self._producer.flush(timeout=timeout)
+            self._producer.flush(timeout=self.budget.cap(timeout))
         with self._lock:
             on_their_way = self._on_their_way
         self._stalled = on_their_way > 0
@@ -144,12 +151,13 @@ class KafkaSink:
         """Wait up to ``close_timeout`` for the messages on their way (not at all when
         the last flush timed out: the broker is not answering), drop the rest (logged)
         and close the connection. Never raises."""
-        on_their_way = self.flush(0.0 if self._stalled else self.close_timeout)
+        on_their_way = self.flush(0.0 if self._stalled else self.budget.cap(self.close_timeout))
         if on_their_way:
             log.warning("%d messages to %s were still on their way at close: dropped",
                         on_their_way, self.topic)  # fmt: skip
         try:
-            self._producer.close(timeout=0.0 if on_their_way else self.close_timeout)
+            timeout = 0.0 if on_their_way else self.budget.cap(self.close_timeout)
+            self._producer.close(timeout=timeout)
         except KafkaError:
             self._force_close()
 

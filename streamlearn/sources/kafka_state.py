@@ -35,6 +35,7 @@ from streamlearn.sources.kafka import (
     create_compacted_topic,
 )
 from streamlearn.sources.kafka_logging import tame_kafka_logs
+from streamlearn.sources.stopping import StopBudget
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +65,13 @@ class StateTopic:
         security: Mapping[str, str] | None = None,
         client_id: str = "streamlearn-state",
         request_timeout_ms: int = 30000,
+        compression: str | None = None,
+        budget: StopBudget | None = None,
     ) -> None:
         tame_kafka_logs()
         self.topic = topic
+        #: once a stop began, flushes wait at most the time it leaves
+        self.budget = budget if budget is not None else StopBudget()
         self._common = client_options(
             bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
             security=security,
@@ -75,7 +80,7 @@ class StateTopic:
             self._consumer = compacted_topic_reader(self._common, fetch_max_wait_ms=10)
             self._ensure_topic(input_topic)
             self._producer = KafkaProducer(
-                acks="all", max_request_size=MAX_RECORD_BYTES,
+                acks="all", max_request_size=MAX_RECORD_BYTES, compression_type=compression,
                 max_in_flight_requests_per_connection=1, **self._common,
             )  # fmt: skip
         except KafkaError as exc:
@@ -241,7 +246,7 @@ class StateTopic:
             elif self._waiting.get(write.key) is write:
                 self._send(write)  # failed, and the latest record of its key: again
         try:
-            self._producer.flush(timeout=timeout)
+            self._producer.flush(timeout=self.budget.cap(timeout))
         except KafkaError as exc:
             log.debug("state topic flush: %r", exc)
         sent, self._sent = self._sent, []
@@ -263,6 +268,6 @@ class StateTopic:
     def close(self) -> None:
         """Close the producer (after a last flush) and the consumer."""
         try:
-            self._producer.close(timeout=5)
+            self._producer.close(timeout=self.budget.cap(5.0))
         finally:
             self._consumer.close()

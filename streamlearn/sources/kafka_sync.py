@@ -28,6 +28,7 @@ from streamlearn.sources.kafka import (
     create_compacted_topic,
 )
 from streamlearn.sources.kafka_logging import tame_kafka_logs
+from streamlearn.sources.stopping import StopBudget
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +51,13 @@ class SyncTopic:
         security: Mapping[str, str] | None = None,
         client_id: str = "streamlearn-sync",
         request_timeout_ms: int = 30000,
+        compression: str | None = None,
+        budget: StopBudget | None = None,
     ) -> None:
         tame_kafka_logs()
         self.topic = topic
+        #: once a stop began, reads and writes wait at most the time it leaves
+        self.budget = budget if budget is not None else StopBudget()
         self._common = client_options(
             bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
             security=security,
@@ -60,8 +65,9 @@ class SyncTopic:
         try:
             self._ensure_topic()
             self._producer = KafkaProducer(
-                acks="all", max_request_size=MAX_RECORD_BYTES, **self._common
-            )
+                acks="all", max_request_size=MAX_RECORD_BYTES, compression_type=compression,
+                **self._common,
+            )  # fmt: skip
             # a member reads to the end before each record and replay: a fetch the
             # broker may hold while nothing new is there would hold the member too
             self._consumer = compacted_topic_reader(
@@ -95,7 +101,7 @@ class SyncTopic:
         the end the topic had when the call began (else whatever has arrived); raises
         :class:`InputError` when that end is not reached within ``timeout`` seconds."""
         try:
-            return self._read(to_end, timeout)
+            return self._read(to_end, self.budget.cap(timeout))
         except KafkaError as exc:
             raise InputError(f"sync topic {self.topic}: not readable ({exc!r})") from exc
 
@@ -131,12 +137,12 @@ class SyncTopic:
         to have it; :class:`InputError` when it does not."""
         try:
             future = self._producer.send(self.topic, key=key.encode(), value=value)
-            future.get(timeout=WRITE_TIMEOUT)
+            future.get(timeout=self.budget.cap(WRITE_TIMEOUT))
         except KafkaError as exc:
             raise InputError(f"sync topic {self.topic}: write failed ({exc})") from exc
         self.bytes_written += len(value or b"")
 
     def close(self) -> None:
-        """Close the producer and the consumer."""
-        self._producer.close(timeout=5)
+        """Close the producer and the consumer (within the time a stop leaves)."""
+        self._producer.close(timeout=self.budget.cap(5.0))
         self._consumer.close()

@@ -24,9 +24,18 @@ PACKAGE = Path(__file__).resolve().parents[2] / "streamlearn"
 #: the consumer's client and coordinator for the partition lag and the group's state,
 #: the coordinator's join task (a join that finished between two polls is applied, not
 #: dropped: kafka.py's _keep_finished_joins), and the producer's sender to close it
-#: without waiting on a broker that is gone
+#: without waiting on a broker that is gone. And the standard library's ``os._exit``
+#: (documented, underscore and all): a second stop signal, or a stop past its time,
+#: ends the process at once
 THIRD_PARTY_INTERNALS = {
-    "sources/kafka_blocks.py": {"_maybe_uncompress", "_buffer", "_pos", "_fetcher"},
+    "sources/kafka_blocks.py": {
+        "_maybe_uncompress",
+        "_buffer",
+        "_pos",
+        "_decompressed",
+        "_fetcher",
+    },
+    "jobs/serve.py": {"_exit"},
     "sources/kafka.py": {"_client", "_coordinator", "_join_task"},
     "sources/kafka_sink.py": {"_sender", "_closed"},
 }

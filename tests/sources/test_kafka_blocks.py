@@ -18,6 +18,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.fetcher import Fetcher
 from kafka.errors import CorruptRecordError
+from kafka.protocol.consumer import IsolationLevel
 from kafka.record import MemoryRecords
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
@@ -29,7 +30,9 @@ from streamlearn.sources.base import MessageBatch
 from streamlearn.sources.kafka import KafkaSource
 from streamlearn.sources.kafka_blocks import (
     BlockPartitionRecords,
+    PassedRecords,
     RecordBlock,
+    UnreadableRecords,
     install_block_records,
 )
 
@@ -76,10 +79,15 @@ def legacy_batch(values: list[bytes], base_offset: int) -> bytes:
 
 
 def seen_of(items: list[Any]) -> list[Seen]:
-    """Records or blocks as (offset, key, value, content type)."""
+    """Records or blocks as (offset, key, value, content type); records that cannot be
+    read as (first offset, None, reason, last offset as bytes)."""
     out: list[Seen] = []
     for item in items:
-        if isinstance(item, RecordBlock):
+        if isinstance(item, PassedRecords):
+            continue  # no record: the position moves past it
+        if isinstance(item, UnreadableRecords):
+            out.append((item.first_offset, None, item.reason.encode(), b"%d" % item.last_offset))
+        elif isinstance(item, RecordBlock):
             partitions = np.zeros(len(item), dtype=np.int32)
             batch = MessageBatch(item.data, item.spans, partitions, item.offsets)
             out += [(m.offset, m.key, m.value, m.headers.get("content-type")) for m in batch]
@@ -136,7 +144,6 @@ def test_blocks_give_the_stock_records_and_offsets(compression: int) -> None:
     batches.append(v2_batch([(None, b"ctl", [])], 41, control=True))  # skipped by both
     batches.append(v2_batch(random_records(rng, 25), 42, compression=compression))
     data = b"".join(batches)
-    stock_blocks = 0
     for fetch_offset in (0, 1, 17, 39, 40, 41, 42, 50, 66, 67):  # into the middle of batches
         for n in (None, 1, 2):
             stock, stock_next, stock_error = take_all(
@@ -148,8 +155,10 @@ def test_blocks_give_the_stock_records_and_offsets(compression: int) -> None:
             assert stock_error is None and our_error is None
             assert [o for o, *_ in ours] == [o for o in range(67) if o >= fetch_offset and o != 41]
     parts = BlockPartitionRecords(0, TP, MemoryRecords(data), check_crcs=True)
-    stock_blocks = len(parts.take(None))
-    assert stock_blocks == 3  # one block per data batch
+    items = parts.take(None)
+    assert sum(isinstance(item, RecordBlock) for item in items) == 3  # one per data batch
+    passed = [item for item in items if isinstance(item, PassedRecords)]
+    assert [(p.first_offset, p.last_offset) for p in passed] == [(41, 41)]  # the control one
     assert parts.records_read == 66
 
 
@@ -194,7 +203,7 @@ def test_blocks_keep_null_values_and_every_header(compression: int) -> None:
         assert any(v is None and len(h) > 1 for _, k, v, h in expected if k is None)
 
 
-def test_corrupt_batches_fall_back_to_the_stock_reader() -> None:
+def test_a_malformed_batch_gives_its_records_up_to_the_bad_one_and_the_partition_goes_on() -> None:
     good = v2_batch([(b"k", b"1 1:1", [])] * 5, 0)
     # a record whose length byte lies (the CRC is rewritten to match): the kernel refuses
     # the batch, the stock reader yields the records before the bad one, then raises
@@ -204,19 +213,196 @@ def test_corrupt_batches_fall_back_to_the_stock_reader() -> None:
     broken[second] = 0x7E  # a length beyond the batch
     crc = calc_crc32c(memoryview(broken)[DefaultRecordBatch.ATTRIBUTES_OFFSET :])
     struct.pack_into(">I", broken, DefaultRecordBatch.CRC_OFFSET, crc)
-    data = good + bytes(broken)
+    after = v2_batch([(None, b"-1 2:1", [])] * 2, 9)
+    data = good + bytes(broken) + after
     stock, _, stock_error = take_all(Fetcher.PartitionRecords, data, 0)
-    ours, _, our_error = take_all(BlockPartitionRecords, data, 0)
-    assert ours == stock_seen(stock)
-    assert [o for o, *_ in ours] == [0, 1, 2, 3, 4, 5]
-    assert isinstance(stock_error, CorruptRecordError) and isinstance(our_error, CorruptRecordError)
-    # a CRC mismatch raises before anything of the batch is read, as stock does
-    flipped = bytearray(good)
+    assert [o for o, *_ in stock] == [0, 1, 2, 3, 4, 5]
+    assert isinstance(stock_error, CorruptRecordError)  # and stock fetches it again, for ever
+    ours, next_offset, our_error = take_all(BlockPartitionRecords, data, 0)
+    assert our_error is None
+    assert ours[:6] == stock_seen(stock)
+    assert ours[6] == (6, None, b"malformed batch", b"8")
+    assert [o for o, *_ in ours[7:]] == [9, 10]
+    assert next_offset == 11
+
+
+def test_a_batch_whose_crc_does_not_match_is_skipped_whole() -> None:
+    good = v2_batch([(b"k", b"1 1:1", [])] * 5, 0)
+    flipped = bytearray(v2_batch([(b"k", b"1 1:1", [])] * 3, 5))
     flipped[-1] ^= 1
-    stock, _, stock_error = take_all(Fetcher.PartitionRecords, bytes(flipped), 0)
-    ours, _, our_error = take_all(BlockPartitionRecords, bytes(flipped), 0)
-    assert ours == stock == []
-    assert "crc" in str(stock_error) and "crc" in str(our_error)
+    data = good + bytes(flipped) + v2_batch([(None, b"x", [])], 8)
+    assert take_all(Fetcher.PartitionRecords, data, 0)[0] == stock_seen(
+        [(o, b"k", b"1 1:1", None) for o in range(5)]
+    )  # the stock reader raises at the bad batch
+    _, _, stock_error = take_all(Fetcher.PartitionRecords, data, 0)
+    assert "crc" in str(stock_error)
+    ours, next_offset, our_error = take_all(BlockPartitionRecords, data, 0)
+    assert our_error is None
+    assert [o for o, *_ in ours] == [0, 1, 2, 3, 4, 5, 8]
+    assert ours[5] == (5, None, b"bad crc", b"7")
+    assert next_offset == 9
+
+
+def with_payload(batch: bytes, codec: int, payload: bytes) -> bytes:
+    """``batch`` with its records replaced by ``payload``, said to be compressed with
+    ``codec`` (CRC and length rewritten: only the codec can tell)."""
+    buffer = bytearray(batch[: DefaultRecordBatch.HEADER_STRUCT.size] + payload)
+    struct.pack_into(">i", buffer, 8, len(buffer) - 12)
+    attributes_at = DefaultRecordBatch.ATTRIBUTES_OFFSET
+    (attributes,) = struct.unpack_from(">h", buffer, attributes_at)
+    struct.pack_into(">h", buffer, attributes_at, (attributes & ~7) | codec)
+    crc = calc_crc32c(memoryview(buffer)[attributes_at:])
+    struct.pack_into(">I", buffer, DefaultRecordBatch.CRC_OFFSET, crc)
+    return bytes(buffer)
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])  # gzip, snappy, lz4, zstd
+def test_a_batch_its_codec_cannot_read_is_skipped_and_the_next_one_read(codec: int) -> None:
+    good = v2_batch([(b"k", b"1 1:1", [])] * 30, 0, compression=codec)
+    assert DefaultRecordBatch(good).compression_type == codec
+    bad = with_payload(v2_batch([(b"k", b"1 1:1", [])] * 4, 30), codec, b"not compressed at all")
+    data = good + bad + v2_batch([(None, b"x", [])], 34)
+    ours, next_offset, error = take_all(BlockPartitionRecords, data, 0)
+    assert error is None
+    assert [o for o, *_ in ours] == [*range(30), 30, 34]
+    assert ours[30] == (30, None, b"codec failed", b"33")
+    assert next_offset == 35
+
+
+@pytest.mark.parametrize("codec", [1, 3, 4])  # gzip, lz4, zstd stream without a stated size
+def test_a_decompression_bomb_is_skipped_without_being_decompressed_whole(codec: int) -> None:
+    import gzip
+
+    import lz4.frame
+    import zstandard
+
+    records = v2_batch([(None, b"1 1:1 " + b"0" * (64 << 20), [])], 0)
+    body = records[DefaultRecordBatch.HEADER_STRUCT.size :]
+    compress = {1: gzip.compress, 3: lz4.frame.compress,
+                4: zstandard.ZstdCompressor().compress}[codec]  # fmt: skip
+    bomb = with_payload(records, codec, compress(body))
+    assert len(bomb) < 1 << 20  # a few kilobytes to a megabyte on the wire
+    bounded = type("Bounded", (BlockPartitionRecords,), {"max_batch_bytes": 1 << 20})
+    data = bomb + v2_batch([(None, b"x", [])], 1)
+    ours, next_offset, error = take_all(bounded, data, 0)
+    assert error is None
+    assert ours == [(0, None, b"batch too large", b"0"), (1, None, b"x", None)]
+    assert next_offset == 2
+
+
+def test_a_codec_whose_library_is_missing_is_reported_with_its_package(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # import zstandard: ImportError
+    data = v2_batch([(b"k", b"1 1:1", [])] * 50, 0, compression=4)
+    assert DefaultRecordBatch(data).compression_type == 4
+    data += v2_batch([(None, b"x", [])], 50)
+    parts = BlockPartitionRecords(0, TP, MemoryRecords(data), check_crcs=True)
+    items = parts.take(None)
+    assert isinstance(items[0], UnreadableRecords)
+    assert (items[0].reason, items[0].first_offset, items[0].last_offset) == (
+        "codec missing",
+        0,
+        49,
+    )
+    assert "zstandard" in items[0].detail
+    assert items[0].raw is not None and items[0].raw[:8] == data[:8]  # the batch as fetched
+    assert seen_of(items[1:]) == [(50, None, b"x", None)]
+
+
+def test_a_record_over_the_size_limit_is_taken_out_of_its_batch() -> None:
+    values = [b"1 1:1", b"2 " * 600, b"-1 2:1", b"3 " * 700, b"1 3:1"]
+    data = v2_batch([(b"k%d" % i, v, []) for i, v in enumerate(values)], 10)
+    bounded = type("Bounded", (BlockPartitionRecords,), {"max_record_bytes": 1000})
+    parts = bounded(10, TP, MemoryRecords(data), check_crcs=True)
+    items = parts.take(None)
+    assert seen_of(items) == [
+        (10, b"k0", b"1 1:1", None),
+        (11, None, b"record too large", b"11"),
+        (12, b"k2", b"-1 2:1", None),
+        (13, None, b"record too large", b"13"),
+        (14, b"k4", b"1 3:1", None),
+    ]
+    large = [item for item in items if isinstance(item, UnreadableRecords)]
+    assert [(item.key, item.raw) for item in large] == [(b"k1", values[1]), (b"k3", values[3])]
+    assert parts.next_fetch_offset == 15
+
+
+def test_an_old_format_batch_that_cannot_be_read_is_skipped() -> None:
+    broken = bytearray(legacy_batch([b"a", b"b"], 0))
+    broken[-1] ^= 1  # the last message's CRC no longer matches
+    data = bytes(broken) + v2_batch([(None, b"d", [])], 2)
+    ours, next_offset, error = take_all(BlockPartitionRecords, data, 0)
+    assert error is None
+    assert ours[0] == (0, None, b"a", None)
+    assert ours[1][1:3] == (None, b"bad crc") and ours[1][0] == 1
+    assert ours[2] == (2, None, b"d", None)
+    assert next_offset == 3
+
+
+def transactional_batch(
+    values: list[bytes], base_offset: int, *, marker: int | None = None
+) -> bytes:
+    """A batch of producer 7's transaction; with ``marker`` (0 abort, 1 commit), the
+    control batch that ends it instead."""
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=True, producer_id=7,
+        producer_epoch=0, base_sequence=0, batch_size=1 << 30,
+    )  # fmt: skip
+    if marker is None:
+        for delta, value in enumerate(values):
+            builder.append(delta, timestamp=1000, key=None, value=value, headers=[])
+    else:  # a control record: its key is (version 0, type), its value the coordinator epoch
+        builder.append(0, timestamp=1000, key=struct.pack(">hh", 0, marker),
+                       value=struct.pack(">hi", 0, 0), headers=[])  # fmt: skip
+    buffer = builder.build()
+    struct.pack_into(">q", buffer, 0, base_offset)
+    if marker is not None:
+        at = DefaultRecordBatch.ATTRIBUTES_OFFSET
+        (attributes,) = struct.unpack_from(">h", buffer, at)
+        struct.pack_into(">h", buffer, at, attributes | DefaultRecordBatch.CONTROL_MASK)
+        struct.pack_into(">I", buffer, DefaultRecordBatch.CRC_OFFSET,
+                         calc_crc32c(memoryview(buffer)[at:]))  # fmt: skip
+    return bytes(buffer)
+
+
+class Aborted:
+    """What a fetch response lists of an aborted transaction."""
+
+    def __init__(self, producer_id: int, first_offset: int) -> None:
+        self.producer_id = producer_id
+        self.first_offset = first_offset
+
+
+def test_read_committed_skips_aborted_transactions_as_the_stock_reader_does() -> None:
+    data = (
+        transactional_batch([b"+1 1:1", b"+1 2:1"], 0)  # committed below
+        + transactional_batch([], 2, marker=1)
+        + transactional_batch([b"-1 9:1"] * 3, 3)  # aborted below
+        + transactional_batch([], 6, marker=0)
+        + v2_batch([(None, b"+1 3:1", [])], 7)
+    )
+    aborted = [Aborted(7, 3)]
+    for kind in (Fetcher.PartitionRecords, BlockPartitionRecords):
+        parts = kind(0, TP, MemoryRecords(data), check_crcs=True,
+                     isolation_level=IsolationLevel.READ_COMMITTED,
+                     aborted_transactions=aborted)  # fmt: skip
+        items = parts.take(None)
+        assert [o for o, *_ in seen_of(items)] == [0, 1, 7], kind
+        assert parts.next_fetch_offset == 8
+        if kind is BlockPartitionRecords:  # what carries the position past them
+            passed = [(p.first_offset, p.last_offset) for p in items
+                      if isinstance(p, PassedRecords)]  # fmt: skip
+            assert passed == [(2, 2), (3, 5), (6, 6)]
+    uncommitted = BlockPartitionRecords(0, TP, MemoryRecords(data), check_crcs=True,
+                                        aborted_transactions=aborted)  # fmt: skip
+    assert [o for o, *_ in seen_of(uncommitted.take(None))] == [0, 1, 3, 4, 5, 7]
+
+
+def test_the_source_reads_committed_records_unless_told_otherwise() -> None:
+    assert KafkaSource("127.0.0.1:1", "t", "g").isolation_level == "read_committed"
+    told = KafkaSource("127.0.0.1:1", "t", "g", isolation_level="read_uncommitted")
+    assert told.isolation_level == "read_uncommitted"
 
 
 def test_old_format_batches_go_record_by_record() -> None:

@@ -1,0 +1,42 @@
+"""Which partitions make no progress: messages wait in them, and the position the source
+returns stays where it is for longer than a time-out (a fetch that keeps failing, a
+broker that went away with the lag known, a consumer stuck in its own fault).
+
+>>> progress = PartitionProgress(timeout=10.0)
+>>> progress.observe({0: 5, 1: 7}, {0: 3, 1: 0}, now=0.0)
+set()
+>>> progress.observe({0: 5, 1: 7}, {0: 3, 1: 0}, now=11.0)   # partition 0: 3 wait, no move
+{0}
+>>> progress.observe({0: 6, 1: 7}, {0: 2, 1: 0}, now=12.0)   # it moved
+set()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+class PartitionProgress:
+    """Tracks, per partition, when its position last moved or its lag was zero."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._seen: dict[int, tuple[int | None, float]] = {}  # position, when it moved
+
+    def observe(self, positions: Mapping[int, int], lag: Mapping[int, int], now: float) -> set[int]:
+        """The partitions stalled at ``now`` (seconds), given each assigned partition's
+        ``lag`` (messages waiting; partitions without one are forgotten) and the source's
+        ``positions``."""
+        stalled: set[int] = set()
+        seen: dict[int, tuple[int | None, float]] = {}
+        for partition, waiting in lag.items():
+            position = positions.get(partition)
+            before = self._seen.get(partition)
+            if waiting <= 0 or before is None or before[0] != position:
+                seen[partition] = (position, now)
+                continue
+            seen[partition] = before
+            if now - before[1] >= self.timeout:
+                stalled.add(partition)
+        self._seen = seen
+        return stalled
