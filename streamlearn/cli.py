@@ -46,6 +46,7 @@ from streamlearn.learn.params import COMMON_PARAMS
 from streamlearn.parse import Rejected
 from streamlearn.replay import ReplaySchedule
 from streamlearn.sources import InputStream
+from streamlearn.sources.kafka_codecs import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_RECORD_BYTES
 
 if TYPE_CHECKING:
     from streamlearn.keyed.settings import KeyedSettings
@@ -388,8 +389,42 @@ def serve(
     ] = None,
     dead_letter_topic: Annotated[
         str | None,
-        _option("Topic that receives messages with rejected lines.", "dead_letter_topic"),
+        _option(
+            "Topic that receives messages with rejected lines, and what cannot be read.",
+            "dead_letter_topic",
+        ),
     ] = None,
+    compression: Annotated[
+        Literal["none", "gzip", "snappy", "lz4", "zstd"],
+        _option(
+            "Codec of what serve writes to Kafka (predictions, dead letters, sync and "
+            "state records).",
+            "compression",
+        ),
+    ] = "none",
+    max_record_bytes: Annotated[
+        int,
+        _option(
+            "A Kafka message larger than this is skipped as unreadable (16 MiB).",
+            "max_record_bytes",
+        ),
+    ] = DEFAULT_MAX_RECORD_BYTES,
+    max_batch_bytes: Annotated[
+        int,
+        _option(
+            "A Kafka record batch that decompresses to more is skipped as unreadable (64 MiB).",
+            "max_batch_bytes",
+        ),
+    ] = DEFAULT_MAX_BATCH_BYTES,
+    stall_timeout: Annotated[
+        float,
+        _option(
+            "A partition whose messages wait this long without progress turns /readyz false.",
+            "stall_timeout",
+            parser=_seconds,
+            metavar="DURATION",
+        ),
+    ] = "60s",  # type: ignore[assignment]  # the parser makes it seconds
     message_format: Annotated[
         Literal["svmlight", "msgpack", "json"],
         _option(
@@ -608,6 +643,7 @@ def serve(
             idle_replay=idle_replay == "on",
             max_labels=max_labels,
             max_weights=max_weights,
+            stall_timeout=stall_timeout,
         )
         config = ServeConfig(
             learner=LearnerSpec.from_options(algo, learner_options, learners),
@@ -619,6 +655,9 @@ def serve(
             consumer_options=tuple(consumer_option or ()),
             predictions_topic=predictions_topic,
             dead_letter_topic=dead_letter_topic,
+            compression=compression,
+            max_record_bytes=max_record_bytes,
+            max_batch_bytes=max_batch_bytes,
             message_format=message_format,
             checkpoint_dir=checkpoint_dir,
             keep=keep,

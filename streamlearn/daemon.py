@@ -78,15 +78,24 @@ from streamlearn.config import (
     check_max_labels,
     check_max_weights,
 )
-from streamlearn.errors import CheckpointError, InvalidParameterError, StateError
+from streamlearn.errors import (
+    CheckpointError,
+    InvalidParameterError,
+    StateError,
+    UndeliveredError,
+)
 from streamlearn.group.member import GroupMember
 from streamlearn.http.live import Learned, LiveModel, Published, settle
 from streamlearn.keyed.models import KeyedBatch, KeyedModels
 from streamlearn.learn import Examples, Model, ModelLimits
 from streamlearn.learn.answers import binary_answers
 from streamlearn.parse import ParsedRows, Rejected
+from streamlearn.parse.messages import VALUE_LENGTH
 from streamlearn.replay import ReplayPacer, ReplaySchedule
-from streamlearn.sources.base import MessageBatch, Positions, Sink, Source
+from streamlearn.sources.base import MessageBatch, Positions, Sink, SkipsUnreadable, Source
+from streamlearn.sources.progress import PartitionProgress
+from streamlearn.sources.stopping import StopBudget
+from streamlearn.sources.unreadable import UnreadableLog, dead_letter_headers
 from streamlearn.types import Batch
 
 log = logging.getLogger("streamlearn.daemon")
@@ -112,8 +121,11 @@ class Observer(Protocol):
     def observe_replay(self, seconds: float) -> None: ...
     def observe_checkpoint(self, seconds: float, size_bytes: int, when: float) -> None: ...
     def count_undelivered(self, sink: str, n: int) -> None: ...
+    def count_unreadable(self, reason: str, n: int) -> None: ...
+    def count_skipped(self, reason: str, n: int) -> None: ...
     def set_lag(self, lag: Mapping[int, int]) -> None: ...
     def set_ready(self, ready: bool) -> None: ...
+    def set_stalled(self, partitions: int) -> None: ...
 
 
 class Replayable(Protocol):
@@ -152,10 +164,19 @@ class _Silent:
     def count_undelivered(self, sink: str, n: int) -> None:
         pass
 
+    def count_unreadable(self, reason: str, n: int) -> None:
+        pass
+
+    def count_skipped(self, reason: str, n: int) -> None:
+        pass
+
     def set_lag(self, lag: Mapping[int, int]) -> None:
         pass
 
     def set_ready(self, ready: bool) -> None:
+        pass
+
+    def set_stalled(self, partitions: int) -> None:
         pass
 
 
@@ -203,6 +224,12 @@ class DaemonSettings:
     #: least; and at least ``1 / publish_share`` times as long as the last copy took
     publish_interval: float = 0.05
     publish_share: float = 0.05
+    #: seconds a partition with messages waiting may make no progress before the daemon
+    #: reports it stalled (``/readyz`` false, ``streamlearn_stalled_partitions``)
+    stall_timeout: float = 60.0
+    #: seconds a stop (SIGTERM, SIGINT) may take, its last checkpoint included: every wait
+    #: on a broker after the signal takes the time left
+    stop_timeout: float = 4.0
 
     def __post_init__(self) -> None:
         check_max_labels(self.max_labels)
@@ -221,6 +248,10 @@ class DaemonSettings:
         if not self.checkpoint_interval > 0.0:  # NaN too
             raise InvalidParameterError(
                 f"--checkpoint-interval must be > 0 seconds, got {self.checkpoint_interval!r}"
+            )
+        if not self.stall_timeout > 0.0:  # NaN too
+            raise InvalidParameterError(
+                f"--stall-timeout must be > 0 seconds, got {self.stall_timeout!r}"
             )
         if not self.checkpoint_min_interval >= 0.0:  # NaN too
             raise InvalidParameterError(
@@ -274,6 +305,7 @@ class Daemon:
         live: LiveModel | None = None,
         group: Callable[[Model], GroupMember] | None = None,
         keyed: KeyedModels | None = None,
+        budget: StopBudget | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.spec = spec if isinstance(spec, ModelSpec) else ModelSpec(spec)
@@ -316,20 +348,36 @@ class Daemon:
         #: one model per message key (see :mod:`streamlearn.keyed`); ``learner`` then
         #: only says which algorithm and parameters a new key's model gets
         self.keyed = keyed
+        #: the deadline of a stop, shared with the parts that wait on brokers
+        self.budget = budget if budget is not None else StopBudget(clock)
+        self._unreadable_log = UnreadableLog(log)
+        self._progress = PartitionProgress(settings.stall_timeout)
+        #: partitions with messages waiting that made no progress for ``stall_timeout``
+        self.stalled: set[int] = set()
+        #: whether the run ended with nothing left unsaved: its last checkpoint written
+        #: (or, stopped while deliveries wait on a broker, the one before standing)
+        self.settled = False
 
     # -- control (signal handlers and HTTP call these) -----------------------------------
 
     def request_stop(self) -> None:
-        """Finish the current batch, checkpoint, commit and return from :meth:`run`."""
+        """Finish the current batch, checkpoint, commit and return from :meth:`run`,
+        within ``stop_timeout`` seconds (waits on brokers take the time left)."""
         self._stop = True
+        self.budget.begin(self.settings.stop_timeout)
+
+    @property
+    def stopping(self) -> bool:
+        """Whether a stop was asked for."""
+        return self._stop
 
     def request_checkpoint(self) -> None:
         """Write a checkpoint at the end of the current turn."""
         self._checkpoint_requested = True
 
     def ready(self) -> bool:
-        """Restored and connected to the source."""
-        return self.restored and self.source.ready()
+        """Restored, connected to the source, and no partition stalled."""
+        return self.restored and self.source.ready() and not self.stalled
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -442,11 +490,23 @@ class Daemon:
             self.group.commit_published()
         try:
             self.checkpoint()
+        except UndeliveredError as exc:
+            if not self._stop:
+                raise CheckpointError(
+                    f"final checkpoint failed: {exc}. The next start resumes from the last "
+                    "checkpoint written (if any) and reads the messages after it again"
+                ) from exc
+            # a stop does not wait for a broker that does not answer: nothing is lost
+            log.warning("%s: the last checkpoint written stands, and the next start reads "
+                        "the messages after it again", exc)  # fmt: skip
+            self.settled = True
         except CheckpointError as exc:
             raise CheckpointError(
                 f"final checkpoint failed: {exc}. The next start resumes from the last "
                 "checkpoint written (if any) and reads the messages after it again"
             ) from exc
+        else:
+            self.settled = True
         self.take_snapshot()
 
     def _turn_until_stopped(self, worker: ThreadPoolExecutor | None) -> None:
@@ -482,9 +542,12 @@ class Daemon:
             elif self._idle_replay_due():
                 examples = len(self._replayed.buffer)
                 self._pacer.timed(self._replay_pass(), examples)
+            self._skip_unreadable()
             lag = self.source.lag()
+            now = self.clock()
+            self._watch_progress(lag, now)
             self._caught_up = not any(lag.values())
-            self._pace_replay(behind, lag)
+            self._pace_replay(behind, lag, now)
             if self.group is not None and self.group.turn(idle=not behind and self._caught_up):
                 self.version += 1
             self._publish_if_due()
@@ -527,12 +590,12 @@ class Daemon:
             and not learner.converged
         )
 
-    def _pace_replay(self, behind: bool, lag: Mapping[int, int]) -> None:
+    def _pace_replay(self, behind: bool, lag: Mapping[int, int], now: float) -> None:
         """Without a count-based schedule: while behind the stream, a replay pass when
         the pacer allows one (see :class:`~streamlearn.replay.ReplayPacer`)."""
         if self.settings.replay is not None:
             return
-        self._pacer.tick(self.clock(), sum(lag.values()) if lag else None, behind)
+        self._pacer.tick(now, sum(lag.values()) if lag else None, behind)
         examples = len(self._replayed.buffer)
         if behind and not self._replayed.converged and self._pacer.may_replay(examples):
             self._pacer.spent(self._replay_pass(), examples)
@@ -543,7 +606,9 @@ class Daemon:
         started = self.clock()
         slice_end = started + self.settings.replay_slice
         updates = self.group.learner.state.updates if self.group is not None else 0.0
-        self._replayed.replay(max_passes=1, interrupt=lambda: self.clock() >= slice_end)
+        self._replayed.replay(
+            max_passes=1, interrupt=lambda: self._stop or self.clock() >= slice_end
+        )
         self.version += 1
         if self.group is not None and self.group.learner.state.updates != updates:
             self.group.changed()  # a pass without updates leaves the share as it was
@@ -578,6 +643,7 @@ class Daemon:
     def _apply(self, messages: MessageBatch, decoded: _Decoded, positions: Positions) -> None:
         """Predict, learn and reject what ``messages`` decoded to; then the daemon is at
         ``positions``."""
+        self._count_skipped(messages)
         if self.keyed is not None:
             self._apply_keyed(messages, decoded)
             self.positions = positions
@@ -620,6 +686,56 @@ class Daemon:
         rejected = sorted([*decoded.rejected, *done.rejected], key=lambda item: item.line)
         if rejected:
             self._reject(messages, first_lines, rejected)
+
+    def _count_skipped(self, messages: MessageBatch) -> None:
+        """Count the messages that hold no example: null values (tombstones) and empty
+        ones (the decoder finds no line in them)."""
+        lengths = messages.spans[VALUE_LENGTH]
+        null, empty = int((lengths < 0).sum()), int((lengths == 0).sum())
+        if null:
+            self.observer.count_skipped("null value", null)
+        if empty:
+            self.observer.count_skipped("empty value", empty)
+
+    def _skip_unreadable(self) -> None:
+        """Report what the source skipped as unreadable since the last turn (counted,
+        logged once per reason and minute, sent raw to the dead-letter topic); with no
+        batch in flight, the daemon then stands where the source does, past it."""
+        source = self.source
+        if not isinstance(source, SkipsUnreadable):
+            return
+        skipped = source.unreadable()
+        if not skipped:
+            return
+        for item in skipped:
+            self.observer.count_unreadable(item.reason, 1)
+            self._unreadable_log.report(item)
+            if self.dead_letters is not None and item.raw is not None:
+                self.dead_letters.send(
+                    item.key, item.raw, origin=(item.partition, item.first_offset),
+                    headers=dead_letter_headers(item),
+                )  # fmt: skip
+        if self._in_flight is None:  # every message the source returned is applied
+            self.positions = self.source.position()
+            if self.group is not None:
+                self.group.learned({}, self.positions)
+
+    def _watch_progress(self, lag: Mapping[int, int], now: float) -> None:
+        """Find the partitions that make no progress (see :class:`PartitionProgress`):
+        logged when they stall and when they move again, counted in the metrics."""
+        positions = self.source.position()
+        stalled = self._progress.observe(positions, lag, now)
+        for partition in sorted(stalled - self.stalled):
+            log.error(
+                "partition %d makes no progress: %d messages wait there and the position "
+                "has stayed at %s for %.0f s; the daemon reports not ready", partition,
+                lag.get(partition, 0), positions.get(partition), self.settings.stall_timeout,
+            )  # fmt: skip
+        for partition in sorted(self.stalled - stalled):
+            log.info("partition %d makes progress again", partition)
+        if stalled != self.stalled:
+            self.observer.set_stalled(len(stalled))
+        self.stalled = stalled
 
     def take_snapshot(self) -> None:
         """Store the learner's summary for readers on other threads."""
@@ -894,7 +1010,7 @@ class Daemon:
         far to be delivered or to fail (failures are reported). A checkpoint past their
         input messages while they are still on their way would lose them for good if the
         daemon then stopped: a restart from the checkpoint before sends them again."""
-        timeout = self.settings.flush_timeout
+        timeout = self.budget.cap(self.settings.flush_timeout)
         deadline = self.clock() + timeout
         waiting = []
         for name, sink in self._sinks():
@@ -904,9 +1020,9 @@ class Daemon:
                 waiting.append(f"{on_their_way} {SINKS[name]}{plural}")
         self._report_undelivered()
         if waiting:
-            raise CheckpointError(
+            raise UndeliveredError(
                 f"checkpoint not written: {' and '.join(waiting)} still on their way "
-                f"after {timeout:g} s (is the broker reachable?)"
+                f"after {timeout:.3g} s (is the broker reachable?)"
             )
 
     def _report_undelivered(self) -> None:

@@ -34,6 +34,12 @@ class CheckpointError(StreamlearnError):
     """A checkpoint cannot be written, read or decoded (missing, truncated, corrupt, foreign)."""
 
 
+class UndeliveredError(CheckpointError):
+    """A checkpoint not written because what had to reach a broker before it (predictions,
+    dead letters, keyed models' records) is still on its way: writing it would lose them
+    if the daemon then stopped. The checkpoint before it stands."""
+
+
 class InputError(StreamlearnError):
     """An input stream cannot be used: empty, unreadable, or a bad line under --strict."""
 

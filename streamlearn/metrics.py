@@ -19,7 +19,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,8 @@ from streamlearn.parse.svmlight import REASONS
 OUTCOMES = ("learned", "predicted", "rejected")
 #: the sinks whose undelivered messages are counted
 SINKS = ("predictions", "dead_letters")
+#: why a message without an example was skipped (``streamlearn_skipped_messages_total``)
+SKIPPED = ("null value", "empty value")
 #: reason of an undecodable message (Kafka), beside the parser's reasons for a line
 BAD_MESSAGE = "bad message"
 #: the seconds buckets of one learn call on a batch (a few examples to a large poll)
@@ -390,6 +392,7 @@ class DaemonMetrics:
         *,
         clock: Callable[[], float] = time.time,
         per_label: bool = False,
+        unreadable_reasons: Sequence[str] = (),
     ) -> None:
         self._registry = registry
         self._per_label = per_label
@@ -464,6 +467,23 @@ class DaemonMetrics:
             buckets=HTTP_BUCKETS,
             registry=registry,
         )
+        self._unreadable = Counter(
+            "streamlearn_unreadable",
+            "Record batches (or single records) skipped because they cannot be read, by reason.",
+            ["reason"],
+            registry=registry,
+        )
+        self._skipped = Counter(
+            "streamlearn_skipped_messages",
+            "Messages that hold no example, skipped: null values (tombstones) and empty ones.",
+            ["reason"],
+            registry=registry,
+        )
+        self._stalled = Gauge(
+            "streamlearn_stalled_partitions",
+            "Partitions with messages waiting whose position has not moved for --stall-timeout.",
+            registry=registry,
+        )
         self._http_children: dict[tuple[str, int], tuple[Any, Any]] = {}
         # every label value shows up from the start, so rate() has a zero to start from
         for sink in SINKS:
@@ -474,6 +494,10 @@ class DaemonMetrics:
             self._rejected.labels(reason=reason)
         for result in ("correct", "mistake"):
             self._progressive.labels(result=result)
+        for reason in unreadable_reasons:
+            self._unreadable.labels(reason=reason_label(reason))
+        for reason in SKIPPED:
+            self._skipped.labels(reason=reason_label(reason))
         registry.register(_StateCollector(self))
 
     def count_examples(self, outcome: str, n: int) -> None:
@@ -513,6 +537,20 @@ class DaemonMetrics:
         self._checkpoint_bytes.set(size_bytes)
         with self._lock:
             self._last_checkpoint = when
+
+    def count_unreadable(self, reason: str, n: int = 1) -> None:
+        """Count ``n`` record batches or records skipped as unreadable for ``reason``."""
+        self._unreadable.labels(reason=reason_label(reason)).inc(n)
+
+    def count_skipped(self, reason: str, n: int) -> None:
+        """Count ``n`` messages without an example (``SKIPPED``: "null value", "empty value")."""
+        if reason not in SKIPPED:
+            raise ValueError(f"reason must be one of {SKIPPED}, got {reason!r}")
+        self._skipped.labels(reason=reason_label(reason)).inc(n)
+
+    def set_stalled(self, partitions: int) -> None:
+        """Say how many partitions make no progress."""
+        self._stalled.set(partitions)
 
     def count_undelivered(self, sink: str, n: int) -> None:
         """Count ``n`` messages a sink ("predictions" or "dead_letters") could not deliver."""

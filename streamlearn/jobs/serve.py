@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -50,8 +52,16 @@ from streamlearn.parse.messages import FORMATS as MESSAGE_FORMATS
 from streamlearn.parse.messages import MessageDecoder, decode_message
 from streamlearn.replay import ReplaySchedule
 from streamlearn.sources.base import Message, MessageBatch, Sink, Source
+from streamlearn.sources.kafka_codecs import (
+    DEFAULT_MAX_BATCH_BYTES,
+    DEFAULT_MAX_RECORD_BYTES,
+    PRODUCER_CODECS,
+    codec_of,
+)
+from streamlearn.sources.kafka_codecs import REASONS as UNREADABLE_REASONS
 from streamlearn.sources.stdin import StdinSource
 from streamlearn.sources.stdout import StdoutSink
+from streamlearn.sources.stopping import StopBudget
 
 log = logging.getLogger("streamlearn.serve")
 
@@ -59,8 +69,12 @@ log = logging.getLogger("streamlearn.serve")
 DEFAULT_HASH_FEATURES = 1 << 20
 #: the largest ``--http-max-body`` (bytes)
 MAX_HTTP_MAX_BODY = 1 << 30
+#: the largest ``--max-record-bytes`` and ``--max-batch-bytes``
+MAX_KAFKA_BYTES = 1 << 31
 #: seconds a poll waits at most when the API learns (a posted example waits one poll)
 LEARN_POLL_TIMEOUT = 0.02
+#: seconds after its stop budget at which a stop that still runs is cut short
+STOP_GRACE = 0.75
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,13 @@ class ServeConfig:
     consumer_options: tuple[str, ...] = ()
     predictions_topic: str | None = None
     dead_letter_topic: str | None = None
+    #: the codec of the batches written to Kafka (predictions, dead letters, sync and
+    #: state records)
+    compression: str = "none"
+    #: a Kafka record larger than this (value or key) cannot be read: skipped
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    #: a Kafka record batch whose records decompress to more than this: skipped
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
     message_format: str = "svmlight"
     checkpoint_dir: str | None = None
     keep: int = 3
@@ -118,6 +139,17 @@ class ServeConfig:
             raise InvalidParameterError("--source kafka needs --bootstrap-servers and --topic")
         if self.consumer_options and self.source != "kafka":
             raise InvalidParameterError("--consumer-option needs --source kafka")
+        if self.compression not in PRODUCER_CODECS:
+            raise InvalidParameterError(
+                f"--compression must be one of {', '.join(PRODUCER_CODECS)}, got "
+                f"{self.compression!r}"
+            )
+        for option, value in (("--max-record-bytes", self.max_record_bytes),
+                              ("--max-batch-bytes", self.max_batch_bytes)):  # fmt: skip
+            if not 1 <= value <= MAX_KAFKA_BYTES:
+                raise InvalidParameterError(
+                    f"{option} must be in [1, {MAX_KAFKA_BYTES}] bytes, got {value}"
+                )
         self._check_group()
         self._check_keyed()
         self._check_kafka_names()
@@ -263,21 +295,21 @@ def run_serve(config: ServeConfig) -> None:
     if config.http_addr is not None:
         token = token_from_env(os.environ)
         check_exposure(_address(config.http_addr, "--http-addr")[0], token, "--http-addr")
-    # until the daemon's own handlers are in place (the warm-up can take seconds), a
-    # signal is remembered and acted on then, not left to kill the process
-    early = _EarlySignals()
-    previous = _install_signals(early, "still starting; checkpoint and exit once started")
-    # from now on a signal is held, not fatal: systemd may send a reload or a stop
+    # from now on a signal is handled, not fatal (the warm-up can take seconds): systemd
+    # may send a reload or a stop
+    stopper = _Stopper(StopBudget(), config.settings.stop_timeout)
+    previous = stopper.install()
     notify_systemd("READY=1")
     log.info("starting: %s from %s", config.learner.algorithm, config.source)
     try:
-        _serve(config, token, early)
+        _serve(config, token, stopper)
     finally:
         _restore_signals(previous)
 
 
-def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None:
-    """:func:`run_serve` once the early signal handlers are in place."""
+def _serve(config: ServeConfig, token: str | None, stopper: _Stopper) -> None:
+    """:func:`run_serve` once the signal handlers are in place."""
+    budget = stopper.budget
     store = (
         CheckpointStore(Path(config.checkpoint_dir), keep=config.keep)
         if config.checkpoint_dir
@@ -286,8 +318,8 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
     if store is not None:
         store.check_writable()
         store.lock()  # held until the process ends: one daemon writes a directory
-    source = _warmed_source(config)
-    sink, dead_letters = _sinks(config)
+    source = _warmed_source(config, budget)
+    sink, dead_letters = _sinks(config, budget)
 
     decoder = _decoder(config, config.max_features)
 
@@ -299,16 +331,18 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
         new_registry(),
         lambda: holder["daemon"].snapshot if holder else None,
         per_label=config.per_label_metrics,
+        unreadable_reasons=UNREADABLE_REASONS if config.source == "kafka" else (),
     )
     live = LiveModel() if config.http_addr is not None else None
     settings = config.settings
     if config.http_learn:  # a posted example waits for the next turn: keep turns short
         settings = replace(settings, poll_timeout=min(settings.poll_timeout, LEARN_POLL_TIMEOUT))
-    group, sync_topic = _group(config, source)
-    keyed, state_topic = _keyed(config)
+    group, sync_topic = _group(config, source, budget)
+    keyed, state_topic = _keyed(config, budget)
     daemon = Daemon(
         config.model, source, decode=decode, settings=settings, store=store, sink=sink,
         dead_letters=dead_letters, observer=metrics, live=live, group=group, keyed=keyed,
+        budget=budget,
     )  # fmt: skip
     holder["daemon"] = daemon
     if group is not None or keyed is not None:
@@ -319,9 +353,9 @@ def _serve(config: ServeConfig, token: str | None, early: _EarlySignals) -> None
         source.before_revoke = daemon.partitions_revoking
     asked = info(daemon.learner)
     metrics.set_info(*asked, version=__version__)
-    # handlers first: once the endpoint answers, a SIGTERM stops the daemon cleanly
-    _install_signals(daemon, "finishing the batch, then checkpoint and exit")
-    early.replay(daemon)
+    # the daemon takes the signals before its endpoint answers: once it does, a SIGTERM
+    # stops the daemon cleanly
+    stopper.attach(daemon, lambda: daemon.settled)
     server = HttpServer(nice=config.http_nice)
     try:
         ops = ops_app(metrics, ready=daemon.ready, request_checkpoint=daemon.request_checkpoint,
@@ -360,7 +394,7 @@ class _Closes(Protocol):
 
 
 def _group(
-    config: ServeConfig, source: Source
+    config: ServeConfig, source: Source, budget: StopBudget
 ) -> tuple[Callable[[Model], GroupMember] | None, _Closes | None]:
     """How the daemon becomes a member of its learning group, and the sync topic to close
     at the end (None, None: it learns alone)."""
@@ -371,8 +405,9 @@ def _group(
 
     assert config.bootstrap_servers is not None
     transport = SyncTopic(
-        config.bootstrap_servers, config.sync_topic, security=security_from_env(os.environ)
-    )
+        config.bootstrap_servers, config.sync_topic, security=security_from_env(os.environ),
+        compression=codec_of(config.compression), budget=budget,
+    )  # fmt: skip
     member_id = config.member_id or new_member_id()
 
     def member(model: Model) -> GroupMember:
@@ -386,7 +421,7 @@ def _group(
     return member, transport
 
 
-def _keyed(config: ServeConfig) -> tuple[KeyedModels | None, _Closes | None]:
+def _keyed(config: ServeConfig, budget: StopBudget) -> tuple[KeyedModels | None, _Closes | None]:
     """The keyed models and their state topic, to close at the end (None, None: the
     daemon learns one model)."""
     if config.keyed is None:
@@ -397,7 +432,8 @@ def _keyed(config: ServeConfig) -> tuple[KeyedModels | None, _Closes | None]:
     assert config.bootstrap_servers is not None and config.topic is not None
     assert config.state_topic is not None
     store = StateTopic(config.bootstrap_servers, config.state_topic, input_topic=config.topic,
-                       security=security_from_env(os.environ))  # fmt: skip
+                       security=security_from_env(os.environ),
+                       compression=codec_of(config.compression), budget=budget)  # fmt: skip
     model = config.model
     keyed = KeyedModels(
         model.build, model.restore, store, max_models=config.keyed.max_models,
@@ -516,7 +552,7 @@ def warm_up(spec: LearnerSpec | ModelSpec) -> None:
     MessageDecoder().decode_columns(warm.data, warm.spans)
 
 
-def _warmed_source(config: ServeConfig) -> Source:
+def _warmed_source(config: ServeConfig, budget: StopBudget | None = None) -> Source:
     """The source, once the kernels the daemon runs are compiled (or loaded): the
     learner's and the decoder's here, the record-batch decoder by a Kafka source as it
     is made. Says so when it compiles: a first run spends seconds on it, which would
@@ -524,11 +560,11 @@ def _warmed_source(config: ServeConfig) -> Source:
     the GIL)."""
     with announce_compilation(log.info):
         warm_up(config.model)
-        source = _source(config)
+        source = _source(config, budget)
     return source
 
 
-def _source(config: ServeConfig) -> Source:
+def _source(config: ServeConfig, budget: StopBudget | None = None) -> Source:
     if config.source == "stdin":
         return StdinSource(sys.stdin.buffer, lines_per_message=config.lines_per_message)
     from streamlearn.sources.kafka import KafkaSource, consumer_options, security_from_env
@@ -539,11 +575,16 @@ def _source(config: ServeConfig) -> Source:
         config.topic,
         config.group,
         security=security_from_env(os.environ),
+        max_batch_bytes=config.max_batch_bytes,
+        max_record_bytes=config.max_record_bytes,
+        budget=budget,
         **consumer_options(config.consumer_options),
     )
 
 
-def _sinks(config: ServeConfig) -> tuple[Sink | None, Sink | None]:
+def _sinks(
+    config: ServeConfig, budget: StopBudget | None = None
+) -> tuple[Sink | None, Sink | None]:
     if config.source == "stdin" and config.predictions_topic is None:
         return StdoutSink(), None
     if config.bootstrap_servers is None:
@@ -560,54 +601,95 @@ def _sinks(config: ServeConfig) -> tuple[Sink | None, Sink | None]:
     def sink(topic: str | None) -> Sink | None:
         if not topic:
             return None
-        return KafkaSink(bootstrap, topic, security=security, max_request_size=largest)
+        return KafkaSink(bootstrap, topic, security=security, max_request_size=largest,
+                         compression=codec_of(config.compression), budget=budget)  # fmt: skip
 
     return sink(config.predictions_topic), sink(config.dead_letter_topic)
 
 
 class _Signalled(Protocol):
-    """What the signal handlers call: the daemon, or what stands in for it at the start."""
+    """What the signal handlers call: the daemon, once it exists."""
 
     def request_stop(self) -> None: ...
     def request_checkpoint(self) -> None: ...
 
 
-class _EarlySignals:
-    """SIGTERM, SIGINT and SIGHUP received before the daemon exists, kept to be acted on
-    once it does (a ``systemctl reload`` during a first run's compilation would
-    otherwise kill the service)."""
+class _Stopper:
+    """What SIGTERM, SIGINT and SIGHUP do, from the start of ``serve`` to its end.
 
-    def __init__(self) -> None:
-        self.stop = False
-        self.checkpoint = False
+    The first SIGTERM or SIGINT asks for a stop: the daemon finishes its batch, writes
+    its last checkpoint and exits within ``seconds`` (every wait on a broker takes the
+    time left, :class:`StopBudget`); a watchdog ends the process :data:`STOP_GRACE`
+    seconds later if it still runs. A second one exits at once, without a checkpoint,
+    with the conventional status (128 + the signal's number). SIGHUP asks for a
+    checkpoint. Requests that come before the daemon exists (the warm-up can take
+    seconds) are handed to it once it does.
+    """
 
-    def request_stop(self) -> None:
-        self.stop = True
+    def __init__(self, budget: StopBudget, seconds: float) -> None:
+        self.budget = budget
+        self.seconds = seconds
+        self.target: _Signalled | None = None
+        self.stop_requested = False
+        self.checkpoint_requested = False
+        #: whether exiting now would lose nothing (asked by the watchdog)
+        self.settled: Callable[[], bool] = lambda: True
 
-    def request_checkpoint(self) -> None:
-        self.checkpoint = True
+    def attach(self, target: _Signalled, settled: Callable[[], bool]) -> None:
+        """From now on ``target`` gets the requests (those received before too)."""
+        self.target, self.settled = target, settled
+        if self.checkpoint_requested:
+            target.request_checkpoint()
+        if self.stop_requested:
+            target.request_stop()
 
-    def replay(self, daemon: Daemon) -> None:
-        """Hand what was received to the daemon."""
-        if self.checkpoint:
-            daemon.request_checkpoint()
-        if self.stop:
-            daemon.request_stop()
+    def on_stop(self, signum: int, frame: FrameType | None) -> None:
+        if self.stop_requested:
+            log.warning("signal %d again: exiting now, without a checkpoint", signum)
+            _exit_now(128 + signum)
+        self.stop_requested = True
+        self.budget.begin(self.seconds)
+        doing = "still starting" if self.target is None else "finishing the batch"
+        log.info("signal %d: %s, then checkpoint and exit (within %g s)", signum, doing,
+                 self.seconds)  # fmt: skip
+        watchdog = threading.Timer(self.seconds + STOP_GRACE, self._overdue)
+        watchdog.daemon = True
+        watchdog.start()
+        if self.target is not None:
+            self.target.request_stop()
+
+    def on_checkpoint(self, signum: int, frame: FrameType | None) -> None:
+        self.checkpoint_requested = True
+        if self.target is not None:
+            self.target.request_checkpoint()
+
+    def _overdue(self) -> None:
+        """The stop took longer than its budget: end the process now (a broker or a
+        disk that does not answer holds it)."""
+        settled = self.settled()
+        state = (
+            "its last checkpoint is written"
+            if settled
+            else "before its last checkpoint: the next start resumes from the one before"
+        )
+        log.error("the stop took longer than %g s: exiting now (%s)",
+                  self.seconds + STOP_GRACE, state)  # fmt: skip
+        _exit_now(0 if settled else 1)
+
+    def install(self) -> dict[int, Any]:
+        """Handle the signals; returns the handlers they replace."""
+        handlers = {signal.SIGTERM: self.on_stop, signal.SIGINT: self.on_stop,
+                    signal.SIGHUP: self.on_checkpoint}  # fmt: skip
+        return {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
 
 
-def _install_signals(target: _Signalled, stopping: str) -> dict[int, Any]:
-    """SIGTERM and SIGINT ask ``target`` to stop (logged with ``stopping``), SIGHUP to
-    checkpoint; returns the handlers they replace."""
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        log.info("signal %d: %s", signum, stopping)
-        target.request_stop()
-
-    def checkpoint(signum: int, frame: FrameType | None) -> None:
-        target.request_checkpoint()
-
-    handlers = {signal.SIGTERM: stop, signal.SIGINT: stop, signal.SIGHUP: checkpoint}
-    return {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
+def _exit_now(code: int) -> None:
+    """End the process at once with ``code``, the log written out first."""
+    for handler in logging.getLogger().handlers:
+        with contextlib.suppress(Exception):  # a closed stream: nothing more to write
+            handler.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _restore_signals(previous: dict[int, Any]) -> None:

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from streamlearn.errors import CheckpointError, StateError
+from streamlearn.errors import StateError, UndeliveredError
 from streamlearn.keyed.copies import KeyCopy, KeyedPredictor
 from streamlearn.keyed.records import ModelRecord, decode_record, encode_record
 from streamlearn.keyed.registry import Resident, ResidentModels
@@ -383,7 +383,7 @@ class KeyedModels:
         self._written_since_flush = False
         self.unwritten = self.store.flush(self.flush_timeout)
         if self.unwritten:
-            raise CheckpointError(
+            raise UndeliveredError(
                 f"{self.unwritten} model records not written to the state topic within "
                 f"{self.flush_timeout:g} s (is the broker reachable?)"
             )
