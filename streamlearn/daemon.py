@@ -229,7 +229,7 @@ class DaemonSettings:
     stall_timeout: float = 60.0
     #: seconds a stop (SIGTERM, SIGINT) may take, its last checkpoint included: every wait
     #: on a broker after the signal takes the time left
-    stop_timeout: float = 4.0
+    stop_timeout: float = 3.0
 
     def __post_init__(self) -> None:
         check_max_labels(self.max_labels)

@@ -7,11 +7,15 @@ empty. Every wait polls a condition until a deadline, never a fixed sleep.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import socket
+import struct
 import subprocess
+import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -47,35 +51,54 @@ def tansu_binary() -> str:
 
 
 class Tansu:
-    """A Tansu broker process on 127.0.0.1 and a few admin helpers."""
+    """A Tansu broker process on 127.0.0.1 and a few admin helpers.
 
-    def __init__(self, *, start_timeout: float = 20.0) -> None:
+    ``storage`` is where it keeps its topics: memory (a restart loses them), or an S3
+    bucket (:class:`S3Server`), which a broker restarted on the same port by
+    :meth:`restart` finds again.
+    """
+
+    def __init__(self, *, start_timeout: float = 20.0, storage: S3Server | None = None) -> None:
         self.port = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
-        url = f"tcp://{self.bootstrap}"
+        self.storage = storage
+        self.start_timeout = start_timeout
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
-        self._process = subprocess.Popen(
-            [
-                tansu_binary(),
-                "broker",
-                "--listener-url",
-                url,
-                "--advertised-listener-url",
-                url,
-                "--storage-engine",
-                "memory://tansu/",
-            ],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
         self._producer: Any = None
         self._admin: Any = None
+        self._start()
+
+    def _start(self) -> None:
+        url = f"tcp://{self.bootstrap}"
+        engine = "memory://tansu/" if self.storage is None else f"s3://{self.storage.bucket}/"
+        environment = None if self.storage is None else {**os.environ, **self.storage.client_env}
+        self._process = subprocess.Popen(
+            [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+             "--storage-engine", engine],
+            stdout=self._log, stderr=subprocess.STDOUT, env=environment,
+        )  # fmt: skip
         try:
-            wait_for(self._accepts, timeout=start_timeout, what="tansu to listen")
-            self._admin = wait_for(self._admin_client, timeout=start_timeout, what="admin")
+            wait_for(self._accepts, timeout=self.start_timeout, what="tansu to listen")
+            if self._admin is None:
+                self._admin = wait_for(self._admin_client, timeout=self.start_timeout,
+                                       what="admin")  # fmt: skip
         except BaseException:
             self.stop()
             raise
+
+    def kill(self) -> None:
+        """kill -9 the broker (its storage stays, if it is not memory)."""
+        for client in (self._producer, self._admin):
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    client.close()
+        self._producer = self._admin = None
+        self._process.kill()
+        self._process.wait(timeout=10)
+
+    def restart(self) -> None:
+        """Start the broker again on the same port and storage, after :meth:`kill`."""
+        self._start()
 
     def _accepts(self) -> bool:
         if self._process.poll() is not None:
@@ -221,3 +244,90 @@ class OpsEndpoint:
 
     def stop(self) -> None:
         self.server.stop()
+
+
+class S3Server:
+    """An S3-compatible server (moto) on 127.0.0.1 with one bucket: storage for a Tansu
+    broker that outlives the broker's process."""
+
+    bucket = "tansu"
+
+    def __init__(self, *, start_timeout: float = 30.0) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=self._log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            wait_for(self._bucket_made, timeout=start_timeout, interval=0.2, what="moto's S3")
+        except BaseException:
+            self.stop()
+            raise
+        #: what the broker needs in its environment to use this server
+        self.client_env = {
+            "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT": self.url,
+            "AWS_ALLOW_HTTP": "true",
+        }  # fmt: skip
+
+    def _bucket_made(self) -> bool:
+        if self._process.poll() is not None:
+            self._log.seek(0)
+            raise RuntimeError(f"moto exited: {self._log.read()[-2000:]!r}")
+        request = urllib.request.Request(f"{self.url}/{self.bucket}", data=b"", method="PUT")
+        try:
+            with urllib.request.urlopen(request, timeout=2) as answer:
+                return bool(answer.status == 200)
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait(timeout=10)
+        self._log.close()
+
+
+def produce_raw(bootstrap: str, topic: str, partition: int, batch: bytes) -> tuple[int, int]:
+    """Send one record batch as it is (whatever its CRC, codec or records say) with a
+    Produce request (v3) of its own; the broker's (error code, base offset)."""
+
+    def text(value: str) -> bytes:
+        raw = value.encode()
+        return struct.pack(">h", len(raw)) + raw
+
+    body = (
+        struct.pack(">h", -1)  # no transactional id
+        + struct.pack(">hi", -1, 10000)  # acks=all, timeout
+        + struct.pack(">i", 1) + text(topic)
+        + struct.pack(">i", 1) + struct.pack(">i", partition)
+        + struct.pack(">i", len(batch)) + batch
+    )  # fmt: skip
+    request = struct.pack(">hhi", 0, 3, 1) + text("streamlearn-tests") + body
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(struct.pack(">i", len(request)) + request)
+        (size,) = struct.unpack(">i", _read_exactly(sock, 4))
+        answer = _read_exactly(sock, size)
+    # correlation id, [topic name, [partition, error code, base offset, ...]]
+    at = 4 + 4
+    (name_length,) = struct.unpack_from(">h", answer, at)
+    at += 2 + name_length + 4
+    _, error, base_offset = struct.unpack_from(">ihq", answer, at)
+    return int(error), int(base_offset)
+
+
+def _read_exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        data += chunk
+    return data

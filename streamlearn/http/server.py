@@ -50,8 +50,9 @@ IDLE_TIMEOUT = 15.0
 BODY_TIMEOUT = 10.0
 #: bytes of the largest request body
 MAX_BODY = 4 << 20
-#: seconds :meth:`HttpServer.stop` gives open requests to finish
-SHUTDOWN_TIMEOUT = 2.0
+#: seconds :meth:`HttpServer.stop` gives open requests to finish (an answer takes
+#: milliseconds; a stop of the daemon has 5 s in all)
+SHUTDOWN_TIMEOUT = 0.5
 
 
 async def read_body(request: web.BaseRequest, timeout: float = BODY_TIMEOUT) -> bytes:

@@ -74,7 +74,7 @@ MAX_KAFKA_BYTES = 1 << 31
 #: seconds a poll waits at most when the API learns (a posted example waits one poll)
 LEARN_POLL_TIMEOUT = 0.02
 #: seconds after its stop budget at which a stop that still runs is cut short
-STOP_GRACE = 0.75
+STOP_GRACE = 1.5
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,9 @@ log = logging.getLogger(__name__)
 
 #: how long closing the consumer (leaving the group) may take, in milliseconds
 CLOSE_TIMEOUT_MS = 5000
+#: how long the first contact with the brokers may take, in milliseconds: a poll waits
+#: this long while no broker answers (and a stop signal waits for that poll)
+BOOTSTRAP_TIMEOUT_MS = 2000
 #: seconds between two log lines while the polls keep failing
 FAILING_LOG_INTERVAL = 60.0
 #: the group session the source keeps unless told otherwise, in milliseconds
@@ -457,7 +460,7 @@ class KafkaSource:
         session_timeout_ms: int = SESSION_TIMEOUT_MS,
         heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS,
         request_timeout_ms: int = 30000,
-        bootstrap_timeout_ms: int = 5000,
+        bootstrap_timeout_ms: int = BOOTSTRAP_TIMEOUT_MS,
         lag_interval: float = 5.0,
         prefetch_bytes: int = 4 << 20,
         max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,

@@ -50,16 +50,19 @@ class Serve:
         *extra: str,
         consumer: dict[str, int] | None = None,
         command: list[str] | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         """``command``: the whole command line, instead of the one made here (which
-        sets ``metrics_port`` first)."""
+        sets ``metrics_port`` first); ``env``: the process's environment, if not ours."""
         self.directory = directory
         if command is None:
             command = self._default_command(broker, topic, directory, extra, consumer)
         self.log_path = directory.with_suffix(".log")
         self.log = self.log_path.open("ab")
         try:
-            self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self.log)
+            self.process = subprocess.Popen(
+                command, stdout=subprocess.DEVNULL, stderr=self.log, env=env
+            )
         except BaseException:
             self.log.close()
             raise

@@ -92,10 +92,11 @@ def test_an_outage_with_predictions_on_their_way_holds_checkpoints_and_bounds_a_
     broker: Tansu, tmp_path: Path
 ) -> None:
     """A prediction the broker has not taken keeps checkpoints from moving past its
-    request (logged, the daemon goes on); SIGTERM then ends the daemon within seconds,
-    exit 1 with an error line and no traceback, the last checkpoint kept; the next
-    start answers the request again. The daemon used to die at the first checkpoint,
-    or after 94 s with a chained traceback on SIGTERM."""
+    request (logged, the daemon goes on); SIGTERM then ends the daemon within 5 s, exit
+    0 with a warning and no traceback, the last checkpoint kept (a stop does not wait
+    for a broker that does not answer, and loses nothing); the next start answers the
+    request again. The daemon used to die at the first checkpoint, or after 94 s with a
+    chained traceback on SIGTERM."""
     predictions = f"p-{uuid.uuid4().hex[:8]}"
     broker.create_topic(predictions, 1)
     directory = tmp_path / "ckpt"
@@ -128,9 +129,10 @@ def test_an_outage_with_predictions_on_their_way_holds_checkpoints_and_bounds_a_
             first.kill()
             first.wait()
     log = log_path.read_text()
-    assert code == 1, log
-    assert took < 30.0, log  # the flush's 10 s, and closing without waiting
-    assert "error: final checkpoint failed: checkpoint not written: 1 prediction" in log
+    assert code == 0, log
+    assert took < 5.0, log
+    assert "checkpoint not written: 1 prediction still on their way" in log
+    assert "the last checkpoint written stands" in log
     assert "Traceback" not in log
     assert learned(directory) == 1  # the last checkpoint stays
 
