@@ -48,6 +48,19 @@ example against its label set). An example with no label is a prediction request
 checkpoint holds either kind of model; the daemon refuses to restore one of the other
 kind than it was started for (:class:`~streamlearn.errors.StateError`).
 
+**What a source skips** (:class:`~streamlearn.sources.base.SkipsUnreadable`: a Kafka
+batch with a bad CRC, a codec that fails, a decompression bomb...) is counted by reason,
+logged once per reason and minute, and sent raw to the dead-letter topic; the positions
+move past it. Messages without an example (null or empty values) are counted. A
+partition whose messages wait and whose position does not move for ``stall_timeout``
+turns :meth:`Daemon.ready` false.
+
+**A stop** (:meth:`Daemon.request_stop`) ends the loop at the turn's end (a replay pass
+between two rounds), then writes the last checkpoint within ``stop_timeout`` seconds:
+every wait on a broker takes the time the shared :class:`StopBudget` leaves. A
+checkpoint that would pass predictions or dead letters still on their way is then not
+written, and the one before stands (nothing is lost).
+
 **Keyed models** (``keyed``, :mod:`streamlearn.keyed`): one model per message key
 instead of one model. Each poll's rows go to the models of their messages' keys; replay
 passes go over the models in memory; a checkpoint writes the models that changed to the
@@ -365,11 +378,6 @@ class Daemon:
         within ``stop_timeout`` seconds (waits on brokers take the time left)."""
         self._stop = True
         self.budget.begin(self.settings.stop_timeout)
-
-    @property
-    def stopping(self) -> bool:
-        """Whether a stop was asked for."""
-        return self._stop
 
     def request_checkpoint(self) -> None:
         """Write a checkpoint at the end of the current turn."""
