@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 from services import OpsEndpoint
 
 from streamlearn.metrics import DaemonMetrics
+from streamlearn.sources.kafka_codecs import REASONS as UNREADABLE_REASONS
 
 pytestmark = pytest.mark.prometheus
 
@@ -97,7 +98,8 @@ def endpoint() -> Iterator[OpsEndpoint]:
         "buffer_examples": 0,
         "buffer_nnz": 0,
     }
-    metrics = DaemonMetrics(registry, state=lambda: state, per_label=True)
+    metrics = DaemonMetrics(registry, state=lambda: state, per_label=True,
+                            unreadable_reasons=UNREADABLE_REASONS)  # fmt: skip
     endpoint = OpsEndpoint(
         "127.0.0.1", 0, metrics=metrics, ready=lambda: True, request_checkpoint=lambda: None
     ).start()
@@ -148,6 +150,9 @@ def endpoint() -> Iterator[OpsEndpoint]:
     metrics.observe_learn_batch(0.004)
     metrics.observe_checkpoint(0.05, 20_000, when=time.time())
     metrics.set_lag({0: 12, 1: 0})
+    metrics.count_unreadable("codec failed")
+    metrics.count_skipped("null value", 2)
+    metrics.set_stalled(0)
     yield endpoint
     endpoint.stop()
 
