@@ -416,6 +416,14 @@ def serve(
             "max_batch_bytes",
         ),
     ] = DEFAULT_MAX_BATCH_BYTES,
+    on_offset_reset: Annotated[
+        Literal["wait", "earliest"],
+        _option(
+            "A partition whose log went back behind what was learned: hold it, or learn "
+            "it again from its start.",
+            "on_offset_reset",
+        ),
+    ] = "wait",
     stall_timeout: Annotated[
         float,
         _option(
@@ -658,6 +666,7 @@ def serve(
             compression=compression,
             max_record_bytes=max_record_bytes,
             max_batch_bytes=max_batch_bytes,
+            on_offset_reset=on_offset_reset,
             message_format=message_format,
             checkpoint_dir=checkpoint_dir,
             keep=keep,

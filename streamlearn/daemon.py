@@ -105,7 +105,14 @@ from streamlearn.learn.answers import binary_answers
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.parse.messages import VALUE_LENGTH
 from streamlearn.replay import ReplayPacer, ReplaySchedule
-from streamlearn.sources.base import MessageBatch, Positions, Sink, SkipsUnreadable, Source
+from streamlearn.sources.base import (
+    GuardsPositions,
+    MessageBatch,
+    Positions,
+    Sink,
+    SkipsUnreadable,
+    Source,
+)
 from streamlearn.sources.progress import PartitionProgress
 from streamlearn.sources.stopping import StopBudget
 from streamlearn.sources.unreadable import UnreadableLog, dead_letter_headers
@@ -139,6 +146,7 @@ class Observer(Protocol):
     def set_lag(self, lag: Mapping[int, int]) -> None: ...
     def set_ready(self, ready: bool) -> None: ...
     def set_stalled(self, partitions: int) -> None: ...
+    def set_held(self, partitions: int) -> None: ...
 
 
 class Replayable(Protocol):
@@ -190,6 +198,9 @@ class _Silent:
         pass
 
     def set_stalled(self, partitions: int) -> None:
+        pass
+
+    def set_held(self, partitions: int) -> None:
         pass
 
 
@@ -367,6 +378,8 @@ class Daemon:
         self._progress = PartitionProgress(settings.stall_timeout)
         #: partitions with messages waiting that made no progress for ``stall_timeout``
         self.stalled: set[int] = set()
+        #: partitions the source holds back (their log went back behind the position)
+        self._held = 0
         #: whether the run ended with nothing left unsaved: its last checkpoint written
         #: (or, stopped while deliveries wait on a broker, the one before standing)
         self.settled = False
@@ -397,14 +410,18 @@ class Daemon:
         otherwise start from the wrong offsets and leave data out of the model for good.
         """
         latest = self._latest()
+        fallback = False
+        log_ends: Positions = {}
         if latest is not None:
             path, checkpoint = latest
             payload = checkpoint.payload
+            fallback = self.store is not None and path != self.store.paths()[0]
             self._check_stream(payload, path)
             self.learner = self._model_of_kind(self.spec.restore(payload["learner"]), str(path))
             try:
                 self.stream_examples = int(payload["job"]["stream_examples"])
                 self.positions = {int(p): int(o) for p, o in payload["positions"].items()}
+                log_ends = {int(p): int(o) for p, o in payload.get("log_ends", {}).items()}
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise StateError(f"{path}: malformed daemon checkpoint ({exc})") from exc
             log.info("restored %s: %d examples", path, self.stream_examples)
@@ -414,6 +431,11 @@ class Daemon:
             self.group.join()
             self.version += 1
         self.source.seek(dict(self.positions))
+        if isinstance(self.source, GuardsPositions):
+            if fallback:  # the committed offsets may come from the checkpoints skipped
+                log.warning("fell back to an older checkpoint: partitions it holds no "
+                            "position for start at their logs' start")  # fmt: skip
+            self.source.expect(log_ends, others_from_earliest=fallback)
         self.restored = True
 
     # -- a learning group's partitions (the source calls these during its polls) -------
@@ -551,6 +573,7 @@ class Daemon:
                 examples = len(self._replayed.buffer)
                 self._pacer.timed(self._replay_pass(), examples)
             self._skip_unreadable()
+            self._watch_held()
             lag = self.source.lag()
             now = self.clock()
             self._watch_progress(lag, now)
@@ -727,6 +750,14 @@ class Daemon:
             self.positions = self.source.position()
             if self.group is not None:
                 self.group.learned({}, self.positions)
+
+    def _watch_held(self) -> None:
+        """Count the partitions the source holds back (the source logs why)."""
+        if isinstance(self.source, GuardsPositions):
+            held = len(self.source.held())
+            if held != self._held:
+                self.observer.set_held(held)
+                self._held = held
 
     def _watch_progress(self, lag: Mapping[int, int], now: float) -> None:
         """Find the partitions that make no progress (see :class:`PartitionProgress`):
@@ -1103,13 +1134,16 @@ class Daemon:
 
     def payload(self) -> dict[str, Any]:
         """What a checkpoint holds."""
-        return {
+        payload = {
             "kind": DAEMON_KIND,
             "learner": self.learner.state_dict(),
             "positions": {str(p): o for p, o in self.positions.items()},
             "stream": self.source.stream,
             "job": {"stream_examples": self.stream_examples},
         }
+        if isinstance(self.source, GuardsPositions):  # a restart checks the logs against them
+            payload["log_ends"] = {str(p): end for p, end in self.source.log_ends().items()}
+        return payload
 
 
 def _origin(messages: MessageBatch, i: int) -> tuple[int, int]:

@@ -484,6 +484,12 @@ class DaemonMetrics:
             "Partitions with messages waiting whose position has not moved for --stall-timeout.",
             registry=registry,
         )
+        self._held = Gauge(
+            "streamlearn_held_partitions",
+            "Partitions held back because their log went back behind what was learned "
+            "from them (--on-offset-reset wait).",
+            registry=registry,
+        )
         self._http_children: dict[tuple[str, int], tuple[Any, Any]] = {}
         # every label value shows up from the start, so rate() has a zero to start from
         for sink in SINKS:
@@ -551,6 +557,10 @@ class DaemonMetrics:
     def set_stalled(self, partitions: int) -> None:
         """Say how many partitions make no progress."""
         self._stalled.set(partitions)
+
+    def set_held(self, partitions: int) -> None:
+        """Say how many partitions are held back (their log went back)."""
+        self._held.set(partitions)
 
     def count_undelivered(self, sink: str, n: int) -> None:
         """Count ``n`` messages a sink ("predictions" or "dead_letters") could not deliver."""

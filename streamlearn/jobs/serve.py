@@ -59,6 +59,7 @@ from streamlearn.sources.kafka_codecs import (
     codec_of,
 )
 from streamlearn.sources.kafka_codecs import REASONS as UNREADABLE_REASONS
+from streamlearn.sources.log_guard import POLICIES as OFFSET_RESET_POLICIES
 from streamlearn.sources.stdin import StdinSource
 from streamlearn.sources.stdout import StdoutSink
 from streamlearn.sources.stopping import StopBudget
@@ -98,6 +99,8 @@ class ServeConfig:
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     #: a Kafka record batch whose records decompress to more than this: skipped
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    #: a partition whose log went back behind what was learned: held, or read again
+    on_offset_reset: str = "wait"
     message_format: str = "svmlight"
     checkpoint_dir: str | None = None
     keep: int = 3
@@ -139,6 +142,11 @@ class ServeConfig:
             raise InvalidParameterError("--source kafka needs --bootstrap-servers and --topic")
         if self.consumer_options and self.source != "kafka":
             raise InvalidParameterError("--consumer-option needs --source kafka")
+        if self.on_offset_reset not in OFFSET_RESET_POLICIES:
+            raise InvalidParameterError(
+                f"--on-offset-reset must be one of {', '.join(OFFSET_RESET_POLICIES)}, got "
+                f"{self.on_offset_reset!r}"
+            )
         if self.compression not in PRODUCER_CODECS:
             raise InvalidParameterError(
                 f"--compression must be one of {', '.join(PRODUCER_CODECS)}, got "
@@ -578,6 +586,7 @@ def _source(config: ServeConfig, budget: StopBudget | None = None) -> Source:
         max_batch_bytes=config.max_batch_bytes,
         max_record_bytes=config.max_record_bytes,
         budget=budget,
+        on_offset_reset=config.on_offset_reset,
         **consumer_options(config.consumer_options),
     )
 

@@ -319,6 +319,28 @@ class SkipsUnreadable(Protocol):
         ...
 
 
+@runtime_checkable
+class GuardsPositions(Protocol):
+    """A source that checks the logs it reads against the positions it resumes from: a
+    partition whose log went back behind what was learned from it (a broker that lost
+    its storage, a topic created again) is held (``--on-offset-reset wait``) or read
+    again from its start (``earliest``), never resumed silently."""
+
+    def log_ends(self) -> Positions:
+        """The furthest end of each partition's log seen so far (a checkpoint keeps it)."""
+        ...
+
+    def expect(self, log_ends: Positions, *, others_from_earliest: bool) -> None:
+        """Resume from a checkpoint that saw these ends; with ``others_from_earliest``,
+        partitions it holds no position for start at their logs' start (not at the
+        group's committed offsets, which may come from checkpoints that were lost)."""
+        ...
+
+    def held(self) -> dict[int, str]:
+        """The partitions held back, with why."""
+        ...
+
+
 @dataclass(frozen=True)
 class Undelivered:
     """A message a sink could not deliver: where the input message it answers or

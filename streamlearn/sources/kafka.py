@@ -64,6 +64,7 @@ from streamlearn.sources.kafka_blocks import (
 )
 from streamlearn.sources.kafka_codecs import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_RECORD_BYTES
 from streamlearn.sources.kafka_logging import tame_kafka_logs
+from streamlearn.sources.log_guard import POLICIES, LogGuard, behind
 from streamlearn.sources.stopping import StopBudget
 
 log = logging.getLogger(__name__)
@@ -332,6 +333,30 @@ class _Passed:
     last_offset: int
 
 
+#: seconds a heartbeat may wait for its answer before the broker counts as not answering
+#: (a frozen broker keeps its connections open: requests only time out after 30 s)
+ANSWER_TIMEOUT = 3.0
+
+
+def _answers(coordinator: Any) -> bool:
+    """Whether the group coordinator answers: no heartbeat has waited for its answer
+    longer than :data:`ANSWER_TIMEOUT`."""
+    heartbeat = getattr(coordinator, "heartbeat", None)
+    if heartbeat is None:
+        return True
+    waiting = heartbeat.last_send > heartbeat.last_receive
+    return not (waiting and time.monotonic() - heartbeat.last_send > ANSWER_TIMEOUT)
+
+
+def _first_offset(item: Any) -> int:
+    """The offset of the first record a fetched item holds."""
+    if isinstance(item, RecordBlock):
+        return int(item.offsets[0])
+    if isinstance(item, UnreadableRecords | PassedRecords):
+        return item.first_offset
+    return int(item.offset)
+
+
 def _unreadable(records: UnreadableRecords, partition: int) -> Unreadable:
     """What the fetcher could not read, as the source reports it."""
     return Unreadable(partition, records.first_offset, records.last_offset, records.reason,
@@ -445,6 +470,10 @@ class KafkaSource:
         a bad CRC, a codec that fails or records that break the format.
     budget:
         Bounds the waits of :meth:`commit` and :meth:`close` once a stop began.
+    on_offset_reset:
+        What to do with a partition whose log went back behind the position (see
+        :mod:`streamlearn.sources.log_guard`): ``wait`` holds it (not ready, logged) until
+        an operator decides, ``earliest`` reads the log again from its start.
     consumer_options:
         More KafkaConsumer options, passed as they are.
     """
@@ -466,8 +495,13 @@ class KafkaSource:
         max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
         budget: StopBudget | None = None,
+        on_offset_reset: str = "wait",
         **consumer_options: Any,
     ) -> None:
+        if on_offset_reset not in POLICIES:
+            raise InvalidParameterError(
+                f"--on-offset-reset must be one of {', '.join(POLICIES)}, got {on_offset_reset!r}"
+            )
         tame_kafka_logs()
         warm_up()  # compiles, if it must, before a consumer exists to send heartbeats
         self.topic = topic
@@ -508,6 +542,13 @@ class KafkaSource:
         self.budget = budget if budget is not None else StopBudget()
         #: records of aborted transactions are skipped unless ``read_uncommitted``
         self.isolation_level: str = self._config["isolation_level"]
+        self.on_offset_reset = on_offset_reset
+        self._guard = LogGuard()
+        self._held: dict[int, str] = {}  # partitions held back, and why
+        self._held_logged = -float("inf")
+        #: partitions without a position start at their log's start, not the group's
+        #: committed offset (after a checkpoint fallback)
+        self._others_from_earliest = False
         #: whether the consumer hands over record batches (False: records one by one)
         self.block_records = False
         #: where to resume partitions the group assigns, when their positions live
@@ -575,8 +616,16 @@ class KafkaSource:
             self._positions.update(self.start_positions({tp.partition for tp in assigned}))
         for tp in assigned:
             offset = self._positions.get(tp.partition)
-            if offset is not None and consumer is not None:
+            if consumer is None:
+                continue
+            if offset is not None:
                 consumer.seek(tp, offset)
+            elif self._others_from_earliest:
+                consumer.seek_to_beginning(tp)
+                log.info("partition %d starts at its log's start: the checkpoint resumed "
+                         "from holds no position for it", tp.partition)  # fmt: skip
+            if tp.partition in self._held:
+                consumer.pause(tp)
         log.info(
             "partitions assigned: %s (seeking %s)",
             sorted(self._assigned),
@@ -615,6 +664,7 @@ class KafkaSource:
                     log.info("Kafka polls work again")
                 self._failed = False
                 self._failures = 0
+                self._check_log_ends(consumer)
         return self._take(max_messages)
 
     def _poll_failed(self, error: Exception, *, expected: bool) -> None:
@@ -640,7 +690,14 @@ class KafkaSource:
 
     def _queue(self, partition: int, items: list[Any]) -> None:
         """Keep what one partition's fetch gave: record blocks, records one by one, and
-        records that cannot be read."""
+        records that cannot be read (none of a partition held back, nor, when they come
+        from behind its position, of one whose log went back)."""
+        if partition in self._held or not items:
+            return
+        first = _first_offset(items[0])
+        if behind(first, self._positions.get(partition)):
+            self._log_went_back(partition, first)
+            return
         records: list[Any] = []
         for item in items:
             if isinstance(item, RecordBlock | UnreadableRecords | PassedRecords):
@@ -691,6 +748,70 @@ class KafkaSource:
             self._positions.update(part.end_positions())
         self._pending_count -= max_messages - room
         return MessageBatch.concatenate(parts)
+
+    def _check_log_ends(self, consumer: Any) -> None:
+        """Compare the assigned partitions' log ends with the furthest seen (see
+        :class:`LogGuard`); remind, once a minute, of the partitions held back."""
+        ends: Positions = {}
+        for partition in self._assigned - set(self._held):
+            end = consumer.highwater(TopicPartition(self.topic, partition))
+            if end is not None:
+                ends[partition] = int(end)
+        for partition in sorted(self._guard.observe_ends(ends, self._positions, time.monotonic())):
+            self._log_went_back(partition, ends[partition])
+        now = time.monotonic()
+        if self._held and now - self._held_logged >= FAILING_LOG_INTERVAL:
+            self._held_logged = now
+            for partition, why in sorted(self._held.items()):
+                log.error("partition %d is held back: %s", partition, why)
+
+    def _log_went_back(self, partition: int, end: int) -> None:
+        """``partition``'s log went back behind the position (its end, or the first
+        offset fetched, is ``end``): hold it, or read it again from its start
+        (``on_offset_reset``); what was fetched from it is dropped either way."""
+        position = self._positions.get(partition)
+        tp = TopicPartition(self.topic, partition)
+        consumer = self._consumer
+        self._drop_pending({partition})
+        if self.on_offset_reset == "earliest":
+            log.warning("partition %d: its log went back to %d, behind offset %s learned from "
+                        "it (the topic created again, or the broker's storage lost): it is "
+                        "read again from its start (--on-offset-reset earliest)",
+                        partition, end, position)  # fmt: skip
+            self._guard.restart(partition, end)
+            start = 0
+            if consumer is not None:
+                try:  # where the log starts now: the position, as if sought there
+                    start = int(consumer.beginning_offsets([tp], timeout_ms=5000)[tp])
+                except KafkaError as error:
+                    log.warning("partition %d: its log's start is unknown (%r): 0", partition,
+                                error)  # fmt: skip
+                consumer.seek(tp, start)
+            self._positions[partition] = start
+            return
+        self._held[partition] = (
+            f"its log went back to {end}, behind offset {position} learned from it (the "
+            "topic created again, or the broker's storage lost); nothing is read from it "
+            "until the daemon is started again with --on-offset-reset earliest (to learn "
+            "the log as it is now from its start) or from another checkpoint"
+        )
+        log.error("partition %d is held back: %s", partition, self._held[partition])
+        if consumer is not None:
+            consumer.pause(tp)
+
+    def log_ends(self) -> Positions:
+        """The furthest end of each partition's log seen so far."""
+        return dict(self._guard.ends)
+
+    def expect(self, log_ends: Positions, *, others_from_earliest: bool) -> None:
+        """Resume from a checkpoint that saw these ends (see
+        :class:`~streamlearn.sources.base.GuardsPositions`)."""
+        self._guard.expect(log_ends)
+        self._others_from_earliest = others_from_earliest
+
+    def held(self) -> dict[int, str]:
+        """The partitions held back, with why."""
+        return dict(self._held)
 
     def unreadable(self) -> list[Unreadable]:
         """The records skipped as unreadable since the last call, up to the position
@@ -746,12 +867,15 @@ class KafkaSource:
         return set(self._assigned)
 
     def ready(self) -> bool:
-        """Whether partitions are assigned, the last poll worked and the group is joined."""
+        """Whether partitions are assigned, the last poll worked, the group is joined,
+        the broker answers its heartbeats and no partition is held back."""
         consumer = self._consumer
-        if consumer is None or self._failed or not self._assigned:
+        if consumer is None or self._failed or not self._assigned or self._held:
             return False
         coordinator = getattr(consumer, "_coordinator", None)
-        return not (coordinator is not None and coordinator.coordinator_unknown())
+        if coordinator is None:
+            return True
+        return not coordinator.coordinator_unknown() and _answers(coordinator)
 
     def exhausted(self) -> bool:
         """Never: a topic can always receive more."""
