@@ -274,11 +274,11 @@ def _keyed_metrics(keyed: Mapping[str, Any]) -> Iterator[Metric]:
         yield _gauge(f"streamlearn_keyed_{name}", documentation, _number(keyed.get(key)))
     moves = CounterMetricFamily(
         "streamlearn_keyed_models",
-        "Keyed models created (a new key), spilled from memory to the state topic, and "
-        "restored from it.",
+        "Keyed models created (a new key), spilled from memory to the state topic, "
+        "restored from it, and records of it refused (the key then starts a new model).",
         labels=["event"],
     )
-    for event in ("created", "spilled", "restored"):
+    for event in ("created", "spilled", "restored", "refused"):
         moves.add_metric([event], _number(keyed.get(event, 0)))
     yield moves
     yield CounterMetricFamily(

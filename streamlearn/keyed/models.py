@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from streamlearn.errors import StateError, UndeliveredError
+from streamlearn.errors import StateError, StreamlearnError, UndeliveredError
 from streamlearn.keyed.copies import KeyCopy, KeyedPredictor
 from streamlearn.keyed.records import ModelRecord, decode_record, encode_record
 from streamlearn.keyed.registry import Resident, ResidentModels
@@ -180,6 +180,9 @@ class KeyedModels:
         self.created = 0
         self.restored = 0
         self.spilled = 0
+        #: records of the state topic refused: not a model this daemon can go on with
+        self.refused = 0
+        self._refused_logged = -float("inf")
         self.skipped = 0
         #: records put but not acknowledged by the broker at the last flush
         self.unwritten = 0
@@ -310,8 +313,8 @@ class KeyedModels:
         if data is None and not create:
             return None
         self._spill(self.resident.victims(room=1))
-        if data is not None:
-            resident = self._restored(key, data, partition)
+        resident = None if data is None else self._restored_or_refused(key, data, partition)
+        if resident is not None:
             self.restored += 1
         else:
             resident = Resident(self._build(), partition)
@@ -320,6 +323,22 @@ class KeyedModels:
         resident.version = self._tick
         self.resident.add(key, resident)
         return resident
+
+    def _restored_or_refused(self, key: bytes, data: bytes, partition: int) -> Resident | None:
+        """The model of ``key`` from its record; None when the record is refused (not a
+        model this daemon can go on with: damaged, foreign, not finite, too large...):
+        counted, logged once a minute, and the key starts a new model. Whoever can write
+        to the state topic could otherwise stop the daemon, at every start."""
+        try:
+            return self._restored(key, data, partition)
+        except (StreamlearnError, ValueError, TypeError, KeyError, OverflowError) as exc:
+            self.refused += 1
+            now = self.wall()
+            if now - self._refused_logged >= WARN_INTERVAL:
+                self._refused_logged = now
+                log.error("refused the state record of key %r (%s): the key starts a new "
+                          "model (%d refused so far)", key, exc, self.refused)  # fmt: skip
+            return None
 
     def _restored(self, key: bytes, data: bytes, partition: int) -> Resident:
         """The model of ``key`` from its record (:class:`StateError` when it is not one
@@ -473,6 +492,7 @@ class KeyedModels:
                 "created": self.created,
                 "restored": self.restored,
                 "spilled": self.spilled,
+                "refused": self.refused,
                 "skipped_examples": self.skipped,
                 "records_written": store.records_written,
                 "bytes_written": store.bytes_written,
@@ -525,8 +545,12 @@ class KeyedModels:
         data = self.store.find(key)
         if data is None:
             return None
-        record = decode_record(data, key)
-        return _copy(key, self._restore(record.state), record.examples, in_memory=False)
+        try:
+            record = decode_record(data, key)
+            model = self._restore(record.state)
+        except (StreamlearnError, ValueError, TypeError, KeyError, OverflowError):
+            return None  # refused when the key's examples come (see _restored_or_refused)
+        return _copy(key, model, record.examples, in_memory=False)
 
 
 class _HeldExamples:

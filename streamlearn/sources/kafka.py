@@ -60,12 +60,14 @@ from streamlearn.sources.kafka_blocks import (
     RecordBlock,
     UnreadableRecords,
     install_block_records,
+    install_records_within,
     warm_up,
 )
 from streamlearn.sources.kafka_codecs import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_RECORD_BYTES
 from streamlearn.sources.kafka_logging import tame_kafka_logs
 from streamlearn.sources.log_guard import POLICIES, LogGuard, behind
 from streamlearn.sources.stopping import StopBudget
+from streamlearn.sources.unreadable import UnreadableLog
 
 log = logging.getLogger(__name__)
 
@@ -288,12 +290,29 @@ def compacted_topic_reader(options: Mapping[str, Any], *, fetch_max_wait_ms: int
     """A consumer of a compacted topic of records (a group's sync topic, the keyed
     models' state topic) with the client ``options``: it commits nothing, fetches
     records of up to :data:`MAX_RECORD_BYTES`, and the broker holds a fetch at most
-    ``fetch_max_wait_ms`` (their readers wait for the topic's end)."""
-    return KafkaConsumer(
+    ``fetch_max_wait_ms`` (their readers wait for the topic's end). A batch it cannot
+    read (a codec that fails, a decompression bomb, a bad CRC) is logged and skipped
+    (:class:`~streamlearn.sources.kafka_blocks.RecordsWithin`): anyone who can write to
+    the topic could otherwise stop every reader of it."""
+    consumer = KafkaConsumer(
         enable_auto_commit=False, fetch_max_wait_ms=fetch_max_wait_ms,
         fetch_max_bytes=MAX_RECORD_BYTES, max_partition_fetch_bytes=MAX_RECORD_BYTES,
         **options,
     )  # fmt: skip
+    install_records_within(consumer, max_batch_bytes=2 * MAX_RECORD_BYTES,
+                           max_record_bytes=MAX_RECORD_BYTES,
+                           report=_compacted_unreadable)  # fmt: skip
+    return consumer
+
+
+_COMPACTED_UNREADABLE = UnreadableLog(log)
+
+
+def _compacted_unreadable(tp: TopicPartition, records: UnreadableRecords) -> None:
+    """Log (once per reason and minute) a batch a compacted topic's reader skipped."""
+    line = _COMPACTED_UNREADABLE.line(_unreadable(records, tp.partition))
+    if line is not None:
+        log.error("topic %s %s", tp.topic, line)
 
 
 def create_compacted_topic(

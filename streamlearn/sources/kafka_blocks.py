@@ -322,6 +322,11 @@ class BlockPartitionRecords(_STOCK):  # type: ignore[misc,valid-type]
         except UnreadableError as error:
             yield self._unreadable(first, last, error.reason, error.detail, raw)
             return
+        if not self._blocks():
+            yield from self._records_of(
+                tp, batch, key_deserializer, value_deserializer, first, last, raw
+            )
+            return
         min_offset = self.fetch_offset if self._dropping else -(1 << 63)
         code, block, _ = decode_batch(batch, min_offset)
         if code != RECORDS_OK:
@@ -336,6 +341,11 @@ class BlockPartitionRecords(_STOCK):  # type: ignore[misc,valid-type]
             yield from self._within_limits(block)
         else:
             self.next_fetch_offset = max(self.next_fetch_offset, batch.next_offset)
+
+    def _blocks(self) -> bool:
+        """Whether a readable v2 batch is handed over as one block (else record by
+        record)."""
+        return True
 
     def _within_limits(self, block: RecordBlock) -> Iterator[Any]:
         """``block``, with each record whose value or key is over ``max_record_bytes``
@@ -444,6 +454,51 @@ class BlockPartitionRecords(_STOCK):  # type: ignore[misc,valid-type]
                 record.timestamp_type, key, value, headers, record.checksum,
                 key_size, value_size, header_size,
             )  # fmt: skip
+
+
+class RecordsWithin(BlockPartitionRecords):
+    """kafka-python's records one by one, as its stock unpacker yields them, read with
+    the same bounds and the same care: a batch that cannot be read is reported to
+    ``report`` and skipped, never raised (the readers of compacted topics take records
+    one by one; a poisoned batch there must not stop them, nor make them spin)."""
+
+    #: told of each batch or record skipped
+    report: Any = None
+
+    def _unpack_records(
+        self, tp: Any, records: Any, key_deserializer: Any, value_deserializer: Any
+    ) -> Iterator[Any]:
+        for item in super()._unpack_records(tp, records, key_deserializer, value_deserializer):
+            if isinstance(item, UnreadableRecords):
+                if self.report is not None:
+                    self.report(self.topic_partition, item)
+            elif isinstance(item, RecordBlock):  # never: blocks are made into records
+                raise AssertionError("a block where records were expected")
+            elif not isinstance(item, PassedRecords):
+                yield item
+
+    def _blocks(self) -> bool:
+        return False
+
+
+def install_records_within(
+    consumer: Any, *, max_batch_bytes: int, max_record_bytes: int, report: Any
+) -> bool:
+    """Make ``consumer`` read records one by one within these bounds, ``report(tp,
+    UnreadableRecords)`` told of what it skips (:class:`RecordsWithin`); whether it
+    could (kafka-python's internals as expected)."""
+    fetcher = getattr(consumer, "_fetcher", None)
+    if fetcher is None or getattr(fetcher, "PartitionRecords", None) is not _STOCK:
+        return False
+    if not internals_known():
+        return False
+    fetcher.PartitionRecords = type(
+        "BoundedRecords",
+        (RecordsWithin,),
+        {"max_batch_bytes": max_batch_bytes, "max_record_bytes": max_record_bytes,
+         "report": staticmethod(report)},
+    )  # fmt: skip
+    return True
 
 
 def _decompress(batch: Any, limit: int) -> None:

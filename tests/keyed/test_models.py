@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from keyed_streams import FEATURES, batches, keyed_lines, same_state
 
 from streamlearn.errors import CheckpointError
 from streamlearn.keyed import KeyedBatch, KeyedModels, MemoryStates, decode_record
+from streamlearn.keyed.records import ModelRecord, encode_record
 from streamlearn.learn import PDM, learner_from_state
 from streamlearn.parse.svmlight import SvmlightParser
 from streamlearn.replay import ReplaySchedule
@@ -259,3 +262,42 @@ def test_the_keys_of_a_partition_given_are_found_before_its_first_message() -> N
     copy = taker.predictor().get(b"key-1")
     assert copy is not None and not copy.description["in_memory"]
     assert len(taker.resident) == 0  # answered from its record, which stays where it is
+
+
+def test_a_state_record_that_is_no_model_is_refused_and_its_key_starts_afresh() -> None:
+    """Whoever can write to the state topic could otherwise stop the daemon at every
+    start: garbage, another key's record, a record with weights that are not finite.
+    Each is counted as refused, the key starts a new model, the stream goes on."""
+    pairs = keyed_lines(400, 4, seed=12)
+    store = MemoryStates()
+    models = keyed(store)
+    assert run(models, pairs) == 400
+    models.save()
+    spoiled = dict(store._latest)  # type: ignore[attr-defined]
+    good = decode_record(spoiled[b"key-1"], b"key-1")
+    weights = np.array(good.state["weights"], dtype=np.float64)
+    weights.flat[0] = np.inf
+    not_finite = ModelRecord(b"key-2", {**good.state, "weights": weights}, {}, 1)
+    store._latest[b"key-0"] = b"\x81\x91\x01\x01"  # type: ignore[attr-defined]
+    store._latest[b"key-1"] = spoiled[b"key-3"]  # type: ignore[attr-defined]
+    store._latest[b"key-2"] = encode_record(not_finite, created=0.0)  # type: ignore[attr-defined]
+    again = keyed(store)
+    more = keyed_lines(200, 4, seed=13)  # the messages after those learned
+    assert sum(again.apply(batch, schedule=SCHEDULE).learned
+               for batch in batches(more, 25, offset=400)) == 200  # fmt: skip
+    assert again.refused == 3
+    assert again.summary()["keyed"]["refused"] == 3
+    assert again.summary()["keyed"]["restored"] == 1  # key-3's own record
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.binary(max_size=300) | st.sampled_from([b"", b"\x80", b"\xc1" * 5]))
+def test_no_bytes_on_the_state_topic_stop_the_models(data: bytes) -> None:
+    store = MemoryStates()
+    models = keyed(store)
+    store._latest[b"key-0"] = data  # type: ignore[attr-defined]
+    store._partition_of[b"key-0"] = 0  # type: ignore[attr-defined]
+    store.open({0})
+    batch = next(iter(batches(keyed_lines(20, 1, seed=14), 20)))
+    assert models.apply(batch, schedule=SCHEDULE).learned == 20
+    assert models.refused == 1
