@@ -4,6 +4,10 @@ Every write goes to a temporary file in the target's directory (``.<name>.<rando
 is flushed and fsynced, renamed over the target with :func:`os.replace`, and then the
 directory is fsynced, so the target always holds either the old or the new checkpoint,
 never a mix, even when the process dies half-way.
+
+Neither a write nor a read holds the checkpoint's bytes whole: a write hands the file
+the encoded pieces in chunks (arrays from their own memory), and a read fills each
+array straight from the file (see :mod:`streamlearn.checkpoint.codec`).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from streamlearn import __version__
-from streamlearn.checkpoint.codec import Checkpoint, decode, encode
+from streamlearn.checkpoint.codec import Checkpoint, EncodedCheckpoint, decode_stream, encode_pieces
 from streamlearn.errors import CheckpointError, InvalidParameterError
 
 logger = logging.getLogger("streamlearn.checkpoint")
@@ -30,9 +34,10 @@ WRITER = f"streamlearn {__version__}"
 LOCK_NAME = ".lock"
 
 
-def _stamped(payload: Mapping[str, Any], created: float | None) -> bytes:
-    """The checkpoint bytes of ``payload``, created now unless told when, by :data:`WRITER`."""
-    return encode(payload, created=time.time() if created is None else created, writer=WRITER)
+def _stamped(payload: Mapping[str, Any], created: float | None) -> EncodedCheckpoint:
+    """The checkpoint of ``payload``, created now unless told when, by :data:`WRITER`."""
+    stamp = time.time() if created is None else created
+    return encode_pieces(payload, created=stamp, writer=WRITER)
 
 
 def write_checkpoint(
@@ -83,13 +88,13 @@ def check_writable(path: str | Path) -> None:
 def read_checkpoint(path: Path) -> Checkpoint:
     """The checkpoint in the file ``path``; :class:`CheckpointError` names the file if bad."""
     try:
-        data = Path(path).read_bytes()
+        with Path(path).open("rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            return decode_stream(file, size=size)
     except FileNotFoundError as exc:
         raise CheckpointError(f"checkpoint {path} does not exist") from exc
     except OSError as exc:
         raise CheckpointError(f"cannot read checkpoint {path}: {exc.strerror or exc}") from exc
-    try:
-        return decode(data)
     except CheckpointError as exc:
         raise CheckpointError(f"checkpoint {path}: {exc}") from exc
 
@@ -264,14 +269,15 @@ def _rotated(path: Path, number: int) -> Path:
     return path.with_name(f"{path.name}.{number}")
 
 
-def _replace_atomically(path: Path, data: bytes, *, rotate: int) -> None:
+def _replace_atomically(path: Path, data: EncodedCheckpoint, *, rotate: int) -> None:
     """Write ``data`` to a synced temporary file, rotate old copies, rename it over ``path``."""
     temporary = _temporary_name(path)
     # O_EXCL: never write through someone else's file; 0o666 & umask like open() would
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as file:
-            file.write(data)
+            for chunk in data.chunks():
+                file.write(chunk)
             file.flush()
             os.fsync(file.fileno())
         moved_away = _rotate(path, rotate) if rotate > 1 else False
