@@ -228,13 +228,14 @@ class OpsEndpoint:
         ready: Callable[[], bool],
         request_checkpoint: Callable[[], None],
         checkpoints: bool = True,
+        token: str | None = None,
     ) -> None:
         from streamlearn.http.ops import ops_app
         from streamlearn.http.server import HttpServer
 
         self.server = HttpServer()
         self.app = ops_app(metrics, ready=ready, request_checkpoint=request_checkpoint,
-                           checkpoints=checkpoints)  # fmt: skip
+                           checkpoints=checkpoints, token=token)  # fmt: skip
         self.host = host
         self.port = port
 

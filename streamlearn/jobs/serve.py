@@ -299,9 +299,9 @@ def run_serve(config: ServeConfig) -> None:
         log.debug("allocator: freed memory is kept for reuse")
     if one_blas_thread():
         log.debug("BLAS: one thread (numpy's dot products on the calling thread)")
-    token = None
+    # the API's token guards what changes state on the metrics address too (POST /checkpoint)
+    token = token_from_env(os.environ)
     if config.http_addr is not None:
-        token = token_from_env(os.environ)
         check_exposure(_address(config.http_addr, "--http-addr")[0], token, "--http-addr")
     # from now on a signal is handled, not fatal (the warm-up can take seconds): systemd
     # may send a reload or a stop
@@ -367,7 +367,7 @@ def _serve(config: ServeConfig, token: str | None, stopper: _Stopper) -> None:
     server = HttpServer(nice=config.http_nice)
     try:
         ops = ops_app(metrics, ready=daemon.ready, request_checkpoint=daemon.request_checkpoint,
-                      checkpoints=store is not None or keyed is not None)  # fmt: skip
+                      checkpoints=store is not None or keyed is not None, token=token)  # fmt: skip
         port = _bind(partial(server.serve, ops), config.metrics_addr, "metrics")
         log.info("metrics on http://%s:%d/metrics", _address(config.metrics_addr)[0], port)
         daemon.restore()
