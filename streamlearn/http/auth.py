@@ -3,8 +3,9 @@
 The token comes from the environment, never from a flag (flags show in ``ps``):
 ``STREAMLEARN_HTTP_TOKEN``, or the first line of the file ``STREAMLEARN_HTTP_TOKEN_FILE``
 names. With a token every request but ``GET /openapi.json`` must carry
-``Authorization: Bearer <token>``; without one the API answers anyone, which is allowed
-only on a loopback address.
+``Authorization: Bearer <token>``, and so must every request on the operations address
+that changes something (``POST /checkpoint``, see :mod:`streamlearn.http.ops`); without
+one the API answers anyone, which is allowed only on a loopback address.
 
 >>> token_from_env({"STREAMLEARN_HTTP_TOKEN": " s3cret "})
 's3cret'
