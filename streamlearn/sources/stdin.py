@@ -4,7 +4,9 @@ Each message holds up to ``lines_per_message`` complete lines, on partition 0, a
 offset is the number of its first line counted from 0 over the whole stream. So a
 position, ``{0: n}``, is the number of lines consumed, and :meth:`StdinSource.seek`
 with it skips the first ``n`` lines: a restart from a checkpoint works when the same
-input is given again (standard input cannot go back, so it reads and drops them).
+input is given again (standard input cannot go back, so it reads and drops them,
+counting their newlines without cutting lines, and reports the lines still to skip
+as its lag: the daemon then keeps reading rather than take the wait for replay time).
 
 >>> import io
 >>> source = StdinSource(io.BytesIO(b"1 1:1\\n-1 2:1\\n1 3:1"), lines_per_message=2)
@@ -72,6 +74,7 @@ class StdinSource:
         self._lines_cut = 0  # lines read from the stream so far (skipped ones too)
         self._consumed = 0  # lines up to the end of the last message returned
         self._skip = 0  # lines still to drop (after a seek)
+        self._skipping_a_line = False  # whether the bytes dropped last began a line
         self._eof = False
 
     def poll(self, timeout: float, max_messages: int) -> MessageBatch:
@@ -103,6 +106,9 @@ class StdinSource:
             if self._tail:  # the last line, without its newline
                 self._cut(self._tail, np.array([len(self._tail) - 1]))
                 self._tail = b""
+            if self._skip and self._skipping_a_line:  # the last line, skipped
+                self._skip -= 1
+                self._lines_cut += 1
             if self._skip:
                 log.warning(
                     "standard input ended %d lines before the position to resume from "
@@ -110,6 +116,10 @@ class StdinSource:
                     "was made from?", self._skip, self._consumed,
                 )  # fmt: skip
             return True
+        if self._skip:
+            chunk = self._skipped(chunk)
+            if not chunk:
+                return True
         data = self._joined(chunk)
         if data is None:
             return True
@@ -121,6 +131,26 @@ class StdinSource:
         self._tail = data[end:]
         self._cut(data[:end], newlines)
         return True
+
+    def _skipped(self, chunk: bytes) -> bytes:
+        """What of ``chunk`` follows the lines still to skip (empty when they take it all).
+
+        Lines being dropped are counted by their newlines, at memory speed: nothing is
+        cut, queued or kept of them (a line that a chunk ends inside of is dropped with
+        the newline that ends it, in a later chunk).
+        """
+        newlines = chunk.count(b"\n")
+        if newlines < self._skip:
+            self._skip -= newlines
+            self._lines_cut += newlines
+            self._skipping_a_line = not chunk.endswith(b"\n")
+            return b""
+        ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == _LF)
+        start = int(ends[self._skip - 1]) + 1
+        self._lines_cut += self._skip
+        self._skip = 0
+        self._skipping_a_line = False
+        return chunk[start:]
 
     def _joined(self, chunk: bytes) -> bytes | None:
         """``chunk`` after the start of the line it continues, or None when it does not
@@ -144,12 +174,8 @@ class StdinSource:
     def _cut(self, data: bytes, line_ends: npt.NDArray[np.intp]) -> None:
         """Queue messages of the whole lines of ``data`` (``line_ends`` are their last bytes)."""
         n_lines = int(line_ends.shape[0])
-        first = 0
-        if self._skip:
-            first = min(self._skip, n_lines)
-            self._skip -= first
-        start = 0 if first == 0 else int(line_ends[first - 1]) + 1
-        for line in range(first, n_lines, self.lines_per_message):
+        start = 0
+        for line in range(0, n_lines, self.lines_per_message):
             last = min(line + self.lines_per_message, n_lines) - 1
             end = int(line_ends[last]) + 1
             self._ready.append(Message(data[start:end], offset=self._lines_cut + line))
@@ -189,7 +215,19 @@ class StdinSource:
         return self._eof and not self._ready and not self._tail
 
     def lag(self) -> Positions:
-        """Unknown: empty."""
+        """``{0: lines still to skip}`` while a seek skips (they wait in the input); else
+        unknown: empty.
+
+        >>> import io
+        >>> source = StdinSource(io.BytesIO(b"1 1:1\\n" * 5))
+        >>> source.seek({0: 3})
+        >>> source.lag()
+        {0: 3}
+        >>> [m.offset for m in source.poll(1.0, 10)], source.lag()
+        ([3], {})
+        """
+        if self._skip and not self._eof:
+            return {0: self._skip}
         return {}
 
     def close(self) -> None:

@@ -9,11 +9,19 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
+from streamlearn.checkpoint.store import CheckpointStore
+from streamlearn.config import LearnerSpec
+from streamlearn.daemon import Daemon, DaemonSettings
 from streamlearn.errors import InvalidParameterError, StateError
-from streamlearn.sources.base import Message
+from streamlearn.parse.messages import MessageDecoder
+from streamlearn.sources.base import Message, MessageBatch
 from streamlearn.sources.stdin import LONGEST_KEPT, StdinSource
 
 
@@ -179,3 +187,120 @@ def test_a_line_without_end_is_kept_bounded_and_still_counted_as_one_line() -> N
     assert len(got[1]) == len(got[3]) == LONGEST_KEPT
     assert got[1] == long[:LONGEST_KEPT]
     assert source.position() == {0: 4}
+
+
+# -- a restart: skipping what the checkpoint holds ------------------------------------------
+
+
+def numbered_lines(n: int, start: int = 0) -> bytes:
+    return b"".join(b"%d 1:%d\n" % (i, i) for i in range(start, start + n))
+
+
+@pytest.mark.parametrize("read_size", [1, 2, 3, 5, 8, 64])
+@pytest.mark.parametrize("skip", [0, 1, 2, 6, 7, 8, 9, 12])
+@pytest.mark.parametrize("last_newline", [True, False])
+def test_seek_drops_exactly_the_lines_it_is_asked_to(
+    read_size: int, skip: int, last_newline: bool
+) -> None:
+    data = numbered_lines(8)[: None if last_newline else -1]  # "7 1:7" may end without one
+    source = StdinSource(io.BytesIO(data), lines_per_message=3, read_size=read_size)
+    source.seek({0: skip})
+    messages = drain(source)
+    kept = data.split(b"\n")[:8][skip:]
+    assert lines_of(messages) == kept
+    offset = skip  # each message starts at the line after the previous one's last
+    for message in messages:
+        assert message.offset == offset
+        offset += len(message.value.splitlines())
+    assert source.position() == {0: max(skip, 8)} and source.exhausted()
+
+
+def test_the_lines_still_to_skip_are_the_lag(pipe: tuple[io.BufferedReader, int]) -> None:
+    """While a seek skips, the lines it still has to drop wait in the input: the daemon
+    reads on rather than take a dry pipe for idle time."""
+    reader, write_fd = pipe
+    source = StdinSource(reader, lines_per_message=10)
+    source.seek({0: 1000})
+    assert source.lag() == {0: 1000}
+    os.write(write_fd, numbered_lines(600))
+    assert len(source.poll(0.1, 10)) == 0
+    assert source.lag() == {0: 400} and source.position() == {0: 1000}
+    os.write(write_fd, numbered_lines(450, start=600))
+    assert [m.offset for m in source.poll(1.0, 10)][:1] == [1000]
+    assert source.lag() == {}
+    os.close(write_fd)
+    drain(source)
+    assert source.position() == {0: 1050}
+
+
+class CountingObserver:
+    """The daemon's observer, counting replay passes and examples learned."""
+
+    def __init__(self) -> None:
+        self.replays = 0
+        self.learned = 0
+
+    def observe_replay(self, seconds: float) -> None:
+        self.replays += 1
+
+    def count_examples(self, outcome: str, n: int) -> None:
+        self.learned += n
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: None
+
+
+def random_lines(n: int, seed: int) -> bytes:
+    """Lines of random labels: a window that replay does not make converge soon."""
+    rng = np.random.default_rng(seed)
+    rows = rng.normal(size=(n, 6))
+    labels = rng.choice([-1, 1], size=n)
+    return b"".join(
+        b"%+d " % label + b" ".join(b"%d:%.4f" % (j + 1, v) for j, v in enumerate(row)) + b"\n"
+        for label, row in zip(labels, rows, strict=True)
+    )
+
+
+def test_a_restart_on_a_pipe_skips_without_replaying_in_between(
+    tmp_path: Path, pipe: tuple[io.BufferedReader, int]
+) -> None:
+    """A restart on standard input skips what its checkpoint holds. When the pipe runs
+    dry for a moment meanwhile (its producer is slower than counting newlines), that is
+    no idle time to replay in: before, every such moment took a replay pass, and with a
+    window that did not converge the skip went at one pipe's worth a pass (about 1 MB/s),
+    nothing learned for minutes."""
+    learned, new = random_lines(3000, seed=1), random_lines(500, seed=2)
+    spec = LearnerSpec.from_options("pdm", {"eps": 0.001, "delta": 0.01})
+    settings = DaemonSettings(checkpoint_every=10**9, checkpoint_interval=1e9)
+
+    def decode(messages: MessageBatch) -> tuple[Any, Any]:
+        return MessageDecoder().decode_columns(messages.data, messages.spans)
+
+    store = CheckpointStore(tmp_path)
+    first = Daemon(spec, StdinSource(io.BytesIO(learned)), decode=decode, store=store,
+                   settings=replace(settings, idle_replay=False))  # fmt: skip
+    first.run()
+    assert store.latest() is not None and not first.learner.converged
+
+    reader, write_fd = pipe
+    observer = CountingObserver()
+    second = Daemon(spec, StdinSource(reader), decode=decode, store=store, settings=settings,
+                    observer=observer)  # fmt: skip
+    running = threading.Thread(target=second.run)
+    running.start()
+    try:
+        os.write(write_fd, learned[: len(learned) // 2])
+        time.sleep(0.6)  # a dry pipe, half the lines still to skip
+        replays_while_skipping = observer.replays
+        assert observer.learned == 0
+        os.write(write_fd, learned[len(learned) // 2 :] + new)
+        deadline = time.monotonic() + 30
+        while observer.learned < 500 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        second.request_stop()  # before the end of the input: no replay to convergence
+        running.join(timeout=30)
+        os.close(write_fd)
+    assert not running.is_alive()
+    assert replays_while_skipping <= 1  # the first turn's, before the source's lag is known
+    assert second.stream_examples == 3500 and observer.learned == 500
