@@ -13,7 +13,12 @@ import numpy as np
 
 from streamlearn._kernels._jit import kernel
 from streamlearn._kernels.engine import BETA, SCALE
-from streamlearn._kernels.rows import insert_sorted, merge_repeats, sum_of_squares
+from streamlearn._kernels.rows import (
+    insert_sorted,
+    merge_repeats,
+    sum_of_squares,
+    within_norm_bound,
+)
 from streamlearn.types import MAX_FEATURE_INDEX, RowStatus
 
 #: what :func:`canonical_decisions` returns instead of a count of nonzeros: negated
@@ -42,8 +47,8 @@ def canonical_decisions(
     each of the first ``n_labels`` rows of ``weights`` and ``scalars`` to ``out_f``
     (indices beyond the weights weigh 0). Returns the nonzeros, or with nothing
     decided :data:`NOT_FINITE` when a value is NaN or infinite, :data:`BAD_INDEX` when
-    an index is negative or above ``MAX_FEATURE_INDEX``, :data:`TOO_LARGE` when the squares of the
-    values (repeated indices added up) add up to more than float64 holds."""
+    an index is negative or above ``MAX_FEATURE_INDEX``, :data:`TOO_LARGE` when the squares of
+    the values (repeated indices added up) add up to more than ``rows.MAX_ROW_SQNORM``."""
     m = 0
     for j in range(indices.shape[0]):
         v = values[j]
@@ -57,7 +62,7 @@ def canonical_decisions(
         insert_sorted(out_idx, out_val, m, k, v)
         m += 1
     nnz = merge_repeats(out_idx, out_val, m)
-    if not math.isfinite(sum_of_squares(out_val, 0, nnz)):
+    if not within_norm_bound(sum_of_squares(out_val, 0, nnz)):  # NaN and inf included
         return TOO_LARGE
     columns = weights.shape[1]
     for lab in range(n_labels):

@@ -13,6 +13,32 @@ from streamlearn.types import RowStatus
 _OK, _NOT_FINITE = int(RowStatus.OK), int(RowStatus.NOT_FINITE)
 _BAD_INDEX, _NOT_CANONICAL = int(RowStatus.BAD_INDEX), int(RowStatus.NOT_CANONICAL)
 
+#: The largest squared norm ||x||^2 of an example that a learner is given: every parser
+#: and one-example kernel refuses a larger one (``values too large``). 1e50, so a single
+#: value may reach 1e25.
+#:
+#: A finite ||x||^2 is not enough, because the learners multiply such quantities. With
+#: S = ||x||^2 + rho^2 + Delta^2 (an augmented, extended example; Delta ``'auto'`` is
+#: R/10) and t the update count, |a . y| <= t S and ||a||^2 <= t^2 S, and the highest
+#: degrees computed are:
+#:
+#: - PFM's multiple updates (``rules.multiplicity``) square a1 = 2 p (q - beta^2) and
+#:   multiply a2 = q (q - beta^2) by a0 = p^2 - beta^2 ||a||^2: up to 4 t^2 S^4 each;
+#: - PDM's multiple updates (b^2 and 4 a c of their quadratic) and the certificate's
+#:   squared scores: of order t^2 S^2;
+#: - Kozinec keeps w = a / scale with a scale down to 1e-100 (``engine._MIN_SCALE``), so
+#:   ||w||^2 <= 1e200 S, and the certificate adds up squared scores (w . x)^2 <=
+#:   1e200 S^2 over the buffer.
+#:
+#: With S near 1e50 all of these stay below float64's 1.8e308 for t up to 1e53 (PFM;
+#: PDM up to 1e100) and for Kozinec's sums over buffers of up to 1e7 examples, while
+#: scale-free rules bring t back below 2^40 before every replay pass and the others add
+#: 1 to t per update. At 1e100, PFM's a1^2 (4 beta^2 S^3 t^2 when p is near
+#: -beta ||a||) would overflow from t = 1e6 on for beta = 0.01; a finite ||x||^2, the
+#: bound before, let three lines with values of 7 and 1e120 overflow PDM's weights in
+#: replay.
+MAX_ROW_SQNORM = 1e50
+
 
 @kernel(allocates=True, releases_gil=True)
 def check_rows(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray) -> tuple[int, int]:
@@ -102,6 +128,23 @@ def sum_of_squares(values: np.ndarray, start: int, stop: int) -> float:
     for j in range(start, stop):
         acc += values[j] * values[j]
     return acc
+
+
+@kernel(inline=True)
+def within_norm_bound(sqnorm: float) -> bool:
+    """Whether an example of squared norm ``sqnorm`` may be learned: at most
+    :data:`MAX_ROW_SQNORM` (NaN is not)."""
+    return sqnorm <= MAX_ROW_SQNORM
+
+
+@kernel(allocates=True, releases_gil=True)
+def sqnorms_of_rows(indptr: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """||x_i||^2 of the rows ``rows`` (each added in order, as :func:`row_sqnorms` adds)."""
+    out = np.empty(rows.shape[0])
+    for k in range(rows.shape[0]):
+        i = rows[k]
+        out[k] = sum_of_squares(values, indptr[i], indptr[i + 1])
+    return out
 
 
 @kernel(releases_gil=True)

@@ -44,7 +44,12 @@ from streamlearn._kernels.engine import (
 )
 from streamlearn._kernels.ring import UNBUFFERED as RING_UNBUFFERED
 from streamlearn._kernels.ring import WRITE_POS, ring_append
-from streamlearn._kernels.rows import insert_sorted, merge_repeats, sum_of_squares
+from streamlearn._kernels.rows import (
+    insert_sorted,
+    merge_repeats,
+    sum_of_squares,
+    within_norm_bound,
+)
 from streamlearn.types import RowStatus
 
 #: ``F`` header: engine scalars at 0..3, then these
@@ -126,7 +131,8 @@ def block_views(F: np.ndarray, Z: np.ndarray) -> dict[str, np.ndarray]:
 def _canonical(n: int, n_weights: int, F: np.ndarray, Z: np.ndarray) -> int:
     """Write the canonical form of the raw example of ``n`` entries to the workspaces
     (its nonzeros to ``Z[Z_LAST]``); return the nonzeros, or a negated status code
-    with the offending entry in ``Z[Z_WHERE]``."""
+    with the offending entry in ``Z[Z_WHERE]`` (-1 for ``TOO_LARGE``: the squares of
+    the values add up to more than ``rows.MAX_ROW_SQNORM``)."""
     cap = Z[Z_CAPACITY]
     work = Z[Z_WORK]
     if n > work:
@@ -149,7 +155,7 @@ def _canonical(n: int, n_weights: int, F: np.ndarray, Z: np.ndarray) -> int:
         insert_sorted(idx, val, m, int(k), v)
         m += 1
     out = merge_repeats(idx, val, m)
-    if not math.isfinite(sum_of_squares(val, 0, out)):
+    if not within_norm_bound(sum_of_squares(val, 0, out)):  # NaN and inf included
         Z[Z_WHERE] = -1
         return -TOO_LARGE
     Z[Z_LAST] = out

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from streamlearn._kernels._jit import kernel
+from streamlearn._kernels.rows import sum_of_squares, within_norm_bound
 
 LINE_BLANK = -1  # blank or only a comment: no row, no rejection
 LINE_OK = 0
@@ -34,8 +35,9 @@ LINE_INDEX_ABOVE_MAX = 5
 LINE_UNSORTED = 6
 LINE_NOT_UTF8 = 7
 LINE_TOO_LONG = 8
-#: the squares of a row's values add up to more than float64 holds; found after the
-#: kernel, once every number is converted (see ``streamlearn.parse.svmlight``)
+#: the squares of a row's values add up to more than ``rows.MAX_ROW_SQNORM``; found by
+#: the kernel when it converted every number of the row (its label included), else by
+#: the caller once it has converted the rest (see ``streamlearn.parse.svmlight``)
 LINE_NORM_OVERFLOW = 9
 
 NUMBER_EXACT, NUMBER_SLOW, NUMBER_SYNTAX, NUMBER_NOT_FINITE = 0, 1, 2, 3
@@ -51,6 +53,10 @@ _MANTISSA_CAP = 100_000_000_000_000_000
 _EXPONENT_CAP = 1_000_000
 #: an index above this saturates: it is out of int32 range anyway
 _INDEX_CAP = 1 << 40
+#: a row whose values are all below this cannot pass the norm bound (1e50): it would
+#: need 1e20 of them, more than a line can hold. Short numbers (15 digits, no exponent)
+#: always are, so only the numbers of the full scanner are compared with it
+_SMALL_VALUE = 1e15
 
 _SPACE, _TAB, _LF, _VT, _FF, _CR = 32, 9, 10, 11, 12, 13
 _HASH, _PLUS, _COMMA, _MINUS, _DOT, _COLON, _ZERO, _ONE = 35, 43, 44, 45, 46, 58, 48, 49
@@ -327,7 +333,9 @@ def _parse_rows(
     One loop over all lines: a call per line costs as much as parsing its label. Short
     plain numbers (``1``, ``-0.25``) take :func:`_short_decimal`; anything else goes
     through :func:`scan_number`. A rejected line leaves nothing behind: the counts
-    only move when a row is complete.
+    only move when a row is complete. A row whose numbers were all converted here, and
+    whose values have squares that add up to more than the bound, is rejected
+    (``LINE_NORM_OVERFLOW``); the caller checks the rows that hold a number it converts.
     """
     rows = nnz = n_labels = n_slow = n_rejects = _int64_zero()
     start = _int64_zero()
@@ -350,6 +358,7 @@ def _parse_rows(
                 )
         previous = -1
         first = True
+        large = False  # whether a value reaches _SMALL_VALUE: the norm must be checked
         while code == LINE_OK:
             while _SPACE_NOT_LF[_at(data, p)]:
                 p += 1
@@ -401,6 +410,7 @@ def _parse_rows(
                 if status == NUMBER_NOT_FINITE:
                     code = LINE_NOT_FINITE
                     break
+                large |= abs(value) >= _SMALL_VALUE
             index -= shift
             if index < 0:
                 code = LINE_INDEX_NOT_POSITIVE
@@ -433,6 +443,15 @@ def _parse_rows(
             code = LINE_TOO_LONG
         elif code > LINE_OK and not valid_utf8(data, start, stop):
             code = LINE_NOT_UTF8
+        elif (
+            # with a number left to the caller the caller checks the norm, after it has
+            # checked that number for overflow: a reason that is found first
+            code == LINE_OK
+            and large
+            and k_slow == n_slow
+            and not within_norm_bound(sum_of_squares(values, nnz, k))
+        ):
+            code = LINE_NORM_OVERFLOW
         if code == LINE_OK:
             nnz, n_labels, n_slow = k, k_labels, k_slow
             row_line[rows] = line

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from streamlearn._kernels import row_sqnorms
+from streamlearn._kernels.rows import MAX_ROW_SQNORM, sqnorms_of_rows
 from streamlearn._kernels.svmlight import (
     LINE_BAD_LABEL,
     LINE_NORM_OVERFLOW,
@@ -67,9 +67,6 @@ _INT32_MAX = (1 << 31) - 1
 _LF = 10
 #: above this many bytes, slow numbers are converted one by one instead of in a matrix
 _SLOW_MATRIX_BYTES = 1 << 22
-#: values at most this large cannot make a squared norm overflow when there are fewer
-#: than 1e8 of them (1e8 squares of 1e150 add up to 1e308)
-_NO_OVERFLOW = 1e150
 
 
 @dataclass(frozen=True)
@@ -305,7 +302,7 @@ class SvmlightParser:
         rows = ParsedRows(
             indptr, indices, values, label_ptr, labels, row_line + first_line, rejected
         )
-        if slow.shape[0]:  # only these can be large: the kernel converts below 1e38
+        if slow.shape[0]:  # the kernel checked the norms of the rows it converted whole
             rows = _finish_slow_numbers(rows, data, slow, first_line)
         return rows, int(consumed)
 
@@ -327,42 +324,27 @@ def _slow_values(data: npt.NDArray[np.uint8], starts: OffsetArray, ends: OffsetA
 def _finish_slow_numbers(
     rows: ParsedRows, data: npt.NDArray[np.uint8], slow: npt.NDArray[np.int64], first_line: int
 ) -> ParsedRows:
-    """Fill in the numbers the kernel left, rejecting rows where one overflows."""
+    """Fill in the numbers the kernel left; reject the rows where one overflows, then
+    those where the squares of the values add up to more than ``MAX_ROW_SQNORM``
+    (``values too large``: the kernel checks only the rows it converted whole)."""
     converted = _slow_values(data, slow[:, SLOW_START], slow[:, SLOW_END])
     slots = slow[:, SLOW_SLOT]
     in_values = slots >= 0
     rows.values[slots[in_values]] = converted[in_values]
     rows.labels[-slots[~in_values] - 1] = converted[~in_values]
     overflow = ~np.isfinite(converted)
-    if not overflow.any():
-        return _without_overflowing_norms(rows, data, converted[in_values], first_line)
     bad_rows: dict[int, int] = {}  # row -> code, the first overflow of the row wins
     for row, is_value in zip(
         slow[overflow, SLOW_ROW].tolist(), in_values[overflow].tolist(), strict=True
     ):
         bad_rows.setdefault(row, LINE_NOT_FINITE if is_value else LINE_BAD_LABEL)
-    rows = _reject_rows(rows, data, bad_rows, first_line)
-    finite = converted[in_values & ~overflow]
-    return _without_overflowing_norms(rows, data, finite, first_line)
-
-
-def _without_overflowing_norms(
-    rows: ParsedRows, data: npt.NDArray[np.uint8], converted: ValueArray, first_line: int
-) -> ParsedRows:
-    """``rows`` without the rows whose values, each finite, have squares that add up to
-    more than float64 holds (a learner's weights would become infinite), rejected as
-    ``values too large``. ``converted`` are the values the kernel left to Python: the
-    kernel's own are below 1e38, so unless one of these is above 1e150 (or there are
-    1e8 values) no row can overflow, and nothing more is computed."""
-    if rows.values.shape[0] < 1e8 and (
-        converted.shape[0] == 0 or np.abs(converted).max() <= _NO_OVERFLOW
-    ):
+    completed = np.setdiff1d(slow[:, SLOW_ROW], list(bad_rows))
+    sqnorms = sqnorms_of_rows(rows.indptr, rows.values, completed)
+    for row in completed[~(sqnorms <= MAX_ROW_SQNORM)].tolist():
+        bad_rows.setdefault(row, LINE_NORM_OVERFLOW)
+    if not bad_rows:
         return rows
-    overflow = ~np.isfinite(row_sqnorms(rows.indptr, rows.values))
-    if not overflow.any():
-        return rows
-    bad = dict.fromkeys(np.flatnonzero(overflow).tolist(), LINE_NORM_OVERFLOW)
-    return _reject_rows(rows, data, bad, first_line)
+    return _reject_rows(rows, data, bad_rows, first_line)
 
 
 def _reject_rows(

@@ -183,7 +183,8 @@ def test_number_shapes() -> None:
         "0.000",
         "12345678901234567890",
     ]
-    tokens += ["1" + "0" * 30, "0." + "0" * 40 + "17", "2.5e-310", "1e150", "123.456e-7"]
+    # below the norm bound of 1e50 together: 1e24 both ways, by digits and by exponent
+    tokens += ["1" + "0" * 24, "0." + "0" * 40 + "17", "2.5e-310", "1e24", "123.456e-7"]
     line = "1 " + " ".join(f"{i + 1}:{t}" for i, t in enumerate(tokens))
     rows = parse(line.encode() + b"\n")
     assert rows.rejected == []
@@ -192,11 +193,14 @@ def test_number_shapes() -> None:
     assert np.array_equal(np.signbit(rows.values), np.signbit(expected))
 
 
-def test_any_finite_number_is_a_label_and_a_value_when_its_square_is() -> None:
-    rows = parse(b"1e308 1:1\n1 1:1e308\n-1 1:1.3e154 2:1e-300\n")
+def test_any_finite_number_is_a_label_and_a_value_within_the_norm_bound() -> None:
+    rows = parse(b"1e308 1:1\n1 1:1e308\n-1 1:1.3e154 2:1e-300\n-1 1:9.9e24 2:1e-300\n")
     assert rows.labels.tolist() == [1e308, -1.0]
-    assert rows.values.tolist() == [1.0, 1.3e154, 1e-300]
-    assert [(r.line, r.reason) for r in rows.rejected] == [(2, "values too large")]
+    assert rows.values.tolist() == [1.0, 9.9e24, 1e-300]
+    assert [(r.line, r.reason) for r in rows.rejected] == [
+        (2, "values too large"),
+        (3, "values too large"),
+    ]
 
 
 def test_a_value_that_starts_with_one() -> None:
