@@ -8,10 +8,15 @@ from collections.abc import Hashable
 
 
 def stable_hash(name: Hashable) -> int:
-    """zlib.crc32 of the UTF-8 bytes of ``name`` (of ``repr(name)`` when not a str).
+    r"""zlib.crc32 of the UTF-8 bytes of ``name`` (of ``repr(name)`` when not a str).
+
+    A lone surrogate (JSON's ``"\ud800"`` reads as one) is encoded as UTF-8 would encode
+    it were it allowed, so every str has a hash.
 
     >>> stable_hash("age"), stable_hash(3) == stable_hash("3")
     (2704281778, True)
+    >>> stable_hash("\ud800") == zlib.crc32(b"\xed\xa0\x80")
+    True
     """
     text = name if isinstance(name, str) else repr(name)
-    return zlib.crc32(text.encode("utf-8"))
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))

@@ -30,6 +30,18 @@ when the decoder hashes names (``hash_features``): each name goes to index
 
 **JSON**: the same maps as msgpack, or a list of them, as JSON text.
 
+**Limits**: no message can make the decoder raise, recurse without bound or hold numbers
+a learner cannot take. A JSON text whose arrays and objects nest deeper than
+:data:`MAX_JSON_DEPTH` (64; the schema needs 4) is a ``"bad message"`` before it is
+parsed, and an integer of more than :data:`MAX_INT_DIGITS` (20) digits is read as a float,
+an infinite one beyond float64: then ``"bad label"`` as a label, ``"not a finite value"``
+as a value and ``"bad message"`` as an index. msgpack's reader keeps its own limits: at
+most 1024 levels (on a stack of its own, without recursion), no declared length beyond
+the message's bytes, integers of 64 bits; whatever nests deeper than the schema is a
+``"bad message"`` without being walked. An example whose values have squares adding up
+to more than ``MAX_ROW_SQNORM`` (1e50, see ``streamlearn._kernels.rows``) is rejected as
+``"values too large"``, as the svmlight parser rejects such a line.
+
 >>> import msgpack
 >>> decoder = MessageDecoder()
 >>> rows = decoder.decode(b"+1 1:0.5 3:2\\n-1 2:1", {})
@@ -53,6 +65,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -69,6 +82,7 @@ from streamlearn._kernels.kafka_records import TYPE_START as TYPE_START
 from streamlearn._kernels.kafka_records import VALUE_LENGTH as VALUE_LENGTH
 from streamlearn._kernels.kafka_records import VALUE_START as VALUE_START
 from streamlearn._kernels.kafka_records import join_values
+from streamlearn._kernels.rows import MAX_ROW_SQNORM, row_sqnorms
 from streamlearn.errors import InvalidParameterError
 from streamlearn.parse.features import stable_hash
 from streamlearn.parse.svmlight import REASONS, TEXT_CHARS, ParsedRows, Rejected, SvmlightParser
@@ -78,6 +92,12 @@ from streamlearn.types import MAX_FEATURE_INDEX, offsets
 BAD_MESSAGE = "bad message"
 #: the reason of a line whose message has no key, where each key has a model of its own
 NO_KEY = "no key"
+#: the deepest that arrays and objects may nest in a JSON message: far more than the
+#: schema needs, far less than the recursion of Python's JSON reader can take
+MAX_JSON_DEPTH = 64
+#: digits (sign excluded) of the longest JSON integer kept exact: msgpack's largest
+#: integers have 20; a longer one is read as a float
+MAX_INT_DIGITS = 20
 #: the formats a message can have, by name, and the content types that select them
 FORMATS = ("svmlight", "msgpack", "json")
 CONTENT_TYPES = {
@@ -106,6 +126,11 @@ _BAD_LABEL, _NOT_FINITE, _NEGATIVE, _ABOVE_MAX, _UNSORTED, _TOO_LARGE = (
     REASONS[5],
     REASONS[8],
 )
+#: a JSON string, escapes included: what the depth count skips
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_OPENING, _CLOSING = np.zeros(128, dtype=np.int8), np.zeros(128, dtype=np.int8)
+_OPENING[[ord("["), ord("{")]] = 1
+_CLOSING[[ord("]"), ord("}")]] = 1
 _repr = reprlib.Repr()
 _repr.maxlist = 6
 _repr.maxdict = 4
@@ -343,9 +368,16 @@ class MessageDecoder:
         ([2, 2], [0, 1, 1])
         >>> MessageDecoder().decode_json(b'{"indices": [1], "values": [NaN]}').rejected
         [Rejected(line=1, reason='bad message', text='not JSON: NaN')]
+        >>> MessageDecoder().decode_json(b"[" * 100_000).rejected
+        [Rejected(line=1, reason='bad message', text='not JSON: nested deeper than 64')]
         """
         try:
-            document = json.loads(value, parse_constant=_refuse_constant)
+            # decoded as json.loads decodes bytes (UTF-8, -16 or -32), so that the depth
+            # is counted on the characters the reader will see
+            text = value.decode(json.detect_encoding(value), "surrogatepass")
+            if _nested_deeper_than(text, MAX_JSON_DEPTH):
+                return _rejected_message(f"not JSON: nested deeper than {MAX_JSON_DEPTH}")
+            document = json.loads(text, parse_constant=_refuse_constant, parse_int=_json_int)
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             named = isinstance(exc, _NotJSONError)
             return _rejected_message(f"not JSON: {exc}" if named else "not JSON")
@@ -363,16 +395,29 @@ class MessageDecoder:
         else:
             examples = [document]
         rows: list[_Row] = []
+        kept: list[object] = []
         line_numbers: list[int] = []
         rejected: list[Rejected] = []
         for line, example in enumerate(examples, start=1):
             row = self._example(example)
             if isinstance(row, str):
-                rejected.append(Rejected(line, row, _repr.repr(example)[:TEXT_CHARS]))
+                rejected.append(Rejected(line, row, _text(example)))
             else:
                 rows.append(row)
+                kept.append(example)
                 line_numbers.append(line)
-        return _rows(rows, line_numbers, rejected)
+        parsed = _rows(rows, line_numbers, rejected)
+        if not rows:
+            return parsed
+        # all rows' norms in one compiled call, added in order as the kernels add them
+        too_large = ~(row_sqnorms(parsed.indptr, parsed.values) <= MAX_ROW_SQNORM)
+        if not too_large.any():
+            return parsed
+        more = [
+            Rejected(line_numbers[i], _TOO_LARGE, _text(kept[i]))
+            for i in np.flatnonzero(too_large).tolist()
+        ]
+        return parsed.select(~too_large, sorted([*rejected, *more], key=lambda r: r.line))
 
     def _example(self, example: object) -> _Row | str:
         """The checked row of one example, or the reason it is rejected."""
@@ -413,14 +458,11 @@ class MessageDecoder:
             return _NOT_FINITE
         if not bool(np.all(np.isfinite(values))):
             return _NOT_FINITE
-        with np.errstate(over="ignore"):
-            if not math.isfinite(float(values @ values)):
-                return _TOO_LARGE
-        return _Row(indices, values, labels)
+        return _Row(indices, values, labels)  # its norm is checked with the others
 
     def _hashed(self, features: object) -> tuple[list[int], list[object]] | str:
-        """Indices (sorted, colliding names added up) and values of a ``features`` map,
-        or the reason it is rejected."""
+        """Indices (sorted, colliding names added up, as floats) and values of a
+        ``features`` map, or the reason it is rejected."""
         if self.hash_features is None:
             return BAD_MESSAGE
         if not isinstance(features, dict):
@@ -432,7 +474,8 @@ class MessageDecoder:
                 previous = summed[index]
                 if not (_is_number(previous) and _is_number(value)):
                     return BAD_MESSAGE
-                summed[index] = cast(float, previous) + cast(float, value)
+                # as floats: an integer beyond float64 is infinite (not a finite value)
+                summed[index] = _as_float(previous) + _as_float(value)
             else:
                 summed[index] = value
         indices = sorted(summed)
@@ -549,22 +592,74 @@ def _shifted(rows: ParsedRows, lines: int) -> ParsedRows:
 
 def _labels_of(example: dict[object, object]) -> list[float] | None:
     """The labels of a msgpack example (``label`` or ``labels``, empty for neither), or
-    None when they break the schema."""
+    None when they break the schema (a label is a number that is finite as a float).
+
+    >>> _labels_of({"label": 3}), _labels_of({"labels": [1, 2.5]}), _labels_of({})
+    ([3.0], [1.0, 2.5], [])
+    >>> _labels_of({"label": 10**400}), _labels_of({"labels": []}), _labels_of({"label": True})
+    (None, None, None)
+    """
     label, labels = example.get("label"), example.get("labels")
     if label is not None:
-        if labels is not None or not _is_label(label):
+        if labels is not None:
             return None
-        return [float(cast(float, label))]
-    if labels is None:
+        labels = [label]
+    elif labels is None:
         return []
-    if not isinstance(labels, list) or not labels or not all(_is_label(v) for v in labels):
+    if not isinstance(labels, list) or not labels or not all(map(_is_number, labels)):
         return None
-    return [float(v) for v in labels]
+    values = [_as_float(v) for v in labels]
+    return values if all(map(math.isfinite, values)) else None
 
 
 def _is_number(value: object) -> bool:
     """An int or a float (not a bool)."""
     return type(value) is int or type(value) is float
+
+
+def _as_float(value: object) -> float:
+    """A number as a float: infinite for an integer beyond float64 (never an error).
+
+    >>> _as_float(3), _as_float(-(10**400)), _as_float(2.5)
+    (3.0, -inf, 2.5)
+    """
+    try:
+        return float(cast(float, value))
+    except OverflowError:
+        return math.inf if cast(int, value) > 0 else -math.inf
+
+
+def _json_int(digits: str) -> int | float:
+    """A JSON integer: exact up to :data:`MAX_INT_DIGITS` digits, a float beyond (so that
+    no integer costs quadratic time to read, nor fails to convert later)."""
+    if len(digits) - digits.startswith("-") <= MAX_INT_DIGITS:
+        return int(digits)
+    return float(digits)  # linear in the digits, infinite beyond float64
+
+
+def _nested_deeper_than(text: str, limit: int) -> bool:
+    r"""Whether the arrays and objects of a JSON text nest deeper than ``limit`` (brackets
+    within strings do not count; a text that is not JSON may count deeper than the
+    reader would go, never shallower).
+
+    >>> _nested_deeper_than('[[1], {"a": [2]}]', 3), _nested_deeper_than('[[[1]]]', 2)
+    (False, True)
+    >>> _nested_deeper_than(r'["[[[[", "\"[[[[", "\\", "]"]', 1)
+    False
+    """
+    if text.count("[") + text.count("{") <= limit:  # the common case, at C speed
+        return False
+    # outside its strings a JSON text is ASCII: encoded, each bracket is one byte
+    bare = _JSON_STRING.sub("", text).encode("utf-8", "surrogatepass")
+    codes = np.frombuffer(bare, dtype=np.uint8)
+    ascii_codes = np.minimum(codes, 127)
+    steps = _OPENING[ascii_codes].astype(np.int64) - _CLOSING[ascii_codes]
+    return bool(np.cumsum(steps).max(initial=0) > limit)
+
+
+def _text(example: object) -> str:
+    """The start of an example's repr, for its rejection."""
+    return _repr.repr(example)[:TEXT_CHARS]
 
 
 class _NotJSONError(ValueError):
@@ -573,13 +668,6 @@ class _NotJSONError(ValueError):
 
 def _refuse_constant(name: str) -> object:
     raise _NotJSONError(name)
-
-
-def _is_label(value: object) -> bool:
-    """A finite int or float (not a bool)."""
-    if type(value) is int:
-        return True
-    return type(value) is float and math.isfinite(value)
 
 
 def _rows(rows: list[_Row], line_numbers: list[int], rejected: list[Rejected]) -> ParsedRows:
