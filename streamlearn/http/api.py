@@ -20,7 +20,10 @@ describes it; 404 when this daemon has no model of ``K``, 400 without a key. A d
 of one model refuses a key (400).
 
 Errors are JSON objects ``{"error": "..."}`` with a 4xx status (5xx when the daemon cannot
-answer), each counted by the observer (``streamlearn_http_requests_total``).
+answer), each counted by the observer (``streamlearn_http_requests_total``). What the API
+cannot read is 400, never 500: a body that breaks its own encoding, and every example
+the decoders reject (nested too deep, numbers beyond float64, values too large...), with
+the reason of each.
 """
 
 from __future__ import annotations
@@ -246,7 +249,8 @@ class _Api:
             return published
 
     async def _read(self, request: web.BaseRequest) -> tuple[bytes, str]:
-        """The body and its format (415 for a content type the API does not read)."""
+        """The body and its format (415 for a content type the API does not read, 400
+        for a body that breaks its own encoding)."""
         body_format = BODY_FORMATS.get(request.content_type)
         if body_format is None:
             raise _error(
@@ -254,7 +258,13 @@ class _Api:
                 f"content type {request.content_type!r}: send text/plain (svmlight lines), "
                 "application/json or application/msgpack",
             )
-        return await read_body(request, self.body_timeout), body_format
+        try:
+            return await read_body(request, self.body_timeout), body_format
+        except web.RequestPayloadError as exc:
+            # aiohttp could not decode what the client sent (a Content-Encoding of gzip
+            # over bytes that are not gzip, say): the client's fault, not the server's
+            problem = " ".join(str(exc).split())
+            raise _error(web.HTTPBadRequest, f"the body cannot be read: {problem}") from None
 
     async def _rows(self, request: web.BaseRequest) -> ParsedRows:
         """The examples of the body, all of them parsed (400 otherwise)."""
