@@ -45,7 +45,8 @@ class RowStatus(IntEnum):
     BAD_INDEX = 2
     #: indices not strictly increasing within a row (sorting and adding up repairs it)
     NOT_CANONICAL = 3
-    #: the squares of the values add up to more than float64 holds
+    #: the squares of the values add up to more than ``MAX_ROW_SQNORM`` (1e50: beyond it a
+    #: learner's products of squared norms could overflow)
     TOO_LARGE = 4
     #: more entries than the one-example workspace holds (the caller grows it)
     NO_WORKSPACE = 5

@@ -38,7 +38,7 @@ def run_warmup(say: Callable[[str], None], learners: LearnerTable = LEARNERS) ->
                 spec = ModelSpec(LearnerSpec(name, dict(REQUIRED.get(name, {}))), one_vs_rest)
                 warm_up(spec)
                 _round_trip(spec)
-        SvmlightParser().feed(b"+1 1:1 2:1e40\n-1 3:0.5\n")
+        SvmlightParser().feed(b"+1 1:1 2:1e24\n-1 3:0.5\n")
         warm_up_kafka()
         if importlib.util.find_spec("river") is not None:
             _river(learners)

@@ -65,6 +65,7 @@ from streamlearn._kernels.bank import (
 )
 from streamlearn._kernels.bank_one import canonical_decisions
 from streamlearn._kernels.engine import N_STATS
+from streamlearn._kernels.rows import MAX_ROW_SQNORM
 from streamlearn.errors import (
     InvalidInputError,
     InvalidParameterError,
@@ -749,7 +750,8 @@ class ModelBank:
             raise InvalidInputError(f"feature index {bad} is outside [0, {MAX_FEATURE_INDEX}]")
         if nnz == -RowStatus.TOO_LARGE:
             raise InvalidInputError(
-                "the example's values are too large: the sum of their squares overflows float64"
+                "the example's values are too large: the sum of their squares is above "
+                f"{MAX_ROW_SQNORM:g}"
             )
         return out_idx[:nnz], out_val[:nnz], out_f
 

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn._kernels import canonicalize_rows, check_rows, row_sqnorms
+from streamlearn._kernels.rows import MAX_ROW_SQNORM
 from streamlearn.errors import InvalidInputError
 from streamlearn.types import MAX_FEATURE_INDEX, Batch, RowStatus
 
@@ -69,11 +70,11 @@ def as_rows(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             raise InvalidInputError(
                 f"X row {row} repeats a feature index whose values add up to an infinite value"
             )
-    too_large = ~np.isfinite(row_sqnorms(indptr, values))
+    too_large = ~(row_sqnorms(indptr, values) <= MAX_ROW_SQNORM)
     if too_large.any():
         raise InvalidInputError(
             f"X row {int(np.argmax(too_large))} holds values too large: the sum of their "
-            "squares overflows float64"
+            f"squares is above {MAX_ROW_SQNORM:g}"
         )
     return indptr, indices, values
 

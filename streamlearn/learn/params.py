@@ -186,11 +186,34 @@ def flag(name: str, value: Any) -> bool:
 AUTO_DELTAS = ("auto", "first")
 
 
+#: the largest rho and Delta: their squares join an example's squared norm, which
+#: ``MAX_ROW_SQNORM`` bounds so that no learner's state can overflow
+MAX_AUGMENTATION = 1e25
+
+
 def delta_value(name: str, value: Any) -> float | str:
-    """Delta: ``'auto'``, ``'first'`` or a number >= 0."""
+    """Delta: ``'auto'``, ``'first'`` or a number in [0, 1e25].
+
+    >>> delta_value("delta", 1e30)
+    Traceback (most recent call last):
+    ...
+    streamlearn.errors.InvalidParameterError: delta must be at most 1e+25, got 1e+30
+    """
     if isinstance(value, str) and value in AUTO_DELTAS:
         return value
-    return non_negative(name, value)
+    return at_most_augmentation(name, non_negative(name, value))
+
+
+def augmentation(name: str, value: Any) -> float:
+    """rho: a number in (0, 1e25]."""
+    return at_most_augmentation(name, positive(name, value))
+
+
+def at_most_augmentation(name: str, number: float) -> float:
+    """``number``, refused above :data:`MAX_AUGMENTATION`."""
+    if number > MAX_AUGMENTATION:
+        raise InvalidParameterError(f"{name} must be at most {MAX_AUGMENTATION:g}, got {number!r}")
+    return number
 
 
 def seed_value(name: str, value: Any) -> int:
@@ -222,7 +245,9 @@ def schedule_value(name: str, value: Any) -> ActiveSetSchedule | None:
 
 #: the parameters every learner takes, after its rule's own (keyword-only)
 COMMON_PARAMS: tuple[Param, ...] = (
-    Param("rho", 1.0, positive, "Augmentation: each x becomes [x, rho]; the bias is rho * beta."),
+    Param(
+        "rho", 1.0, augmentation, "Augmentation: each x becomes [x, rho]; the bias is rho * beta."
+    ),
     Param(
         "delta",
         "auto",

@@ -76,6 +76,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 from river import base
 
+from streamlearn._kernels.rows import MAX_ROW_SQNORM
 from streamlearn.errors import InvalidInputError, InvalidParameterError
 from streamlearn.learn import LEARNERS, LearnerEntry, LinearLearner
 from streamlearn.learn.one_example import OneExamplePath
@@ -347,7 +348,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         if status == RowStatus.TOO_LARGE:
             raise InvalidInputError(
                 f"the values of {reprlib.repr(dict(x))} are too large: the sum of their squares "
-                "overflows float64"
+                f"is above {MAX_ROW_SQNORM:g}"
             )
         raise InvalidInputError(f"cannot use example {dict(x)!r} (status {status})")
 

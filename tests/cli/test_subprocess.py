@@ -367,3 +367,16 @@ def test_learn_does_not_import_scipy_linalg_for_numba() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stderr.split()[-2:] == ["False", "5.0"]
     assert json.loads(done.stdout)["examples"] == 2
+
+
+def test_serve_on_stdin_refuses_the_lines_that_overflowed_its_weights(tmp_path: Path) -> None:
+    """The three lines of the attack (7, then 1e120, on one feature) ended ``serve`` with
+    'weights overflowed during replay', exit 1 and no checkpoint: the third is now
+    refused as ``values too large``, the others learned, the checkpoint written."""
+    lines = ["-1 2:1 6:7 10:3", "-1 2:1 10:1", "1 2:1 6:2 10:1e120"]
+    served = serve_on_stdin(lines, "--delta", "1", "--replay-every", "1",
+                            "--checkpoint-dir", str(tmp_path))  # fmt: skip
+    assert served.returncode == 0, served.stderr
+    assert "values too large" in served.stderr
+    assert "Traceback" not in served.stderr
+    assert "end of input: 2 examples learned" in served.stderr

@@ -285,3 +285,30 @@ def test_refused_input_leaves_the_learner_unchanged() -> None:
         learner.learn(bad, Y)
     assert np.array_equal(learner.coef_, state_before[0])
     assert (learner.updates, len(learner.buffer)) == state_before[1:]
+
+
+def test_rows_above_the_squared_norm_bound_are_refused_before_they_overflow_a_learner() -> None:
+    """The three lines that made PDM's weights overflow in replay (1e120 is finite, and
+    so is its square's sum, but not what the learners multiply it by): refused as input,
+    as the parsers refuse them, never a DivergenceError."""
+    from streamlearn import PDM
+    from streamlearn.errors import InvalidInputError
+
+    X = np.zeros((3, 10))
+    X[0, [1, 5, 9]] = [1.0, 7.0, 3.0]
+    X[1, [1, 9]] = [1.0, 1.0]
+    X[2, [1, 5, 9]] = [1.0, 2.0, 1e120]
+    with pytest.raises(InvalidInputError, match="X row 2 holds values too large"):
+        PDM(delta=1.0).fit(X, [-1, -1, 1])
+    with pytest.raises(InvalidInputError, match="above 1e"):
+        PDM(delta=1.0).learn(X[2:], [1])
+    assert PDM(delta=1.0).fit(X[:2], [-1, -1]).summary()["converged"]
+
+
+def test_rho_and_delta_are_bounded_as_examples_are() -> None:
+    from streamlearn import PDM
+    from streamlearn.errors import InvalidParameterError
+
+    for name in ("rho", "delta"):
+        with pytest.raises(InvalidParameterError, match=f"{name} must be at most 1e\\+25"):
+            PDM(**{name: 1e30})

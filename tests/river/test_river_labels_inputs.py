@@ -225,11 +225,17 @@ def test_bad_values_are_refused_by_name(x: dict[str, Any], message: str, method:
 
 @pytest.mark.parametrize("method", ["learn_one", "predict_one", "predict_proba_one"])
 def test_values_whose_squares_overflow_are_refused(method: str) -> None:
-    """1e200 is finite, its square is not: learned, it would make the weights infinite."""
+    """1e200 is finite, its square is not (and 1e30's is, beyond the bound of 1e50 that
+    keeps every learner's products finite): learned, they could make the weights
+    infinite."""
     model = _learned((True, False))
     before = model.state_dict()
-    x = {**phishing()[0][0], "https": 1e200}  # known names: predicting does not skip them
-    with pytest.raises(InvalidInputError, match="too large: the sum of their squares overflows"):
+    for large in (1e200, 1e30):
+        x = {**phishing()[0][0], "https": large}  # known names: predicting does not skip them
+        with pytest.raises(InvalidInputError, match="too large: the sum of their squares is above"):
+            getattr(model, method)(*((x, True) if method == "learn_one" else (x,)))
+    x = {**phishing()[0][0], "https": 1e200}
+    with pytest.raises(InvalidInputError, match="too large: the sum of their squares is above"):
         getattr(model, method)(*((x, True) if method == "learn_one" else (x,)))
     after = model.state_dict()
     assert after["learner"]["stats"].tolist() == before["learner"]["stats"].tolist()
