@@ -53,6 +53,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_http.py
 	$(BIN)/python benchmarks/bench_group.py --plot benchmarks/group.png
 	$(BIN)/python benchmarks/bench_soak.py --plot benchmarks/soak.png
+	$(BIN)/python benchmarks/bench_checkpoint_memory.py
+	$(BIN)/python benchmarks/bench_stdin_restart.py
 
 clean: clean-kernels
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

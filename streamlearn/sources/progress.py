@@ -1,6 +1,8 @@
-"""Which partitions make no progress: messages wait in them, and the position the source
-returns stays where it is for longer than a time-out (a fetch that keeps failing, a
-broker that went away with the lag known, a consumer stuck in its own fault).
+"""Which partitions make no progress: messages wait in them, and neither the position the
+source returns nor the number of messages waiting has moved for longer than a time-out
+(a fetch that keeps failing, a broker that went away with the lag known, a consumer
+stuck in its own fault). A lag that falls is progress too: standard input skipping
+what a checkpoint holds reports the lines still to skip as its lag.
 
 >>> progress = PartitionProgress(timeout=10.0)
 >>> progress.observe({0: 5, 1: 7}, {0: 3, 1: 0}, now=0.0)
@@ -8,6 +10,8 @@ set()
 >>> progress.observe({0: 5, 1: 7}, {0: 3, 1: 0}, now=11.0)   # partition 0: 3 wait, no move
 {0}
 >>> progress.observe({0: 6, 1: 7}, {0: 2, 1: 0}, now=12.0)   # it moved
+set()
+>>> progress.observe({0: 6}, {0: 1}, now=30.0)   # the lag fell: progress too
 set()
 """
 
@@ -21,22 +25,25 @@ class PartitionProgress:
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
-        self._seen: dict[int, tuple[int | None, float]] = {}  # position, when it moved
+        # position and lag, and when either last moved
+        self._seen: dict[int, tuple[int | None, int, float]] = {}
 
     def observe(self, positions: Mapping[int, int], lag: Mapping[int, int], now: float) -> set[int]:
         """The partitions stalled at ``now`` (seconds), given each assigned partition's
         ``lag`` (messages waiting; partitions without one are forgotten) and the source's
         ``positions``."""
         stalled: set[int] = set()
-        seen: dict[int, tuple[int | None, float]] = {}
+        seen: dict[int, tuple[int | None, int, float]] = {}
         for partition, waiting in lag.items():
             position = positions.get(partition)
             before = self._seen.get(partition)
-            if waiting <= 0 or before is None or before[0] != position:
-                seen[partition] = (position, now)
+            moved = before is None or before[0] != position or waiting < before[1]
+            if waiting <= 0 or moved:
+                seen[partition] = (position, waiting, now)
                 continue
-            seen[partition] = before
-            if now - before[1] >= self.timeout:
+            assert before is not None
+            seen[partition] = (position, max(waiting, before[1]), before[2])
+            if now - before[2] >= self.timeout:
                 stalled.add(partition)
         self._seen = seen
         return stalled
