@@ -207,8 +207,8 @@ class Tansu:
         if self._process.poll() is None:
             self._process.send_signal(signal.SIGCONT)
             self._process.terminate()
-            try:
-                self._process.wait(timeout=10)
+            try:  # it waits 5 s for clients still connected (a librdkafka producer) to go
+                self._process.wait(timeout=1)
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait(timeout=10)

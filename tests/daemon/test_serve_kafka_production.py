@@ -66,26 +66,29 @@ QUICK = ("--checkpoint-interval", "1s")
 # -- every codec, three ways of learning -------------------------------------------------
 
 
-@pytest.mark.parametrize("codec", CODECS)
 def test_a_daemon_learns_every_example_of_a_topic_in_each_codec_once(
-    broker: Tansu, tmp_path: Path, codec: str
+    broker: Tansu, tmp_path: Path
 ) -> None:
-    topic, _, _ = names()
-    broker.create_topic(topic, 2)
-    producer = librdkafka(broker, **{"compression.type": codec})
-    offsets = {p: send_all(producer, topic, svmlight_messages(60, LINES, seed=p), partition=p)
-               for p in (0, 1)}  # fmt: skip
-    assert codecs_on_the_broker(broker, topic, 0) == {CODEC_NUMBERS[codec]}
+    """A topic per codec, each read by a daemon of its own (the five run side by side)."""
     total = 2 * 60 * LINES
-    serve = Serve(broker, topic, tmp_path / codec, *QUICK)
-    serve.wait_learned(total)
-    assert unreadable(serve) == {}
-    assert serve.stop() == 0, serve.log_tail()
-    final = latest(serve.directory)
-    assert final is not None
-    assert final["job"]["stream_examples"] == total
-    assert final["positions"] == ends_of(offsets) == {"0": 60, "1": 60}
-    assert "Traceback" not in serve.log_path.read_text()
+    started: dict[str, tuple[Serve, dict[int, list[int]]]] = {}
+    for codec in CODECS:
+        topic, _, _ = names()
+        broker.create_topic(topic, 2)
+        producer = librdkafka(broker, **{"compression.type": codec})
+        offsets = {p: send_all(producer, topic, svmlight_messages(60, LINES, seed=p),
+                               partition=p) for p in (0, 1)}  # fmt: skip
+        assert codecs_on_the_broker(broker, topic, 0) == {CODEC_NUMBERS[codec]}
+        started[codec] = Serve(broker, topic, tmp_path / codec, *QUICK), offsets
+    for codec, (serve, offsets) in started.items():
+        serve.wait_learned(total)
+        assert unreadable(serve) == {}, codec
+        assert serve.stop() == 0, serve.log_tail()
+        final = latest(serve.directory)
+        assert final is not None
+        assert final["job"]["stream_examples"] == total, codec
+        assert final["positions"] == ends_of(offsets) == {"0": 60, "1": 60}, codec
+        assert "Traceback" not in serve.log_path.read_text()
 
 
 def mixed_codec_topic(broker: Tansu, topic: str, messages: int, seed: int) -> dict[int, int]:
