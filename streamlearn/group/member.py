@@ -19,7 +19,8 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Mapping
+import zlib
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Protocol
 
 import numpy as np
@@ -33,11 +34,12 @@ from streamlearn.group.records import (
     decode_record,
     encode_record,
 )
+from streamlearn.group.refusals import RefusalLog
 from streamlearn.group.table import GroupTable, GroupView
 from streamlearn.learn.base import LinearLearner
 from streamlearn.learn.calibration import Platt
 from streamlearn.learn.certificate import certificate
-from streamlearn.learn.contribution import Contribution, GroupShares, summed
+from streamlearn.learn.contribution import MAX_EXPONENT, Contribution, GroupShares, summed
 from streamlearn.learn.model import Model
 from streamlearn.learn.predictor import BinaryPredictor
 
@@ -49,6 +51,14 @@ READ_INTERVAL = 0.05
 #: seconds a member waits for the sync topic's end before a replay or a record (it goes
 #: on with what it has when the topic cannot be read that fast)
 READ_BEFORE_REPLAY = 5.0
+#: seconds a starting member waits for a process with its id to leave the consumer group
+TAKEOVER_WAIT = 30.0
+#: seconds between two looks at the consumer group while a starting member waits
+TAKEOVER_POLL = 0.5
+#: members of another model remembered (for :meth:`GroupMember.join`'s check)
+MAX_FOREIGN = 1024
+#: the last records this member wrote that it recognises when it reads them back
+WRITTEN_KEPT = 64
 
 
 class SyncTransport(Protocol):
@@ -59,6 +69,20 @@ class SyncTransport(Protocol):
 
     def read(self, *, to_end: bool, timeout: float = 60.0) -> list[tuple[str, bytes | None]]: ...
     def write(self, key: str, value: bytes | None) -> None: ...
+
+
+class ConsumerGroupView(Protocol):
+    """What the brokers say of the consumer group and its input topic
+    (:class:`streamlearn.sources.kafka_sync.SyncTopic`)."""
+
+    def members(self) -> set[str] | None:
+        """The learning-group ids of the consumer group's members now (None: unknown)."""
+        ...
+
+    def log_ends(self, probe: Collection[int] = ()) -> dict[int, int] | None:
+        """The input topic's partitions and the end of each log now, read off a fetch
+        for those in ``probe`` (None: unknown)."""
+        ...
 
 
 def new_member_id() -> str:
@@ -89,14 +113,26 @@ class GroupMember:
         policy: SyncPolicy,
         max_features: int,
         commit: Callable[[dict[int, int]], None] | None = None,
+        consumer_group: ConsumerGroupView | None = None,
+        takeover_wait: float = TAKEOVER_WAIT,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.shares = GroupShares(learner)
         self.transport = transport
         self.me = member_id
         self.policy = policy
         self.max_features = max_features
+        #: the largest exponent a share may have (0 for rules that never scale their state)
+        self.max_exponent = MAX_EXPONENT if self.shares.scales else 0
+        #: who is in the consumer group, and where its input topic's logs end (None: the
+        #: member takes every record that passes the checks of its own)
+        self.consumer_group = consumer_group
+        #: seconds a member waits at its start for a process with its id to leave the
+        #: consumer group (one that crashed, until its session times out)
+        self.takeover_wait = takeover_wait
+        self.sleep = sleep
         #: commits the positions of a published record to the consumer group: where its
         #: partitions resume when the sync topic cannot be read, and what lag tools see
         self.commit = commit
@@ -105,7 +141,8 @@ class GroupMember:
         self._uncommitted: dict[int, int] = {}
         self.clock = clock
         self.wall = wall
-        self.table = GroupTable(member_id, model)
+        # members with another --max-features would refuse each other's shares
+        self.table = GroupTable(member_id, {**model, "max_features": max_features})
         self.partitions: dict[int, PartitionPosition] = {}
         #: partitions given up: where this member stopped, and its buffer's evictions then
         self.released: dict[int, tuple[PartitionPosition, int]] = {}
@@ -131,6 +168,26 @@ class GroupMember:
         self.records_read = 0
         self.records_refused = 0
         self.records_failed = 0
+        self._refusals = RefusalLog()
+        #: the algorithm and parameters of members whose records are of another model
+        self._foreign: dict[str, dict[str, Any]] = {}
+        #: the records this member wrote and has not read back yet, by sequence (a CRC of
+        #: each): any other record under its key is another process's
+        self._written: dict[int, int] = {}
+        #: whether :meth:`join` has read the topic (records under this member's key are
+        #: then those of a former process with its id)
+        self._joined = False
+        #: the furthest end seen of each partition of the input topic
+        self._ends: dict[int, int] = {}
+        #: why this member must stop (a member of another model holds partitions too):
+        #: :meth:`turn` raises it, and nothing is published meanwhile
+        self.refusal: StateError | None = None
+        #: the last record of a former process with this member's id (read at the start)
+        self._former: MemberRecord | None = None
+        #: in the current read: partitions whose log was fetched for its end, and
+        #: whether the brokers told the ends (None: not asked yet)
+        self._looked: set[int] = set()
+        self._ends_asked: bool | None = None
         self._warned_at = -math.inf
         self._read_at = -math.inf
         self.learner.before_replay(self._read_before_replay)
@@ -145,9 +202,63 @@ class GroupMember:
 
     def join(self) -> None:
         """Read the sync topic to its end and fold what it holds into the learner (an
-        unreadable topic ends the start: :class:`InputError`)."""
+        unreadable topic ends the start: :class:`InputError`).
+
+        Refuses to start (:class:`StateError`) while another process with this
+        member's id is in the consumer group (after waiting ``takeover_wait`` seconds
+        for it to leave: one that crashed stays until its session times out), and when
+        a member of the consumer group learns another model. A former process's
+        records under this id are taken over: the sequence goes on from its last
+        record, and its partitions resume where that record stands."""
+        self._wait_for_the_id()
         self._take(self.transport.read(to_end=True))
+        self._joined = True
+        former = self._former
+        if former is not None:
+            self.sequence = former.sequence
+            self.table.records[self.me] = former
+            log.info("group %s: takes over the records of a former process with this id "
+                     "(its last, %d, stands at %s)", self.me, former.sequence,
+                     {p: pos.offset for p, pos in sorted(former.partitions.items())})  # fmt: skip
+        self._check_models(self._members_now())
         self._fold()
+
+    def _wait_for_the_id(self) -> None:
+        """Wait until no process with this member's id is in the consumer group, at
+        most ``takeover_wait`` seconds; :class:`StateError` if one still is."""
+        members = self._members_now()
+        if members is None or self.me not in members:
+            return
+        log.warning("group %s: a process with this member id is in the consumer group; "
+                    "waiting up to %.0f s for it to leave (a crashed one leaves when its "
+                    "session times out)", self.me, self.takeover_wait)  # fmt: skip
+        deadline = self.clock() + self.takeover_wait
+        while self.clock() < deadline:
+            self.sleep(TAKEOVER_POLL)
+            members = self._members_now()
+            if members is None or self.me not in members:
+                log.info("group %s: the other process with this id has left the consumer "
+                         "group; this one takes the id over", self.me)  # fmt: skip
+                return
+        raise StateError(
+            f"member id {self.me!r} is taken: a live process with it is in the consumer "
+            "group. Give each member its own --member-id (or none: each process then "
+            "makes one), or stop the other process first"
+        )
+
+    def _check_models(self, members: set[str] | None) -> None:
+        """:class:`StateError` when a member of the consumer group (``members``) learns
+        another model than this member."""
+        if members is None:
+            return
+        for member, model in sorted(self._foreign.items()):
+            if member in members and member != self.me:
+                raise StateError(
+                    f"member {member!r} of the learning group learns {model}, this member "
+                    f"{self.table.model}: a member whose algorithm or parameters differ "
+                    "from the group's does not join (start it with the group's, or stop "
+                    "every member to change them)"
+                )
 
     def take(self, partitions: set[int]) -> dict[int, int]:
         """The consumer group gave this member ``partitions``: where to resume each
@@ -163,6 +274,8 @@ class GroupMember:
                 sorted(partitions),
             )  # fmt: skip
             return {}
+        if not self._may_learn(partitions):
+            return {}
         starts: dict[int, int] = {}
         for partition in sorted(partitions):
             position = self.table.start(partition)
@@ -173,6 +286,21 @@ class GroupMember:
         log.info("group %s: took partitions %s at %s", self.me, sorted(partitions), starts)
         self.publish()
         return starts
+
+    def _may_learn(self, partitions: set[int]) -> bool:
+        """Whether this member may learn the ``partitions`` it was given: not when a
+        member of the consumer group learns another model (two members that started at
+        once; the one that started first publishes first): it then publishes nothing,
+        and :meth:`turn` raises why."""
+        if self.refusal is None:
+            try:
+                self._check_models(self._members_now())
+            except StateError as exc:
+                self.refusal = exc
+        if self.refusal is not None:
+            log.error("group %s: %s", self.me, self.refusal)
+            return False
+        return True
 
     def release(self, partitions: set[int], positions: Mapping[int, int]) -> None:
         """The consumer group took ``partitions`` away (``positions``: where this member
@@ -217,7 +345,10 @@ class GroupMember:
 
     def turn(self, idle: bool = False) -> bool:
         """:meth:`sync`, then commit the positions of the last record published.
-        Returns whether the learner's model changed."""
+        Returns whether the learner's model changed. Raises :attr:`refusal` when this
+        member must stop."""
+        if self.refusal is not None:
+            raise self.refusal
         changed = self.sync(idle)
         self.commit_published()
         return changed
@@ -293,7 +424,13 @@ class GroupMember:
         What the member changed since it last published is damped first, to 1/K of it
         for K members learning (:meth:`GroupShares.damp`): the common model then moves
         by the mean of the members' changes, as model averaging moves it, rather than
-        by their sum (K members correcting the same errors at once overshot)."""
+        by their sum (K members correcting the same errors at once overshot).
+
+        A member that must stop (:attr:`refusal`) publishes nothing, and a record the
+        others would refuse (:func:`decode_record`) is not written (logged, counted as
+        failed)."""
+        if self.refusal is not None:
+            return
         started = self.clock()
         self._catch_up("publishing")
         self.shares.damp(1.0 / self.table.learning())
@@ -318,16 +455,22 @@ class GroupMember:
                 capacity=self.learner.buffer.max_examples,
                 margin=_finite(margin),
                 bound=_finite(bound),
-                slope=slope,
+                slope=slope if math.isfinite(slope) else 1.0,
             ),
+            members=tuple(self.table.in_model()),
         )
+        value = encode_record(record)
         try:
-            self.transport.write(self.me, encode_record(record))
-        except InputError as exc:
+            decode_record(value, self.max_features, key=self.me, max_exponent=self.max_exponent)
+            self.transport.write(self.me, value)
+        except (InputError, StateError) as exc:
             self.records_failed += 1
             self.sequence -= 1
             self._warn(f"group {self.me}: record not published, tried again later ({exc})")
             return
+        self._written[record.sequence] = zlib.crc32(value)
+        if len(self._written) > WRITTEN_KEPT:
+            del self._written[min(self._written)]
         self.records_written += 1
         self._last_record = record
         self._uncommitted = {p: position.offset for p, position in self.partitions.items()}
@@ -469,22 +612,194 @@ class GroupMember:
             self._warned_at = self.clock()
 
     def _take(self, entries: list[tuple[str, bytes | None]]) -> bool:
-        """Apply records read; whether the table changed. A record this member cannot
-        use (malformed, of another model) is logged and counted, never fatal."""
-        changed = False
+        """Apply records read; whether the table changed. A record is taken only once
+        it passed every check: on its own (:meth:`_decoded`), then against the group
+        (:meth:`_admit_all`). Any other is counted, logged (a line per kind of reason
+        and minute) and ignored, never fatal."""
+        decoded: list[MemberRecord] = []
         for key, value in entries:
             self.records_read += 1
-            if key == self.me:
-                continue  # its own record: the learner already holds its share
-            if value is None:
-                changed |= self.table.forget(key)
-                continue
             try:
-                changed |= self.table.apply(decode_record(value, self.max_features))
+                record = self._decoded(key, value)
             except StateError as exc:
-                self.records_refused += 1
-                log.warning("group %s: sync record of %r refused: %s", self.me, key, exc)
+                self._refuse(key, exc)
+                continue
+            except Exception as exc:  # no record may stop a member
+                self._refuse(key, StateError(f"unreadable ({exc!r:.200})"))
+                continue
+            if record is not None:
+                decoded.append(record)
+        self._looked, self._ends_asked = set(), None
+        return self._admit_all(decoded) if decoded else False
+
+    def _decoded(self, key: str, value: bytes | None) -> MemberRecord | None:
+        """The record of an entry, checked on its own (:func:`decode_record`, its key
+        its member's); None for this member's own."""
+        if value is None:
+            raise StateError(f"a deletion of member {key!r}'s record (members delete none)")
+        if key == self.me:
+            self._own(value)
+            return None
+        return decode_record(value, self.max_features, key=key, max_exponent=self.max_exponent)
+
+    def _own(self, value: bytes) -> None:
+        """A record under this member's key: one it wrote, or, read at the start, one of
+        a former process with its id (taken over in order: :meth:`join`); any other is
+        another process's, refused (a copy of one it wrote too: each comes back once)."""
+        crc = zlib.crc32(value)
+        for sequence, written in self._written.items():
+            if written == crc:
+                del self._written[sequence]
+                return
+        if self._joined:
+            raise StateError("written under this member's id by another process")
+        record = decode_record(value, self.max_features, key=self.me,
+                               max_exponent=self.max_exponent)  # fmt: skip
+        former = self._former
+        if former is not None and record.sequence != former.sequence + 1:
+            raise StateError(
+                f"record {record.sequence} of a former process with this id does not "
+                f"follow its record {former.sequence}"
+            )
+        if record.model != self.table.model:
+            raise StateError(f"a former process with this id learned {record.model}")
+        self._former = record
+
+    def _admit_all(self, records: list[MemberRecord]) -> bool:
+        """Apply ``records`` in their order, those of members the group knows: members
+        of the consumer group now, members whose records are held, and members in the
+        model of a member it knows (a member that died or left is known to those that
+        saw it). A record of a member it does not know is refused once no record of
+        the batch makes it known. Without a view of the consumer group, and while it
+        has no other member (a group that starts anew), the records' own checks decide."""
+        known = self._known()
+        members: set[str] | None = set()
+        if any(record.member not in known for record in records):
+            members = self._members_now()
+            if members is not None and not self._joined and not members - {self.me}:
+                log.info("group %s: nobody else is in the consumer group: the records "
+                         "found are judged by their own checks", self.me)  # fmt: skip
+                members = None
+        changed = False
+        pending = records
+        while pending:
+            left: list[MemberRecord] = []
+            waiting: set[str] = set()  # a member's records are taken in their order
+            for record in pending:
+                if record.member in waiting or (
+                    members is not None and record.member not in known | members
+                ):
+                    left.append(record)
+                    waiting.add(record.member)
+                    continue
+                try:
+                    self._admit(record)
+                except StateError as exc:
+                    self._refuse(record.member, exc)
+                    continue
+                changed = True
+                known |= {record.member, *record.members}
+            if len(left) == len(pending):
+                break
+            pending = left
+        for record in pending:
+            self._refuse(record.member, StateError(
+                f"member {record.member!r} is not known to the group (not in the consumer "
+                "group, nor in the model of a member it knows)"
+            ))  # fmt: skip
         return changed
+
+    def _known(self) -> set[str]:
+        """This member, the members whose records are held, and those in their models."""
+        known = {self.me, *self.table.records}
+        for record in self.table.records.values():
+            known.update(record.members)
+        return known
+
+    def _admit(self, record: MemberRecord) -> None:
+        """Take ``record`` into the table: :class:`StateError` when it is of another
+        model (noted: :meth:`_check_models`), does not follow the member's last by one
+        (:meth:`GroupTable.apply`), or names a partition the input topic does not have
+        or a position beyond the end of its log."""
+        if record.model != self.table.model:
+            # only a member that never wrote this model's records is of another model: a
+            # record of another model under a member's key is forged
+            held = record.member in self.table.records
+            if not held and (record.member in self._foreign or len(self._foreign) < MAX_FOREIGN):
+                self._foreign[record.member] = record.model
+            raise StateError(
+                f"member {record.member!r} learns {record.model}, this member "
+                f"{self.table.model}: members of a group must run the same algorithm and "
+                "parameters"
+            )
+        self.table.check(record)
+        self._check_positions(record)
+        self.table.apply(record)
+        self._foreign.pop(record.member, None)
+
+    def _check_positions(self, record: MemberRecord) -> None:
+        """:class:`StateError` when ``record`` names a partition the input topic does not
+        have or a position beyond the end of its log. The ends are asked from the
+        brokers when a position is beyond those known: once per read, then by a fetch
+        of each partition still beyond (some brokers give a log's end as its last
+        batch's start). When the brokers cannot tell, the record's own checks decide."""
+        if self.consumer_group is None:
+            return
+        claimed = [*record.partitions.items(), *record.released.items()]
+        if not self._beyond(claimed):
+            return
+        if self._ends_asked is None:
+            self._ends_asked = self._ask_ends(())
+        probe = self._beyond(claimed) - self._looked
+        if self._ends_asked and probe:
+            self._looked |= probe
+            self._ends_asked = self._ask_ends(probe)
+        if not self._ends_asked:
+            return
+        for partition, position in claimed:
+            if partition not in self._ends:
+                raise StateError(f"partition {partition} is not a partition of the input topic")
+            if position.offset > self._ends[partition]:
+                raise StateError(
+                    f"partition {partition} at offset {position.offset}, beyond the end of "
+                    f"its log ({self._ends[partition]})"
+                )
+
+    def _beyond(self, claimed: list[tuple[int, PartitionPosition]]) -> set[int]:
+        return {p for p, position in claimed if position.offset > self._ends.get(p, -1)}
+
+    def _ask_ends(self, probe: Collection[int]) -> bool:
+        """Ask the brokers where the input topic's logs end (fetching ``probe``'s);
+        whether they could tell."""
+        assert self.consumer_group is not None
+        ends = self.consumer_group.log_ends(probe)
+        if ends is None:
+            return False
+        for partition, end in ends.items():
+            self._ends[partition] = max(end, self._ends.get(partition, 0))
+        return True
+
+    def _members_now(self) -> set[str] | None:
+        """The consumer group's members now (None: no view, or the view cannot tell;
+        also when this member, holding partitions, is not among them: its consumer's
+        client id does not name it)."""
+        if self.consumer_group is None:
+            return None
+        members = self.consumer_group.members()
+        if members is not None and self.partitions and self.me not in members:
+            self._warn(f"group {self.me}: the consumer group does not list this member (a "
+                       "client_id given with --consumer-option?): records are judged by "
+                       "their own checks only")  # fmt: skip
+            return None
+        return members
+
+    def _refuse(self, key: str, exc: StateError) -> None:
+        """Count a refused record and log it (a line per kind of reason and minute)."""
+        self.records_refused += 1
+        reason = str(exc).removeprefix("sync record: ")
+        line = self._refusals.line(reason, key, self.clock())
+        if line is not None:
+            log.warning("group %s: %s", self.me, line)
 
     def _shares(self, own: Contribution) -> tuple[list[Contribution], int]:
         members = self.table.in_model()

@@ -21,16 +21,30 @@ True
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgpack
 
 from streamlearn.errors import StateError
-from streamlearn.learn.contribution import Contribution
+from streamlearn.learn.contribution import MAX_EXPONENT, Contribution
 
 FORMAT = "streamlearn.group"
 VERSION = 1
+
+#: bounds of a record's fields: nothing a member writes comes near them
+MAX_MEMBER_ID = 256
+MAX_SEQUENCE = 1 << 48
+MAX_COUNT = 1 << 62
+MAX_PARTITION = (1 << 31) - 1
+MAX_PARTITIONS = 1 << 16
+MAX_MEMBERS = 1 << 12
+#: bounds of the msgpack structure (a text, an array, a map): a declared length beyond
+#: them is refused before anything is allocated for it
+MAX_TEXT = 1 << 16
+MAX_ARRAY = 1 << 16
+MAX_MAP = 1 << 17
 
 
 @dataclass(frozen=True)
@@ -75,6 +89,9 @@ class MemberRecord:
     #: partitions given up, with where the member stopped in each
     released: dict[int, PartitionPosition]
     window: WindowView
+    #: the members whose shares were in the writer's model (itself included): a member
+    #: the consumer group no longer lists is known to the group through them
+    members: tuple[str, ...] = ()
     #: anything newer writers add, kept as read
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -99,42 +116,125 @@ def encode_record(record: MemberRecord) -> bytes:
             record.window.bound,
             record.window.slope,
         ],
+        "members": list(record.members),
     }
     packed: bytes = msgpack.packb(data, use_bin_type=True)
     return packed
 
 
-def decode_record(value: bytes, max_features: int) -> MemberRecord:
-    """The record of ``value``; :class:`StateError` saying why it is not one."""
-    try:
-        data = msgpack.unpackb(value, raw=False, strict_map_key=False)
-    except (ValueError, msgpack.exceptions.ExtraData, msgpack.exceptions.FormatError) as exc:
-        raise StateError(f"sync record: not msgpack ({exc})") from exc
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+def decode_record(
+    value: bytes, max_features: int, *, key: str | None = None, max_exponent: int = MAX_EXPONENT
+) -> MemberRecord:
+    """The record of ``value`` (written under ``key``, when given); :class:`StateError`
+    saying why it is not one.
+
+    Nothing of it is taken before it is checked: the msgpack structure within bounds (no
+    declared length is allocated beyond the bytes there are, no text, map or array
+    larger than a record needs), every field of the type and in the range it must be,
+    every number finite, the share within ``max_features`` and the magnitudes a model
+    holds (:meth:`Contribution.from_plain`), the member the key it is written under.
+
+    >>> decode_record(b"\\x81\\x91\\x01\\x01", 1 << 20)
+    Traceback (most recent call last):
+    ...
+    streamlearn.errors.StateError: sync record: not msgpack (unhashable type: 'list')
+    """
+    data = _unpacked(value)
+    if data.get("format") != FORMAT:
         raise StateError("sync record: not a streamlearn group record")
     if data.get("version") != VERSION:
         raise StateError(f"sync record: version {data.get('version')!r}, expected {VERSION}")
     try:
-        examples, capacity, margin, bound, slope = data["window"]
+        member = _text(data["member"], "member")
+        if key is not None and key != member:
+            raise StateError(f"sync record: member {member!r} written under the key {key!r}")
+        model = data["model"]
+        if not isinstance(model, dict):
+            raise StateError("sync record: model is not a map")
         return MemberRecord(
-            member=str(data["member"]),
-            sequence=int(data["sequence"]),
-            time=float(data["time"]),
-            model=dict(data["model"]),
-            share=Contribution.from_plain(data["share"], max_features),
-            examples=int(data["examples"]),
-            partitions=_positions(data["partitions"]),
-            released=_positions(data["released"]),
-            window=WindowView(
-                int(examples), int(capacity), float(margin), float(bound), float(slope)
-            ),
+            member=member,
+            sequence=_count(data["sequence"], "sequence", low=1, high=MAX_SEQUENCE),
+            time=_finite(data["time"], "time"),
+            model=model,
+            share=Contribution.from_plain(data["share"], max_features, max_exponent),
+            examples=_count(data["examples"], "examples"),
+            partitions=_positions(data["partitions"], "partitions"),
+            released=_positions(data["released"], "released"),
+            window=_window(data["window"]),
+            members=_members(data.get("members", [])),
         )
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise StateError(f"sync record: malformed ({exc!r})") from exc
+    except KeyError as exc:
+        raise StateError(f"sync record: {exc} is missing") from exc
+    except StateError as exc:
+        message = str(exc).removeprefix("sync record: ")
+        raise StateError(f"sync record: {message}") from exc
 
 
-def _positions(data: Any) -> dict[int, PartitionPosition]:
-    return {
-        int(p): PartitionPosition(int(offset), int(examples))
-        for p, (offset, examples) in dict(data).items()
-    }
+def _unpacked(value: Any) -> dict[str, Any]:
+    """The msgpack map of ``value``, unpacked within the bounds of a record."""
+    if not isinstance(value, bytes):
+        raise StateError("sync record: no value")
+    try:
+        data = msgpack.unpackb(
+            value, raw=False, strict_map_key=False, max_bin_len=len(value),
+            max_str_len=MAX_TEXT, max_array_len=MAX_ARRAY, max_map_len=MAX_MAP, max_ext_len=0,
+        )  # fmt: skip
+    except (ValueError, TypeError, msgpack.exceptions.UnpackException, RecursionError) as exc:
+        raise StateError(f"sync record: not msgpack ({exc})") from exc
+    if not isinstance(data, dict):
+        raise StateError("sync record: not a streamlearn group record")
+    return data
+
+
+def _text(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_MEMBER_ID:
+        raise StateError(f"{name} must be a text of 1 to {MAX_MEMBER_ID} characters")
+    return value
+
+
+def _count(value: Any, name: str, low: int = 0, high: int = MAX_COUNT) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise StateError(f"{name} must be an integer in [{low}, {high}], got {value!r:.40}")
+    return value
+
+
+def _finite(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise StateError(f"{name} must be a number, got {type(value).__name__}")
+    number = float(value) if abs(value) < 2.0**1023 else math.inf
+    if not math.isfinite(number):
+        raise StateError(f"{name} must be finite, got {value!r:.40}")
+    return number
+
+
+def _positions(data: Any, name: str) -> dict[int, PartitionPosition]:
+    if not isinstance(data, dict) or len(data) > MAX_PARTITIONS:
+        raise StateError(f"{name} must be a map of at most {MAX_PARTITIONS} partitions")
+    positions = {}
+    for partition, position in data.items():
+        if not isinstance(position, list) or len(position) != 2:
+            raise StateError(f"{name}: a position is [offset, examples]")
+        positions[_count(partition, f"{name}: a partition", high=MAX_PARTITION)] = (
+            PartitionPosition(
+                _count(position[0], f"{name}: an offset"),
+                _count(position[1], f"{name}: a count of examples"),
+            )
+        )
+    return positions
+
+
+def _window(data: Any) -> WindowView:
+    if not isinstance(data, list) or len(data) != 5:
+        raise StateError("window must be [examples, capacity, margin, bound, slope]")
+    examples, capacity, margin, bound, slope = data
+    return WindowView(
+        _count(examples, "window examples"), _count(capacity, "window capacity"),
+        _finite(margin, "window margin"), _finite(bound, "window bound"),
+        _finite(slope, "window slope"),
+    )  # fmt: skip
+
+
+def _members(data: Any) -> tuple[str, ...]:
+    if not isinstance(data, list) or len(data) > MAX_MEMBERS:
+        raise StateError(f"members must be a list of at most {MAX_MEMBERS} ids")
+    return tuple(_text(member, "a member") for member in data)

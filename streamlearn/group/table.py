@@ -63,22 +63,30 @@ class GroupTable:
         self.records: dict[str, MemberRecord] = {}
 
     def apply(self, record: MemberRecord) -> bool:
-        """Take ``record`` in; whether it changed the table (an older or repeated record
-        of a member does not). :class:`StateError` when it is of another model."""
+        """Take ``record`` in (True), once :meth:`check` finds nothing against it."""
+        self.check(record)
+        self.records[record.member] = record
+        return True
+
+    def check(self, record: MemberRecord) -> None:
+        """:class:`StateError` when ``record`` is of another model, or when its sequence
+        does not follow the member's record held by one: a repeated or older record
+        would take the member's share back, and a jump (a forged record numbered 2^40)
+        would make every later record of the member look old. The first record read of
+        a member may have any sequence: a member that starts reads what compaction left
+        of the others' records."""
         if self.model and record.model != self.model:
             raise StateError(
                 f"member {record.member} learns {record.model}, this member "
                 f"{self.model}: members of a group must run the same algorithm and parameters"
             )
         held = self.records.get(record.member)
-        if held is not None and held.sequence >= record.sequence:
-            return False
-        self.records[record.member] = record
-        return True
-
-    def forget(self, member: str) -> bool:
-        """A deleted key (a tombstone): the member's record is gone."""
-        return self.records.pop(member, None) is not None
+        if held is not None and record.sequence != held.sequence + 1:
+            moved = "does not move past" if record.sequence <= held.sequence else "jumps from"
+            raise StateError(
+                f"record {record.sequence} of member {record.member} {moved} its record "
+                f"{held.sequence} (a record's sequence moves by one)"
+            )
 
     def start(self, partition: int, excluding: str | None = None) -> PartitionPosition | None:
         """Where to resume ``partition``: the furthest position a record (not

@@ -25,6 +25,7 @@ others' part back out.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -32,21 +33,68 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from streamlearn._kernels.rules import SCALE_FREE_RULES
 from streamlearn.errors import InvalidParameterError, StateError
-from streamlearn.learn.state import BETA, SCALE_DOWN_FACTOR, UPDATES
+from streamlearn.learn.state import BETA, SCALE_DOWN_FACTOR, SQNORM, UPDATES
 
 if TYPE_CHECKING:
     from streamlearn.learn.base import LinearLearner
     from streamlearn.learn.model import Model
+    from streamlearn.learn.state import LearnerState
 
 __all__ = ["Contribution", "GroupShares"]
 
+#: log2 of the factor one scale-down divides by (``SCALE_DOWN_FACTOR`` is 2^-20)
+SCALE_DOWN_BITS = 1 - math.frexp(SCALE_DOWN_FACTOR)[1]
+#: the largest exponent a share may have: a state scales down once t grows 2^20-fold,
+#: so no stream reaches it, and every member's state can be brought to it exactly
+MAX_EXPONENT = 1 << 16
+#: the largest norm of (w, beta), t and sum alpha_k^2 (its square root) a share may have:
+#: the sum of a million such shares still has a finite squared norm
+MAX_MAGNITUDE = 2.0**480
+#: a share may name features up to this index at any size ...
+DENSE_FREE_FEATURES = 1 << 20
+#: ... and beyond it, up to this many features per entry it holds: the dense weights a
+#: reader grows for a share cost at most 8 * 256 / 16 = 128 times the share's bytes
+FEATURES_PER_ENTRY = 256
+
 
 def _float(value: Any, name: str) -> float:
-    number = float(value)
-    if not np.isfinite(number):
+    """``value`` as a finite float: a number (not a bool, not a text) is needed."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise StateError(f"contribution: {name} is not a number ({type(value).__name__})")
+    try:
+        number = float(value)
+    except OverflowError as exc:  # an int beyond the floats
+        raise StateError(f"contribution: {name} is out of range") from exc
+    if not math.isfinite(number):
         raise StateError(f"contribution: {name} is not finite ({number})")
     return number
+
+
+def _int(value: Any, name: str, low: int, high: int) -> int:
+    """``value`` as an int within [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise StateError(f"contribution: {name} is not an integer ({type(value).__name__})")
+    if not low <= value <= high:
+        raise StateError(f"contribution: {name} {value} is outside [{low}, {high}]")
+    return int(value)
+
+
+def features_reachable(entries: int) -> int:
+    """How many features a share of ``entries`` entries may span (its largest index
+    plus one): the dense weights it makes a reader grow must be paid for by its size.
+
+    >>> features_reachable(3), features_reachable(10_000)
+    (1048576, 2560000)
+    """
+    return max(DENSE_FREE_FEATURES, FEATURES_PER_ENTRY * entries)
+
+
+def _scaled(value: float, steps: int) -> float:
+    """``value`` scaled down ``steps`` times (up when negative), exactly (a power of two;
+    underflows to 0, overflows to inf, never raises)."""
+    return float(np.ldexp(value, -SCALE_DOWN_BITS * steps))
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,10 +161,11 @@ class Contribution:
         the factor is a power of two)."""
         if exponent == self.exponent:
             return self
-        factor = SCALE_DOWN_FACTOR ** (exponent - self.exponent)
+        steps = exponent - self.exponent
         return Contribution(
-            self.indices, self.values * factor, self.beta * factor, self.updates * factor,
-            self.slack * factor * factor, exponent, self.evicted,
+            self.indices, np.ldexp(self.values, -SCALE_DOWN_BITS * steps),
+            _scaled(self.beta, steps), _scaled(self.updates, steps),
+            _scaled(self.slack, 2 * steps), exponent, self.evicted,
         )  # fmt: skip
 
     def add_to(self, weights: npt.NDArray[np.float64]) -> None:
@@ -124,10 +173,19 @@ class Contribution:
         weights[self.indices] += self.values
 
     def to_plain(self) -> dict[str, Any]:
-        """Plain values a msgpack record stores (arrays as little-endian bytes)."""
+        """Plain values a msgpack record stores (arrays as little-endian bytes), with
+        zero weights added where a share spans more features than its entries pay for
+        (:func:`features_reachable`), so that every reader takes it.
+
+        >>> sparse = Contribution(np.array([5_000_000]), np.array([1.0]), 0.0, 1.0, 1.0)
+        >>> back = Contribution.from_plain(sparse.to_plain(), max_features=1 << 26)
+        >>> back.indices.shape[0], back.n_features, float(back.values.sum())
+        (19533, 5000001, 1.0)
+        """
+        indices, values = self._padded()
         return {
-            "indices": self.indices.astype("<i8").tobytes(),
-            "values": self.values.astype("<f8").tobytes(),
+            "indices": indices.astype("<i8").tobytes(),
+            "values": values.astype("<f8").tobytes(),
             "beta": self.beta,
             "updates": self.updates,
             "slack": self.slack,
@@ -135,33 +193,80 @@ class Contribution:
             "evicted": self.evicted,
         }
 
+    def _padded(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """The entries, with zero weights every ``FEATURES_PER_ENTRY`` features when the
+        share spans more features than its entries pay for."""
+        n = self.n_features
+        if n <= features_reachable(self.indices.shape[0]):
+            return self.indices, self.values
+        indices = np.union1d(self.indices, np.arange(0, n, FEATURES_PER_ENTRY, dtype=np.int64))
+        values = np.zeros(indices.shape[0])
+        values[np.searchsorted(indices, self.indices)] = self.values
+        return indices, values
+
     @classmethod
-    def from_plain(cls, plain: Mapping[str, Any], max_features: int) -> Contribution:
-        """The share :meth:`to_plain` wrote; :class:`StateError` for anything else (not
-        finite, indices not increasing or at ``max_features`` and above)."""
+    def from_plain(
+        cls, plain: Mapping[str, Any], max_features: int, max_exponent: int = MAX_EXPONENT
+    ) -> Contribution:
+        """The share :meth:`to_plain` wrote; :class:`StateError` for anything else,
+        checked before anything is copied or allocated: arrays that are not whole
+        little-endian numbers of one length, indices not increasing or at
+        ``max_features`` and above, more features than the entries pay for
+        (:func:`features_reachable`), a weight or scalar not finite or beyond
+        ``MAX_MAGNITUDE``, an exponent outside [0, ``max_exponent``] (0 for rules that
+        never scale their state)."""
+        if not isinstance(plain, Mapping):
+            raise StateError("contribution: not a map")
         try:
-            indices = np.frombuffer(plain["indices"], dtype="<i8").astype(np.int64)
-            values = np.frombuffer(plain["values"], dtype="<f8").astype(np.float64)
-            share = cls(
-                indices, values, _float(plain["beta"], "beta"),
-                _float(plain["updates"], "updates"), _float(plain["slack"], "slack"),
-                int(plain["exponent"]), int(plain.get("evicted", 0)),
-            )  # fmt: skip
-        except (KeyError, TypeError, ValueError) as exc:
-            raise StateError(f"contribution: malformed ({exc})") from exc
-        if indices.shape != values.shape:
-            raise StateError("contribution: as many indices as values are needed")
-        if indices.shape[0] and (
-            indices[0] < 0 or indices[-1] >= max_features or np.any(np.diff(indices) <= 0)
-        ):
-            raise StateError(
-                f"contribution: feature indices must increase within [0, {max_features})"
-            )
+            raw_indices, raw_values = plain["indices"], plain["values"]
+            beta, updates = _float(plain["beta"], "beta"), _float(plain["updates"], "updates")
+            slack = _float(plain["slack"], "slack")
+            exponent = _int(plain["exponent"], "exponent", 0, max_exponent)
+            evicted = _int(plain.get("evicted", 0), "evicted", 0, 1 << 62)
+        except KeyError as exc:
+            raise StateError(f"contribution: {exc} is missing") from exc
+        if not isinstance(raw_indices, bytes) or not isinstance(raw_values, bytes):
+            raise StateError("contribution: indices and values must be bytes")
+        if len(raw_indices) % 8 or len(raw_indices) != len(raw_values):
+            raise StateError("contribution: as many 8-byte indices as 8-byte values are needed")
+        indices = np.frombuffer(raw_indices, dtype="<i8")  # views: nothing allocated yet
+        values = np.frombuffer(raw_values, dtype="<f8")
+        if indices.shape[0]:
+            if indices[0] < 0 or indices[-1] >= max_features or np.any(indices[1:] <= indices[:-1]):
+                raise StateError(
+                    f"contribution: feature indices must increase within [0, {max_features})"
+                )
+            if int(indices[-1]) + 1 > features_reachable(indices.shape[0]):
+                raise StateError(
+                    f"contribution: feature {int(indices[-1])} is beyond what "
+                    f"{indices.shape[0]} entries may span ({features_reachable(indices.shape[0])})"
+                )
         if not np.all(np.isfinite(values)):
             raise StateError("contribution: a weight is not finite")
-        if share.updates < 0 or share.slack < 0 or share.evicted < 0:
-            raise StateError("contribution: t, the slack sum and evictions cannot be negative")
-        return share
+        if updates < 0 or slack < 0:
+            raise StateError("contribution: t and the slack sum cannot be negative")
+        _check_magnitude(values, beta, updates, slack)
+        return cls(
+            indices.astype(np.int64), values.astype(np.float64), beta, updates, slack,
+            exponent, evicted,
+        )  # fmt: skip
+
+
+def _check_magnitude(
+    values: npt.NDArray[np.float64], beta: float, updates: float, slack: float
+) -> None:
+    """:class:`StateError` when a share's (w, beta), t or sqrt(slack) is beyond
+    ``MAX_MAGNITUDE`` (norms scaled first, so that nothing overflows on the way)."""
+    largest = float(np.max(np.abs(values), initial=abs(beta)))
+    if largest > MAX_MAGNITUDE:
+        raise StateError("contribution: a weight is beyond the magnitudes a model holds")
+    if largest > 0.0:
+        scaled = values / largest
+        norm = largest * math.sqrt(float(scaled @ scaled) + (beta / largest) ** 2)
+        if norm > MAX_MAGNITUDE:
+            raise StateError("contribution: the norm of w is beyond the magnitudes a model holds")
+    if updates > MAX_MAGNITUDE or math.sqrt(slack) > MAX_MAGNITUDE:
+        raise StateError("contribution: t or the slack sum is beyond the magnitudes a model holds")
 
 
 def summed(shares: Sequence[Contribution], exponent: int) -> tuple[npt.NDArray[np.float64], ...]:
@@ -200,6 +305,9 @@ class GroupShares:
                 f"{learner.algorithm} keeps a convex combination, which shares cannot sum"
             )
         self.learner: LinearLearner = learner
+        #: whether the learner's rule lets its state be scaled (shares then carry the
+        #: exponent; the others' are all at exponent 0)
+        self.scales = learner.rule in SCALE_FREE_RULES
         #: the others' share, as last adopted (in the state's units then)
         self.external = Contribution.zero()
         #: the window's alpha_k when this learner last damped (oldest first), the
@@ -249,8 +357,8 @@ class GroupShares:
         share_now = self.own(slack=False) if beyond_window else None
         slots = buffer.live_slots()
         alpha = buffer.slot_alpha[slots]
-        marked = self._damped_alpha * SCALE_DOWN_FACTOR ** (
-            state.scale_exponent - self._damped_exponent
+        marked = np.ldexp(
+            self._damped_alpha, -SCALE_DOWN_BITS * (state.scale_exponent - self._damped_exponent)
         )
         before = np.zeros_like(alpha)
         still_there = marked[buffer.evicted - self._damped_first :][: alpha.shape[0]]
@@ -321,6 +429,11 @@ class GroupShares:
         being this learner's own (from :meth:`own`); the others become its external
         share. ||a||^2 is recomputed; the model counts as changed (not converged)."""
         state = self.learner.state
+        top = max((share.exponent for share in shares), default=0)
+        if top > state.scale_exponent:
+            if not self.scales:
+                raise StateError(f"{self.learner.algorithm} shares cannot be scaled")
+            _scale_down(state, top - state.scale_exponent)
         exponent = state.scale_exponent
         weights, (beta, updates, _) = summed(shares, exponent)
         others = [share for i, share in enumerate(shares) if i != own_at]
@@ -344,3 +457,21 @@ class GroupShares:
             external_weights, beta=float(external_beta), updates=float(external_updates),
             slack=float(external_slack), exponent=exponent,
         )  # fmt: skip
+
+
+def _scale_down(state: LearnerState, steps: int) -> None:
+    """Scale ``state`` down ``steps`` times at once, as :meth:`LearnerState.scale_down`
+    does once: a share read from a member that scaled its state further must be summed
+    in its units, never the other way round (a share brought up by 2^(20 k) can
+    overflow; one brought down only loses what is below the smallest float)."""
+    factor = -SCALE_DOWN_BITS * steps
+    state.weights[:] = np.ldexp(state.weights, factor)
+    state.buffer.slot_alpha[:] = np.ldexp(state.buffer.slot_alpha, factor)
+    for index in (BETA, UPDATES):
+        state.scalars[index] = _scaled(float(state.scalars[index]), steps)
+    state.scalars[SQNORM] = _scaled(float(state.scalars[SQNORM]), 2 * steps)
+    state.external_slack = _scaled(state.external_slack, 2 * steps)
+    state.external_values = np.ldexp(state.external_values, factor)
+    state.external_beta = _scaled(state.external_beta, steps)
+    state.external_updates = _scaled(state.external_updates, steps)
+    state.scale_exponent += steps
