@@ -317,6 +317,7 @@ def run_serve(config: ServeConfig) -> None:
 
 def _serve(config: ServeConfig, token: str | None, stopper: _Stopper) -> None:
     """:func:`run_serve` once the signal handlers are in place."""
+    config = _with_member_id(config)
     budget = stopper.budget
     store = (
         CheckpointStore(Path(config.checkpoint_dir), keep=config.keep)
@@ -415,6 +416,7 @@ def _group(
     transport = SyncTopic(
         config.bootstrap_servers, config.sync_topic, security=security_from_env(os.environ),
         compression=codec_of(config.compression), budget=budget,
+        consumer_group=config.group, input_topic=config.topic,
     )  # fmt: skip
     member_id = config.member_id or new_member_id()
 
@@ -424,9 +426,38 @@ def _group(
             model, transport, member_id=member_id,
             model={"algorithm": algorithm, "params": params}, policy=config.sync,
             max_features=config.max_features, commit=source.commit,
+            consumer_group=transport, takeover_wait=_takeover_wait(config),
         )  # fmt: skip
 
     return member, transport
+
+
+def _with_member_id(config: ServeConfig) -> ServeConfig:
+    """A learning group's member gets its id before its consumer is made, which names
+    it (:func:`_member_consumer`)."""
+    if config.sync_topic is None or config.member_id is not None:
+        return config
+    return replace(config, member_id=new_member_id())
+
+
+def _member_consumer(config: ServeConfig, options: dict[str, Any]) -> dict[str, Any]:
+    """The consumer options of a learning group's member: its client id names the
+    member, so that the others tell from the consumer group who is in it (unless
+    ``--consumer-option client_id`` says otherwise)."""
+    if config.sync_topic is not None and config.member_id is not None:
+        from streamlearn.sources.kafka_sync import member_client_id
+
+        options.setdefault("client_id", member_client_id(config.member_id))
+    return options
+
+
+def _takeover_wait(config: ServeConfig) -> float:
+    """Seconds a starting member waits for a process with its id to leave the consumer
+    group: one that crashed leaves when its session times out."""
+    from streamlearn.sources.kafka import SESSION_TIMEOUT_MS, consumer_options
+
+    session = consumer_options(config.consumer_options).get("session_timeout_ms")
+    return 1.5 * int(session or SESSION_TIMEOUT_MS) / 1000 + 2.0
 
 
 def _keyed(config: ServeConfig, budget: StopBudget) -> tuple[KeyedModels | None, _Closes | None]:
@@ -587,7 +618,7 @@ def _source(config: ServeConfig, budget: StopBudget | None = None) -> Source:
         max_record_bytes=config.max_record_bytes,
         budget=budget,
         on_offset_reset=config.on_offset_reset,
-        **consumer_options(config.consumer_options),
+        **_member_consumer(config, consumer_options(config.consumer_options)),
     )
 
 

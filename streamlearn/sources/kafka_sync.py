@@ -9,16 +9,24 @@ reads everything.
 
 Writes wait for the broker (``acks='all'``): a share is published only once it is on
 the topic, so that the positions beside it can be relied on.
+
+The same object tells a member what the brokers know of its group: who is in the
+consumer group (:meth:`SyncTopic.members`: a member's consumer names it in its client
+id, :func:`member_client_id`) and where the input topic's logs end
+(:meth:`SyncTopic.log_ends`).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from typing import Any
 
-from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError
+from kafka.protocol.admin import DescribeGroupsRequest
 
 from streamlearn.errors import InputError
 from streamlearn.sources.kafka import (
@@ -39,6 +47,46 @@ FETCH_MAX_WAIT_MS = 20
 
 Entry = tuple[str, bytes | None]
 
+#: how a learning group's member names its consumer: the client id is this and its id
+CLIENT_PREFIX = "streamlearn-member-"
+#: a consumer's member id as a group coordinator makes it: the client id, a dash, a UUID
+_MEMBER_ID = re.compile(r"^(.*)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+#: seconds a question about the consumer group or the input topic's ends may wait
+ASK_TIMEOUT = 5.0
+
+
+def member_client_id(member: str) -> str:
+    """The client id of a learning-group member's consumer: it names the member, so
+    that the others can tell from the consumer group who is in it.
+
+    >>> member_client_id("host-12-ab34"), member_of("", "streamlearn-member-host-12-ab34-"
+    ...     "1b4e28ba-2fa1-11d2-883f-0016d3cca427")
+    ('streamlearn-member-host-12-ab34', 'host-12-ab34')
+    """
+    return CLIENT_PREFIX + member
+
+
+def member_of(client_id: str, member_id: str) -> str | None:
+    """The learning-group member a consumer group's member is, from its client id, or
+    (brokers that do not give it) from the member id the coordinator made of it; None
+    for a consumer that names none."""
+    if not client_id:
+        found = _MEMBER_ID.match(member_id)
+        client_id = found.group(1) if found else ""
+    return client_id[len(CLIENT_PREFIX) :] if client_id.startswith(CLIENT_PREFIX) else None
+
+
+class _GroupAdmin(KafkaAdminClient):  # type: ignore[misc]
+    """An admin client that describes groups without their authorized operations (some
+    brokers send bits kafka-python cannot read, and a member needs none of them)."""
+
+    def _describe_groups_request(self, group_ids: list[str]) -> Any:
+        return DescribeGroupsRequest(groups=list(group_ids), include_authorized_operations=False)
+
+    def _process_acl_operations(self, obj: dict[str, Any]) -> dict[str, Any]:
+        obj.pop("authorized_operations", None)
+        return obj
+
 
 class SyncTopic:
     """Keyed records of one compacted topic: all of them read, ours written."""
@@ -53,9 +101,17 @@ class SyncTopic:
         request_timeout_ms: int = 30000,
         compression: str | None = None,
         budget: StopBudget | None = None,
+        consumer_group: str | None = None,
+        input_topic: str | None = None,
     ) -> None:
+        """``consumer_group`` and ``input_topic``: the members' consumer group and the
+        topic it reads, for :meth:`members` and :meth:`log_ends` (None: they say None)."""
         tame_kafka_logs()
         self.topic = topic
+        self.consumer_group = consumer_group
+        self.input_topic = input_topic
+        self._admin: KafkaAdminClient | None = None
+        self._prober: KafkaConsumer | None = None
         #: once a stop began, reads and writes wait at most the time it leaves
         self.budget = budget if budget is not None else StopBudget()
         self._common = client_options(
@@ -142,7 +198,79 @@ class SyncTopic:
             raise InputError(f"sync topic {self.topic}: write failed ({exc})") from exc
         self.bytes_written += len(value or b"")
 
+    def members(self) -> set[str] | None:
+        """The learning-group members in the consumer group now (those whose consumers
+        name them, :func:`member_client_id`); None when the coordinator cannot tell."""
+        if self.consumer_group is None:
+            return None
+        try:
+            if self._admin is None:
+                options = {**self._common, "request_timeout_ms": int(ASK_TIMEOUT * 1000)}
+                self._admin = _GroupAdmin(**options)
+            described = self._admin.describe_groups([self.consumer_group])[self.consumer_group]
+            if described.get("error"):
+                raise KafkaError(described["error"])
+            return {
+                member
+                for found in described["members"]
+                if (member := member_of(found.get("client_id") or "", found["member_id"]))
+            }
+        except Exception as exc:  # kafka-python raises more than KafkaError on odd answers
+            log.warning("consumer group %s: its members cannot be told (%r)",
+                        self.consumer_group, exc)  # fmt: skip
+            return None
+
+    def log_ends(self, probe: Collection[int] = ()) -> dict[int, int] | None:
+        """Where each partition of the input topic ends now (the offset after its last
+        record); for those in ``probe`` read off a fetch there too (the greater is
+        taken): some brokers answer a ListOffsets with their last batch's start + 1.
+        None when the brokers cannot tell."""
+        if self.input_topic is None:
+            return None
+        try:
+            known = self._consumer.partitions_for_topic(self.input_topic)
+            if not known:
+                return None
+            tps = [TopicPartition(self.input_topic, p) for p in sorted(known)]
+            answer = self._consumer.end_offsets(tps, timeout_ms=int(ASK_TIMEOUT * 1000))
+            ends = {tp.partition: int(offset) for tp, offset in answer.items()}
+            if probe:
+                ends.update(self._fetched_ends({p: e for p, e in ends.items() if p in probe}))
+            return ends
+        except Exception as exc:  # as in members
+            log.warning("topic %s: the ends of its logs cannot be told (%r)",
+                        self.input_topic, exc)  # fmt: skip
+            return None
+
+    def _fetched_ends(self, ends: Mapping[int, int]) -> dict[int, int]:
+        """The high watermarks a fetch from each of ``ends`` finds (at least the end)."""
+        assert self.input_topic is not None
+        if self._prober is None:
+            self._prober = compacted_topic_reader(self._common, fetch_max_wait_ms=FETCH_MAX_WAIT_MS)
+        prober = self._prober
+        tps = {TopicPartition(self.input_topic, p): end for p, end in ends.items()}
+        prober.assign(list(tps))
+        for tp, end in tps.items():
+            prober.seek(tp, end)
+        found = dict(ends)
+        deadline = time.monotonic() + self.budget.cap(ASK_TIMEOUT)
+        while time.monotonic() < deadline:
+            prober.poll(timeout_ms=50)
+            marks = {tp: prober.highwater(tp) for tp in tps}
+            if all(mark is not None for mark in marks.values()):
+                for tp, mark in marks.items():
+                    found[tp.partition] = max(found[tp.partition], int(mark))
+                break
+        prober.assign([])
+        return found
+
     def close(self) -> None:
-        """Close the producer and the consumer (within the time a stop leaves)."""
+        """Close the producer and the consumers (within the time a stop leaves)."""
         self._producer.close(timeout=self.budget.cap(5.0))
         self._consumer.close()
+        for client in (self._admin, self._prober):
+            if client is not None:
+                try:
+                    client.close()
+                except KafkaError as exc:
+                    log.debug("sync topic %s: a client did not close (%r)", self.topic, exc)

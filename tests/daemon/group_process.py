@@ -7,12 +7,14 @@ import json
 import sys
 import urllib.request
 import uuid
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
 from serve_process import TEST_CONSUMER, Serve
 from services import Tansu, free_port
 
+from streamlearn.errors import StateError
 from streamlearn.group.records import MemberRecord, PartitionPosition, decode_record
 
 MAX_FEATURES = 1 << 20
@@ -30,9 +32,11 @@ class Member(Serve):
         group: str,
         log_dir: Path,
         *extra: str,
+        name: str | None = None,
     ) -> None:
+        """``name``: the member id (a new one when None)."""
         self.http_port = free_port()
-        self.name = f"m-{uuid.uuid4().hex[:6]}"
+        self.name = name or f"m-{uuid.uuid4().hex[:6]}"
         super().__init__(broker, topic, log_dir / self.name, *extra, command=self._command(
             broker, topic, sync_topic, group, *extra
         ))  # fmt: skip
@@ -63,8 +67,17 @@ class Member(Serve):
         return answers
 
 
-def records(broker: Tansu, sync_topic: str) -> dict[str, MemberRecord]:
-    """The latest record of every member on the sync topic (what a compacted topic keeps)."""
+def records(
+    broker: Tansu,
+    sync_topic: str,
+    members: Collection[str] | None = None,
+    ends: Mapping[int, int] | None = None,
+) -> dict[str, MemberRecord]:
+    """The latest record of every member on the sync topic (what a compacted topic keeps),
+    as the members take them: records that are no member's record, written under another
+    key than their member's, out of step with the member's sequence or model, of a member
+    not in ``members`` (when given) or beyond the logs' ``ends`` (when given) are left
+    out."""
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False)
@@ -76,21 +89,35 @@ def records(broker: Tansu, sync_topic: str) -> dict[str, MemberRecord]:
             return latest
         consumer.assign(partitions)
         consumer.seek_to_beginning(*partitions)
-        ends = consumer.end_offsets(partitions)
-        while any(consumer.position(tp) < end for tp, end in ends.items()):
+        topic_ends = consumer.end_offsets(partitions)
+        while any(consumer.position(tp) < end for tp, end in topic_ends.items()):
             for batch in consumer.poll(timeout_ms=500).values():
                 for message in batch:
-                    key = message.key.decode()
-                    if message.value is None:
-                        latest.pop(key, None)
+                    key = (message.key or b"").decode(errors="replace")
+                    try:
+                        record = decode_record(message.value, MAX_FEATURES, key=key)
+                    except StateError:
                         continue
-                    record = decode_record(message.value, MAX_FEATURES)
                     held = latest.get(key)
-                    if held is None or held.sequence < record.sequence:
+                    if _follows(record, held) and _within(record, members, ends):
                         latest[key] = record
         return latest
     finally:
         consumer.close()
+
+
+def _follows(record: MemberRecord, held: MemberRecord | None) -> bool:
+    """Whether ``record`` follows the member's ``held`` one: its next, of the same model."""
+    return held is None or (record.sequence == held.sequence + 1 and record.model == held.model)
+
+
+def _within(
+    record: MemberRecord, members: Collection[str] | None, ends: Mapping[int, int] | None
+) -> bool:
+    if members is not None and record.member not in members:
+        return False
+    claimed = [*record.partitions.items(), *record.released.items()]
+    return ends is None or all(pos.offset <= ends.get(p, -1) for p, pos in claimed)
 
 
 def furthest(latest: dict[str, MemberRecord]) -> dict[int, PartitionPosition]:
