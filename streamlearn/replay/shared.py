@@ -14,10 +14,17 @@ buffer: the shared arrays with its own two rows.
 (False, True)
 >>> bool(np.shares_memory(view.slot_label, shared.signs))
 True
+
+Its state holds the signs and slack of the live slots, oldest first (labels x examples).
+:meth:`SharedReplayBuffer.state_dict` gathers them into new arrays;
+:meth:`SharedReplayBuffer.state_to_write` lends them as :class:`RingColumns`, which the
+checkpoint codec writes a few rows at a time (the same bytes), so that a checkpoint of a
+large bank needs no copy of them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -91,19 +98,42 @@ class SharedReplayBuffer:
         return view
 
     def state_dict(self) -> dict[str, Any]:
-        """The features once, and each learner's signs and slack for the live slots."""
+        """The features once, and each learner's signs and slack for the live slots
+        (new arrays, labels x examples oldest first: the state stays as it is while the
+        buffer changes)."""
+        state = self.state_to_write()
+        state["signs"] = state["signs"].gather()
+        state["alphas"] = state["alphas"].gather()
+        return state
+
+    def state_to_write(self) -> dict[str, Any]:
+        """:meth:`state_dict` with the signs and slack lent, not copied: as
+        :class:`RingColumns` of the buffer's own rows, which the checkpoint codec writes
+        as the arrays :meth:`state_dict` gives (the same bytes), a few rows at a time.
+        For a state written at once: they read the buffer as it is when written.
+
+        >>> shared = SharedReplayBuffer(max_examples=3, max_nnz=100)
+        >>> shared.add_label()
+        0
+        >>> lent = shared.state_to_write()["alphas"]
+        >>> lent.shape, np.shares_memory(lent.rows, shared.alphas)
+        ((1, 0), True)
+        """
         slots = self.features.live_slots()
         features = self.features.state_dict()
         del features["labels"], features["alpha"]  # unused: the rows below hold them
+        first = int(slots[0]) if slots.shape[0] else 0
+        rows = slice(0, self.n_labels)
         return {
             "features": features,
-            "signs": self.signs[: self.n_labels][:, slots].copy(),
-            "alphas": self.alphas[: self.n_labels][:, slots].copy(),
+            "signs": RingColumns(self.signs[rows], first, slots.shape[0]),
+            "alphas": RingColumns(self.alphas[rows], first, slots.shape[0]),
         }
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> SharedReplayBuffer:
-        """Inverse of :meth:`state_dict`."""
+        """Inverse of :meth:`state_dict` (and of :meth:`state_to_write`). The label rows
+        are allocated once, as many as the state has, and filled a block at a time."""
         features = dict(state["features"])
         count = np.asarray(features["indptr"]).shape[0] - 1
         features["labels"] = np.ones(count, dtype=np.int8)  # placeholders: signs hold them
@@ -112,15 +142,103 @@ class SharedReplayBuffer:
         alphas = np.asarray(state["alphas"], dtype=np.float64)
         if signs.ndim != 2 or signs.shape != alphas.shape or signs.shape[1] != count:
             raise StateError("shared buffer state: signs and slack do not match the examples")
-        if not np.all(np.isin(signs, (-1, 1))) or not np.all(np.isfinite(alphas)):
-            raise StateError("shared buffer state: signs must be +1 or -1 and slack finite")
+        n_labels = signs.shape[0]
+        # a block of rows at a time: the checks' temporaries stay small
+        step = max(1, _BLOCK_BYTES // max(1, alphas.itemsize * count))
+        blocks = [slice(start, start + step) for start in range(0, n_labels, step)]
+        for block in blocks:
+            if not np.all(np.abs(signs[block]) == 1) or not np.all(np.isfinite(alphas[block])):
+                raise StateError("shared buffer state: signs must be +1 or -1 and slack finite")
         shared = cls(int(features["max_examples"]), int(features["max_nnz"]))
         shared.features = ReplayBuffer.from_state(features)
-        for _ in range(signs.shape[0]):
-            shared.add_label()
-        shared.signs[: signs.shape[0], :count] = signs
-        shared.alphas[: signs.shape[0], :count] = alphas
+        # every row at once (no doubling through add_label), as many as the state holds
+        shared.signs = np.zeros((max(n_labels, 1), shared.max_examples), dtype=np.int8)
+        shared.alphas = np.zeros((max(n_labels, 1), shared.max_examples), dtype=np.float64)
+        for block in blocks:
+            shared.signs[block, :count] = signs[block]
+            shared.alphas[block, :count] = alphas[block]
+        shared.n_labels = n_labels
         return shared
+
+
+#: the size of the blocks :class:`RingColumns` gives and :meth:`SharedReplayBuffer.from_state`
+#: checks (bytes)
+_BLOCK_BYTES = 1 << 18
+
+
+class RingColumns:
+    """Rows of per-slot values lent with their live slots in order: the array
+    ``rows[:, (first + j) % width]`` for j < count (``width`` the number of slots), made
+    a block at a time (:meth:`blocks`, for the checkpoint codec) or whole (:meth:`gather`,
+    ``np.asarray``).
+
+    It reads ``rows`` when asked: valid while they do not change.
+
+    >>> ring = np.arange(8.0).reshape(2, 4)  # slot 2 oldest, then 3 and 0
+    >>> RingColumns(ring, first=2, count=3).gather()
+    array([[2., 3., 0.],
+           [6., 7., 4.]])
+    >>> [block.tolist() for block in RingColumns(ring, 2, 3).blocks(max_bytes=16)]
+    [[2.0, 3.0], [0.0], [6.0, 7.0], [4.0]]
+    """
+
+    def __init__(self, rows: npt.NDArray[Any], first: int, count: int) -> None:
+        if rows.ndim != 2 or not 0 <= count <= rows.shape[1] or not 0 <= first < rows.shape[1]:
+            raise ValueError(f"{count} live slots from slot {first} of rows {rows.shape}")
+        self.rows = rows
+        self.first = first
+        self.count = count
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The rows' dtype."""
+        return self.rows.dtype
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(rows, live slots)."""
+        return (self.rows.shape[0], self.count)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the array it stands for."""
+        return self.shape[0] * self.count * self.dtype.itemsize
+
+    def gather(self) -> npt.NDArray[Any]:
+        """The whole array: a new C-ordered one."""
+        return self._columns(slice(None), 0, self.count)
+
+    def blocks(self, max_bytes: int = _BLOCK_BYTES) -> Iterator[npt.NDArray[Any]]:
+        """The array in C order as new arrays of at most ``max_bytes`` (or one element):
+        whole rows a few at a time, or pieces of a row when one row is larger."""
+        n, count = self.shape
+        per_row = count * self.dtype.itemsize
+        if per_row <= max_bytes:
+            step = max(1, max_bytes // max(per_row, 1))
+            for start in range(0, n, step):
+                yield self._columns(slice(start, start + step), 0, count)
+            return
+        step = max(1, max_bytes // self.dtype.itemsize)
+        for row in range(n):
+            for start in range(0, count, step):
+                yield self._columns(row, start, min(start + step, count))
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> npt.NDArray[Any]:
+        if copy is False:
+            raise ValueError("the live slots of a ring cannot be an array without a copy")
+        gathered = self.gather()
+        return gathered if dtype is None else gathered.astype(dtype, copy=False)
+
+    def _columns(self, rows: slice | int, start: int, stop: int) -> npt.NDArray[Any]:
+        """Live columns ``start`` to ``stop`` of ``rows``: at most two runs of slots."""
+        source = self.rows[rows]
+        width = self.rows.shape[1]
+        out = np.empty((*source.shape[:-1], stop - start), dtype=self.dtype)
+        at = (self.first + start) % width
+        head = min(stop - start, width - at)
+        out[..., :head] = source[..., at : at + head]
+        out[..., head:] = source[..., : stop - start - head]
+        return out
 
 
 def _grown_rows(array: npt.NDArray[Any], rows: int) -> npt.NDArray[Any]:
