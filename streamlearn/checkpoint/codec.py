@@ -18,6 +18,12 @@ its byte order or layout is not the stored one), and :func:`decode_stream` reads
 array's data straight into the array it returns, the checksum computed as the bytes
 pass. :func:`encode` and :func:`decode` are the same on bytes.
 
+A payload may also hold a :class:`LazyArray` where an array goes: an object that gives
+its data a block at a time (a gather from a model's own memory, say), written as the
+array it stands for (the same bytes) without ever being whole in memory. Its blocks are
+made twice, for the checksum and then for the file, and the second time must give the
+same bytes (:class:`DeferredBytes` checks it).
+
 >>> import numpy as np
 >>> data = encode({"weights": np.array([0.5, -1.0]), "seen": np.int64(3)}, created=1.5)
 >>> checkpoint = decode(data)
@@ -42,7 +48,7 @@ import sys
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import msgpack
 import numpy as np
@@ -97,25 +103,106 @@ class Checkpoint:
     writer: str | None = None
 
 
+@runtime_checkable
+class LazyArray(Protocol):
+    """What a payload may hold instead of an array: its ``dtype`` and ``shape``, and its
+    data a block at a time. The checkpoint holds the array these describe, byte for byte
+    what the array itself would give, yet only one block of it is in memory at a time.
+
+    ``blocks()`` yields arrays of ``dtype`` whose data, each in C order and one after
+    the other, are the whole array's data in C order (a few rows at a time, say). It is
+    called twice per write (for the checksum, then for the file) and must yield the same
+    both times.
+    """
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The type of the elements."""
+        ...
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of the array it stands for."""
+        ...
+
+    def blocks(self) -> Iterator[npt.NDArray[Any]]:
+        """The data, a block at a time, in C order."""
+        ...
+
+
+class DeferredBytes:
+    """The data of a :class:`LazyArray` as a piece of a checkpoint: its bytes, made a
+    block at a time each time the piece is iterated.
+
+    The first iteration (the checksum's, in :func:`encode_pieces`) notes the bytes'
+    CRC32; a later one that gives other bytes (the source changed in between) raises
+    :class:`CheckpointError` at its end, before a file of a wrong checksum is complete.
+    A block of another dtype, or blocks of more or fewer bytes than the shape says,
+    raise too.
+    """
+
+    def __init__(self, array: LazyArray, stored: np.dtype[Any], size: int, where: str) -> None:
+        self.array = array
+        self.stored = stored
+        #: the bytes it gives
+        self.size = size
+        self.where = where
+        self._crc32: int | None = None
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self) -> Iterator[memoryview]:
+        expected = self.array.dtype
+        crc, done = 0, 0
+        for block in self.array.blocks():
+            if not isinstance(block, np.ndarray) or block.dtype != expected:
+                raise CheckpointError(
+                    f"cannot store {self.where}: a block that is not an array of {expected}"
+                )
+            data = _little_endian_bytes(block, self.stored)
+            done += data.nbytes
+            if done > self.size:
+                break
+            crc = zlib.crc32(data, crc)
+            yield data
+        if done != self.size:
+            than = "more" if done > self.size else "fewer"
+            raise CheckpointError(
+                f"cannot store {self.where}: its blocks hold {than} than the {self.size} "
+                f"bytes of shape {tuple(self.array.shape)}"
+            )
+        if self._crc32 is None:
+            self._crc32 = crc
+        elif crc != self._crc32:
+            raise CheckpointError(
+                f"cannot store {self.where}: it changed while the checkpoint was written "
+                "(write it before the model learns again)"
+            )
+
+
 @dataclass(frozen=True)
 class EncodedCheckpoint:
     """A checkpoint's bytes as pieces to write in order (their concatenation is what
-    :func:`encode` returns). Array data are views of the payload's arrays: write the
-    pieces before the payload changes."""
+    :func:`encode` returns). Array data are views of the payload's arrays, and a lazy
+    array's data a :class:`DeferredBytes` that makes them when iterated: write the
+    pieces (through :meth:`chunks`) before the payload changes."""
 
-    pieces: tuple[bytes | memoryview, ...]
+    pieces: tuple[bytes | memoryview | DeferredBytes, ...]
     #: the checkpoint's size in bytes
     size: int
 
     def chunks(self, size: int = CHUNK_BYTES) -> Iterator[bytes | memoryview]:
-        """The pieces, those longer than ``size`` bytes cut into views of at most that."""
+        """The bytes in order: the pieces, those longer than ``size`` bytes cut into views
+        of at most that, and lazy arrays' data made a block at a time."""
         for piece in self.pieces:
-            if len(piece) <= size:
-                yield piece
-                continue
-            view = memoryview(piece)
-            for start in range(0, len(view), size):
-                yield view[start : start + size]
+            for part in piece if isinstance(piece, DeferredBytes) else (piece,):
+                if len(part) <= size:
+                    yield part
+                    continue
+                view = memoryview(part)
+                for start in range(0, len(view), size):
+                    yield view[start : start + size]
 
 
 class Readable(Protocol):
@@ -137,7 +224,7 @@ def encode(payload: Mapping[str, Any], *, created: float, writer: str | None = N
     Raises :class:`CheckpointError` naming the first value that cannot be stored (an
     object, a non-str key, an int beyond 64 bits, an array of strings or objects...).
     """
-    return b"".join(encode_pieces(payload, created=created, writer=writer).pieces)
+    return b"".join(encode_pieces(payload, created=created, writer=writer).chunks())
 
 
 def encode_pieces(
@@ -167,7 +254,8 @@ def encode_pieces(
     parts = content.finish()
     checksum = 0
     for part in parts:
-        checksum = zlib.crc32(part, checksum)
+        for data in part if isinstance(part, DeferredBytes) else (part,):
+            checksum = zlib.crc32(data, checksum)
     head = _Pieces()
     head.add(_map_header(6 if writer is not None else 5))
     head.add(_pack("format") + _pack(FORMAT) + _pack("version") + _pack(VERSION))
@@ -217,7 +305,7 @@ class _Pieces:
 
     def __init__(self) -> None:
         self.size = 0
-        self._parts: list[bytes | memoryview] = []
+        self._parts: list[bytes | memoryview | DeferredBytes] = []
         self._small = bytearray()
 
     def add(self, data: bytes | bytearray) -> None:
@@ -232,14 +320,21 @@ class _Pieces:
             self._parts.append(view)
         self.size += view.nbytes
 
+    def add_deferred(self, deferred: DeferredBytes) -> None:
+        self._flush()
+        self._parts.append(deferred)
+        self.size += deferred.size
+
     def extend(self, other: _Pieces) -> None:
         for part in other.finish():
-            if isinstance(part, memoryview):
+            if isinstance(part, DeferredBytes):
+                self.add_deferred(part)
+            elif isinstance(part, memoryview):
                 self.add_view(part)
             else:
                 self.add(part)
 
-    def finish(self) -> list[bytes | memoryview]:
+    def finish(self) -> list[bytes | memoryview | DeferredBytes]:
         self._flush()
         return self._parts
 
@@ -288,6 +383,8 @@ def _emit(value: Any, where: str, out: _Pieces) -> None:
             _emit(item, f"{where}[{i}]", body)
         out.add(_ext_header(TUPLE_EXT, body.size, where))
         out.extend(body)
+    elif isinstance(value, LazyArray):
+        _emit_lazy_array(value, where, out)
     else:
         raise CheckpointError(f"cannot store {where}: a {type(value).__name__} is not storable")
 
@@ -295,19 +392,54 @@ def _emit(value: Any, where: str, out: _Pieces) -> None:
 def _emit_array(array: npt.NDArray[Any], where: str, out: _Pieces) -> None:
     """An array record ``[typestr, shape, data]`` in an extension of type 1, its data a
     view of the array (of a little-endian C-order copy when the array is not one)."""
-    little = array.dtype.newbyteorder("<")
+    data = _little_endian_bytes(array, _stored_dtype(array.dtype, where))
+    _emit_record(array.dtype, array.shape, data.nbytes, where, out)
+    out.add_view(data)
+
+
+def _emit_lazy_array(array: LazyArray, where: str, out: _Pieces) -> None:
+    """The array record of the array ``array`` stands for, its data made a block at a
+    time when the pieces are iterated."""
+    dtype, shape = array.dtype, tuple(array.shape)
+    if not isinstance(dtype, np.dtype) or not all(
+        isinstance(n, int | np.integer) and n >= 0 for n in shape
+    ):
+        raise CheckpointError(
+            f"cannot store {where}: a lazy array of dtype {dtype!r}, shape {shape!r}"
+        )
+    stored = _stored_dtype(dtype, where)
+    size = math.prod(int(n) for n in shape) * dtype.itemsize
+    _emit_record(dtype, shape, size, where, out)
+    out.add_deferred(DeferredBytes(array, stored, size, where))
+
+
+def _stored_dtype(dtype: np.dtype[Any], where: str) -> np.dtype[Any]:
+    """The little-endian dtype an array of ``dtype`` is stored as (refused when none)."""
+    little = dtype.newbyteorder("<")
     if little.str not in _ARRAY_DTYPES:
         raise CheckpointError(
-            f"cannot store {where}: arrays of dtype {array.dtype} are not storable "
+            f"cannot store {where}: arrays of dtype {dtype} are not storable "
             "(only bool, integer, float and complex)"
         )
-    stored = np.ascontiguousarray(np.asarray(array).astype(little, copy=False))
-    data = stored.reshape(-1).view(np.uint8).data  # a memoryview of its memory
-    record = _array_header(3) + _pack(little.str) + _pack(list(array.shape))
-    record += _bin_header(data.nbytes, where)
-    out.add(_ext_header(ARRAY_EXT, len(record) + data.nbytes, where))
+    return little
+
+
+def _little_endian_bytes(array: npt.NDArray[Any], stored: np.dtype[Any]) -> memoryview:
+    """The C-order data of ``array`` as ``stored``: a view of its memory when it is laid
+    out so, else of a converted copy."""
+    converted = np.ascontiguousarray(np.asarray(array).astype(stored, copy=False))
+    return converted.reshape(-1).view(np.uint8).data
+
+
+def _emit_record(
+    dtype: np.dtype[Any], shape: tuple[int, ...], nbytes: int, where: str, out: _Pieces
+) -> None:
+    """The extension and record headers of an array, up to its data (``nbytes`` long)."""
+    little = dtype.newbyteorder("<")
+    record = _array_header(3) + _pack(little.str) + _pack([int(n) for n in shape])
+    record += _bin_header(nbytes, where)
+    out.add(_ext_header(ARRAY_EXT, len(record) + nbytes, where))
     out.add(record)
-    out.add_view(data)
 
 
 def _scalar(value: np.generic, where: str) -> bool | int | float:
