@@ -102,6 +102,7 @@ from streamlearn.http.live import Learned, LiveModel, Published, settle
 from streamlearn.keyed.models import KeyedBatch, KeyedModels
 from streamlearn.learn import Examples, Model, ModelLimits
 from streamlearn.learn.answers import binary_answers
+from streamlearn.learn.bank import state_to_write
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.parse.messages import VALUE_LENGTH
 from streamlearn.replay import ReplayPacer, ReplaySchedule
@@ -1136,7 +1137,7 @@ class Daemon:
         """What a checkpoint holds."""
         payload = {
             "kind": DAEMON_KIND,
-            "learner": self.learner.state_dict(),
+            "learner": state_to_write(self.learner),  # a bank lends its rows: write at once
             "positions": {str(p): o for p, o in self.positions.items()},
             "stream": self.source.stream,
             "job": {"stream_examples": self.stream_examples},

@@ -91,7 +91,14 @@ from streamlearn.learn.labelsets import (
     as_labelled_rows,
     indicator_columns,
 )
-from streamlearn.learn.model import Examples, ModelLimits, Rows, learn_and_answer, learn_on_schedule
+from streamlearn.learn.model import (
+    Examples,
+    Model,
+    ModelLimits,
+    Rows,
+    learn_and_answer,
+    learn_on_schedule,
+)
 from streamlearn.learn.params import (
     AUTO_DELTAS,
     FORGET_OF_OLD_STATES,
@@ -951,7 +958,28 @@ class ModelBank:
     # -- state dictionaries --------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue exactly: plain numbers, strings and arrays."""
+        """Everything needed to continue exactly: plain numbers, strings and arrays (new
+        ones: the state stays as it is while the bank learns on)."""
+        return self._state(self._buffer.state_dict())
+
+    def state_to_write(self) -> dict[str, Any]:
+        """:meth:`state_dict` for a checkpoint written at once: the buffer's signs and
+        slack (a value per label and buffered example, most of a large bank's memory) are
+        lent as :class:`~streamlearn.replay.shared.RingColumns`, not copied, and the
+        checkpoint codec writes them a few rows at a time, the same bytes as those of
+        :meth:`state_dict`. Write it before the bank learns again (a write that finds
+        them changed fails); ``np.asarray`` of them gives :meth:`state_dict`'s arrays.
+
+        >>> from streamlearn.checkpoint.codec import encode
+        >>> from streamlearn.learn import PDM
+        >>> bank = ModelBank(PDM(eps=0.1, delta=1.0)).learn(np.eye(3), [[0], [1], [0, 2]])
+        >>> encode(bank.state_to_write(), created=0) == encode(bank.state_dict(), created=0)
+        True
+        """
+        return self._state(self._buffer.state_to_write())
+
+    def _state(self, buffer: dict[str, Any]) -> dict[str, Any]:
+        """The bank's state around the buffer's state ``buffer``."""
         pending = LabelledRows.concatenate(self._window.pending)
         learners = []
         for label, learner in enumerate(self._learners):
@@ -990,7 +1018,7 @@ class ModelBank:
                 "label_ptr": pending.label_ptr,
                 "labels": pending.labels,
             },
-            "buffer": self._buffer.state_dict(),
+            "buffer": buffer,
             "learners": learners,
             "progressive": self._progressive.copy(),
         }
@@ -1084,6 +1112,15 @@ class _Arrays:
         self.values = np.asarray(values["values"], dtype=np.float64)
         self.label_ptr = np.asarray(values["label_ptr"], dtype=np.int64)
         self.labels = np.asarray(values["labels"], dtype=np.float64)
+
+
+def state_to_write(model: Model) -> dict[str, Any]:
+    """What a checkpoint written at once holds of ``model``: a bank's
+    :meth:`ModelBank.state_to_write` (its largest arrays lent, not copied), any other
+    model's ``state_dict()``."""
+    if isinstance(model, ModelBank):
+        return model.state_to_write()
+    return model.state_dict()
 
 
 def _labelled(rows: Examples | HasLabelSets) -> LabelledRows:
