@@ -111,6 +111,8 @@ class SyncTopic:
         self.consumer_group = consumer_group
         self.input_topic = input_topic
         self._admin: KafkaAdminClient | None = None
+        self._unnamed_logged = False
+        self._warned_at = -float("inf")
         self._prober: KafkaConsumer | None = None
         #: once a stop began, reads and writes wait at most the time it leaves
         self.budget = budget if budget is not None else StopBudget()
@@ -199,8 +201,9 @@ class SyncTopic:
         self.bytes_written += len(value or b"")
 
     def members(self) -> set[str] | None:
-        """The learning-group members in the consumer group now (those whose consumers
-        name them, :func:`member_client_id`); None when the coordinator cannot tell."""
+        """The learning-group members in the consumer group now (their consumers name
+        them, :func:`member_client_id`); None when the coordinator cannot tell, or when
+        a consumer of the group names no member (a client id set by hand)."""
         if self.consumer_group is None:
             return None
         try:
@@ -210,14 +213,23 @@ class SyncTopic:
             described = self._admin.describe_groups([self.consumer_group])[self.consumer_group]
             if described.get("error"):
                 raise KafkaError(described["error"])
-            return {
-                member
+            named = [
+                member_of(found.get("client_id") or "", found["member_id"])
                 for found in described["members"]
-                if (member := member_of(found.get("client_id") or "", found["member_id"]))
-            }
+            ]
+            if None in named:
+                if not self._unnamed_logged:
+                    self._unnamed_logged = True
+                    log.warning(
+                        "consumer group %s: a consumer names no learning-group member (a "
+                        "client_id set with --consumer-option?): records are judged by "
+                        "their own checks only", self.consumer_group,
+                    )  # fmt: skip
+                return None
+            return {member for member in named if member is not None}
         except Exception as exc:  # kafka-python raises more than KafkaError on odd answers
-            log.warning("consumer group %s: its members cannot be told (%r)",
-                        self.consumer_group, exc)  # fmt: skip
+            self._warn(f"consumer group {self.consumer_group}: its members cannot be told "
+                       f"({exc!r})")  # fmt: skip
             return None
 
     def log_ends(self, probe: Collection[int] = ()) -> dict[int, int] | None:
@@ -238,9 +250,14 @@ class SyncTopic:
                 ends.update(self._fetched_ends({p: e for p, e in ends.items() if p in probe}))
             return ends
         except Exception as exc:  # as in members
-            log.warning("topic %s: the ends of its logs cannot be told (%r)",
-                        self.input_topic, exc)  # fmt: skip
+            self._warn(f"topic {self.input_topic}: the ends of its logs cannot be told ({exc!r})")
             return None
+
+    def _warn(self, message: str) -> None:
+        """Log ``message`` at most once a minute (a broker away repeats it every read)."""
+        if time.monotonic() - self._warned_at >= 60.0:
+            self._warned_at = time.monotonic()
+            log.warning("%s", message)
 
     def _fetched_ends(self, ends: Mapping[int, int]) -> dict[int, int]:
         """The high watermarks a fetch from each of ``ends`` finds (at least the end)."""

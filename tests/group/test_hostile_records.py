@@ -186,6 +186,15 @@ def test_a_record_under_another_key_or_with_a_sequence_out_of_step_is_refused() 
     assert b.records_refused == 3 and b.table.records["a"].sequence == held + 1
 
 
+def test_a_record_under_a_members_key_it_did_not_write_is_refused_by_it() -> None:
+    topic, a, _ = _group()
+    mine = _latest(topic, "a")
+    topic.log.append(("a", mine))  # a copy of its own record
+    topic.log.append(("a", _forged(mine, sequence=decode_record(mine, MAX_FEATURES).sequence + 1)))
+    a.turn()
+    assert a.records_refused == 2
+
+
 def test_a_deletion_of_a_members_record_is_refused() -> None:
     topic, _, b = _group()
     before = _state(b)
