@@ -35,6 +35,7 @@ from streamlearn.group.records import (
     encode_record,
 )
 from streamlearn.group.refusals import RefusalLog
+from streamlearn.group.signing import signed, verified
 from streamlearn.group.table import GroupTable, GroupView
 from streamlearn.learn.base import LinearLearner
 from streamlearn.learn.calibration import Platt
@@ -115,6 +116,7 @@ class GroupMember:
         commit: Callable[[dict[int, int]], None] | None = None,
         consumer_group: ConsumerGroupView | None = None,
         takeover_wait: float = TAKEOVER_WAIT,
+        secret: bytes | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
@@ -132,6 +134,8 @@ class GroupMember:
         #: seconds a member waits at its start for a process with its id to leave the
         #: consumer group (one that crashed, until its session times out)
         self.takeover_wait = takeover_wait
+        #: the secret the group's records are signed with (None: they are not signed)
+        self.secret = secret
         self.sleep = sleep
         #: commits the positions of a published record to the consumer group: where its
         #: partitions resume when the sync topic cannot be read, and what lag tools see
@@ -460,8 +464,10 @@ class GroupMember:
             members=tuple(self.table.in_model()),
         )
         value = encode_record(record)
+        if self.secret is not None:
+            value = signed(value, self.me, self.secret)
         try:
-            decode_record(value, self.max_features, key=self.me, max_exponent=self.max_exponent)
+            self._record_of(self.me, value)  # what the others will make of it
             self.transport.write(self.me, value)
         except (InputError, StateError) as exc:
             self.records_failed += 1
@@ -640,6 +646,13 @@ class GroupMember:
         if key == self.me:
             self._own(value)
             return None
+        return self._record_of(key, value)
+
+    def _record_of(self, key: str, value: bytes) -> MemberRecord:
+        """The record of ``value`` written under ``key``, signed with the group's secret
+        when it has one; :class:`StateError` saying why it is none."""
+        if self.secret is not None:
+            value = verified(value, key, self.secret)
         return decode_record(value, self.max_features, key=key, max_exponent=self.max_exponent)
 
     def _own(self, value: bytes) -> None:
@@ -653,8 +666,7 @@ class GroupMember:
                 return
         if self._joined:
             raise StateError("written under this member's id by another process")
-        record = decode_record(value, self.max_features, key=self.me,
-                               max_exponent=self.max_exponent)  # fmt: skip
+        record = self._record_of(self.me, value)
         former = self._former
         if former is not None and record.sequence != former.sequence + 1:
             raise StateError(

@@ -35,6 +35,7 @@ from streamlearn.daemon import Daemon, DaemonSettings, FirstLines
 from streamlearn.errors import InputError, InvalidParameterError
 from streamlearn.group.member import GroupMember, new_member_id
 from streamlearn.group.policy import SyncPolicy
+from streamlearn.group.signing import secret_from_env
 from streamlearn.http.api import Decode, api_handler
 from streamlearn.http.auth import check_exposure, token_from_env
 from streamlearn.http.live import LiveModel
@@ -413,6 +414,7 @@ def _group(
     from streamlearn.sources.kafka_sync import SyncTopic
 
     assert config.bootstrap_servers is not None
+    secret = secret_from_env(os.environ)  # checked before any client is made
     transport = SyncTopic(
         config.bootstrap_servers, config.sync_topic, security=security_from_env(os.environ),
         compression=codec_of(config.compression), budget=budget,
@@ -426,7 +428,7 @@ def _group(
             model, transport, member_id=member_id,
             model={"algorithm": algorithm, "params": params}, policy=config.sync,
             max_features=config.max_features, commit=source.commit,
-            consumer_group=transport, takeover_wait=_takeover_wait(config),
+            consumer_group=transport, takeover_wait=_takeover_wait(config), secret=secret,
         )  # fmt: skip
 
     return member, transport

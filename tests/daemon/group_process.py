@@ -16,6 +16,7 @@ from services import Tansu, free_port
 
 from streamlearn.errors import StateError
 from streamlearn.group.records import MemberRecord, PartitionPosition, decode_record
+from streamlearn.group.signing import verified
 
 MAX_FEATURES = 1 << 20
 
@@ -33,13 +34,15 @@ class Member(Serve):
         log_dir: Path,
         *extra: str,
         name: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
-        """``name``: the member id (a new one when None)."""
+        """``name``: the member id (a new one when None); ``env``: the process's
+        environment (ours when None)."""
         self.http_port = free_port()
         self.name = name or f"m-{uuid.uuid4().hex[:6]}"
         super().__init__(broker, topic, log_dir / self.name, *extra, command=self._command(
             broker, topic, sync_topic, group, *extra
-        ))  # fmt: skip
+        ), env=env)  # fmt: skip
 
     def _command(
         self, broker: Tansu, topic: str, sync_topic: str, group: str, *extra: str
@@ -72,12 +75,13 @@ def records(
     sync_topic: str,
     members: Collection[str] | None = None,
     ends: Mapping[int, int] | None = None,
+    secret: bytes | None = None,
 ) -> dict[str, MemberRecord]:
     """The latest record of every member on the sync topic (what a compacted topic keeps),
     as the members take them: records that are no member's record, written under another
     key than their member's, out of step with the member's sequence or model, of a member
-    not in ``members`` (when given) or beyond the logs' ``ends`` (when given) are left
-    out."""
+    not in ``members`` (when given) or beyond the logs' ``ends`` (when given), or not
+    signed with ``secret`` (when given) are left out."""
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False)
@@ -95,7 +99,10 @@ def records(
                 for message in batch:
                     key = (message.key or b"").decode(errors="replace")
                     try:
-                        record = decode_record(message.value, MAX_FEATURES, key=key)
+                        value = message.value
+                        if secret is not None:
+                            value = verified(value or b"", key, secret)
+                        record = decode_record(value, MAX_FEATURES, key=key)
                     except StateError:
                         continue
                     held = latest.get(key)

@@ -6,6 +6,7 @@ refuses to start."""
 from __future__ import annotations
 
 import json
+import os
 import urllib.request
 import uuid
 from pathlib import Path
@@ -19,6 +20,7 @@ from services import Tansu
 from test_serve_kafka import svmlight_messages
 
 from streamlearn.group.records import encode_record
+from streamlearn.group.signing import SECRET_VARIABLE
 
 pytestmark = pytest.mark.kafka
 
@@ -213,3 +215,32 @@ def test_a_member_with_other_parameters_refuses_to_join(broker: Tansu, tmp_path:
     log = other.log_path.read_text()
     assert "does not join" in log and "took partitions" not in log
     assert first.stop() == 0, first.log_tail()
+
+
+def test_with_a_shared_secret_a_producer_without_it_cannot_speak_for_the_group(
+    broker: Tansu, tmp_path: Path
+) -> None:
+    topic, sync = f"t-{uuid.uuid4().hex[:8]}", f"s-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic, PARTITIONS)
+    total = _produce(broker, topic, 30, seed=5)
+    group, secret = f"g-{uuid.uuid4().hex[:8]}", b"s3cret"
+    env = {**os.environ, SECRET_VARIABLE: secret.decode()}
+    members = [Member(broker, topic, sync, group, tmp_path, env=env) for _ in range(2)]
+    names = {member.name for member in members}
+    members[0].wait(lambda: set(records(broker, sync, secret=secret)) == names, "their records")
+    # each member's next record, valid in every way but the signature
+    for key, record in records(broker, sync, secret=secret).items():
+        value = _forged(encode_record(record), sequence=record.sequence + 1, examples=10**6)
+        broker.produce(sync, [value], key=key.encode())
+    total += _produce(broker, topic, 30, seed=6)
+    ends = broker.end_offsets(topic)
+
+    def settled() -> bool:
+        learned = positions(records(broker, sync, names, ends, secret)) == ends
+        return learned and all(_group_view(m)["records_refused"] == 2 for m in members)
+
+    members[0].wait(settled, "every example learned and both forgeries refused")
+    for member in members:
+        assert member.stop() == 0, member.log_tail()
+    latest = records(broker, sync, names, ends, secret)
+    assert sum(record.examples for record in latest.values()) == total

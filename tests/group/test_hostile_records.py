@@ -7,6 +7,7 @@ processes and a real broker."""
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -15,10 +16,11 @@ import pytest
 from test_member import MODEL, Reader, Ticks, Topic, _learn, _rows
 
 from streamlearn import PDM
-from streamlearn.errors import StateError
+from streamlearn.errors import InvalidParameterError, StateError
 from streamlearn.group.member import GroupMember
 from streamlearn.group.policy import SyncPolicy
 from streamlearn.group.records import decode_record
+from streamlearn.group.signing import SECRET_FILE_VARIABLE, SECRET_VARIABLE, secret_from_env, signed
 from streamlearn.learn.contribution import Contribution
 
 MAX_FEATURES = 1 << 26
@@ -341,3 +343,47 @@ def test_a_share_with_more_features_than_its_entries_pay_for_is_refused() -> Non
     plain["indices"], plain["values"] = np.array([2_000_000]).tobytes(), np.ones(1).tobytes()
     with pytest.raises(StateError, match="beyond what 1 entries may span"):
         Contribution.from_plain(plain, max_features=MAX_FEATURES)
+
+
+def _signed_member(topic: Topic, name: str, secret: bytes | None) -> GroupMember:
+    return _member(topic, name, secret=secret)
+
+
+def test_with_a_shared_secret_only_records_signed_with_it_are_taken() -> None:
+    topic = Topic()
+    a, b = _signed_member(topic, "a", b"s3cret"), _signed_member(topic, "b", b"s3cret")
+    a.join(), b.join()
+    a.take({0}), b.take({1})
+    _learn(a, 0, seed=1, n=300, offset=300)
+    a.publish()
+    b.turn()
+    assert b.records_refused == 0 and b.table.records["a"].examples == 300
+    real = _latest(topic, "a")
+    unsigned = real[: -len(signed(b"", "a", b"s3cret"))]
+    following = _forged(unsigned, sequence=decode_record(unsigned, MAX_FEATURES).sequence + 1)
+    topic.log.append(("a", following))  # a valid next record, without the secret
+    topic.log.append(("a", signed(following, "a", b"other")))  # with another secret
+    topic.log.append(("x", signed(_forged(unsigned, member="x"), "x", b"other")))
+    topic.log.append(("c", real))  # a's signed record under another key
+    b.turn()
+    assert b.records_refused == 4 and b.table.records["a"].examples == 300
+    assert set(b.table.records) == {"a", "b"}
+    plain = _signed_member(topic, "c", None)  # without the secret: no signed record
+    plain.join()
+    assert set(plain.table.records) == {"a"}  # the forgery was all it could read
+    assert plain.table.records["a"].sequence == decode_record(following, MAX_FEATURES).sequence
+
+
+def test_the_secret_comes_from_the_environment_or_a_file(tmp_path: Path) -> None:
+    assert secret_from_env({}) is None
+    assert secret_from_env({SECRET_VARIABLE: " s3cret "}) == b"s3cret"
+    path = tmp_path / "secret"
+    path.write_text("from a file\nnot this\n")
+    assert secret_from_env({SECRET_FILE_VARIABLE: str(path)}) == b"from a file"
+    for environ in (
+        {SECRET_VARIABLE: "a", SECRET_FILE_VARIABLE: str(path)},
+        {SECRET_VARIABLE: "  "},
+        {SECRET_FILE_VARIABLE: str(tmp_path / "missing")},
+    ):
+        with pytest.raises(InvalidParameterError):
+            secret_from_env(environ)
