@@ -18,6 +18,7 @@ import typer.main
 from river import datasets
 
 from streamlearn.cli import app
+from streamlearn.group.signing import SECRET_FILE_VARIABLE, SECRET_VARIABLE
 from streamlearn.http.auth import TOKEN_FILE_VARIABLE, TOKEN_VARIABLE
 from streamlearn.sources.kafka import SECURITY_VARIABLES
 
@@ -123,7 +124,7 @@ def test_every_documented_variable_is_read(document: str) -> None:
     known = {param.envvar for c in SUBCOMMANDS.values() for param in c.params if param.envvar}
     known.update(param.envvar for param in ROOT.params if param.envvar)
     known.update(SECURITY_VARIABLES)
-    known.update((TOKEN_VARIABLE, TOKEN_FILE_VARIABLE))
+    known.update((TOKEN_VARIABLE, TOKEN_FILE_VARIABLE, SECRET_VARIABLE, SECRET_FILE_VARIABLE))
     assert sorted(set(VARIABLE.findall(text(document))) - known) == []
 
 
