@@ -1101,6 +1101,9 @@ class ModelBank:
             learner.load_extra_state(saved["extra"])
             self._positives[label] = int(saved["positives"])
             self._learners.append(learner)
+            # on the bank's rows at once: the empty buffer of a window's size that each
+            # new learner makes is freed before the next learner makes its own
+            self._bind(label)
 
 
 class _Arrays:

@@ -123,12 +123,16 @@ def test_a_checkpoint_of_a_bank_copies_none_of_its_largest_arrays(tmp_path: Path
 
 
 def test_a_restore_allocates_the_largest_arrays_once(tmp_path: Path) -> None:
-    """The buffer of a checkpoint read: the rows once, as many as the labels, no copies
-    as they grow (before, add_label doubled them from one row, each time a copy, to 512
-    rows here) and no checks of the size of the rows."""
+    """``from_state`` of a checkpoint read: the rows once, as many as the labels (before,
+    add_label doubled them from one row, a copy each time, to 512 rows here), and no
+    learner keeps the empty buffer of a window's size it starts with (before, 400 of
+    them stayed: over 3x the rows)."""
     write_checkpoint(tmp_path / "c", {"learner": LARGE.state_dict()})
     state = read_checkpoint(tmp_path / "c").payload["learner"]
     peak = _peak(lambda: SharedReplayBuffer.from_state(state["buffer"]))
-    assert peak < 1.1 * ROWS_BYTES, f"{peak / ROWS_BYTES:.2f}x the signs and slack"
+    assert peak < 1.1 * ROWS_BYTES, f"buffer: {peak / ROWS_BYTES:.2f}x the signs and slack"
+    peak = _peak(lambda: ModelBank.from_state(state))
+    assert peak < 1.25 * ROWS_BYTES, f"bank: {peak / ROWS_BYTES:.2f}x the signs and slack"
     restored = ModelBank.from_state(state)
     assert restored.buffer.signs.shape == restored.buffer.alphas.shape == (400, 5000)
+    assert encode(restored.state_dict(), created=0) == encode(LARGE.state_dict(), created=0)
