@@ -10,11 +10,12 @@ repeated) each of one class drawn at random (seed 0), so that the window is full
 its ring has wrapped, as in a long stream. It then reads its own ``VmRSS`` (steady) and,
 resetting ``VmHWM`` before each step (``/proc/self/clear_refs``), the peak of:
 
-- ``checkpoint``: ``CheckpointStore.write`` of the daemon's payload around
-  ``bank.state_dict()``, as the daemon does at each checkpoint;
-- in another child, the same in two steps: ``state``, ``bank.state_dict()`` (the
-  learner's copy of its arrays, not the codec's), then ``write``, the store's write of
-  that state (the codec and the file);
+- ``checkpoint``: ``CheckpointStore.write`` of the daemon's payload around the bank's
+  state, taken as the daemon takes it (``state_to_write(bank)``: the buffer's signs and
+  slack lent, not copied; ``bank.state_dict()`` in a tree from before it);
+- in another child, a state that is a copy, in two steps: ``state``,
+  ``bank.state_dict()`` (the new arrays every other user of a state gets), then
+  ``write``, the store's write of that state (the codec and the file);
 - ``restore`` (another child, the file the first wrote): ``read_checkpoint`` and
   ``ModelBank.from_state``, as ``serve`` does when it starts;
 - with ``--serve``, a real ``serve --one-vs-rest`` restarting from that file (standard
@@ -96,6 +97,16 @@ def _measured(step: Any) -> tuple[Any, dict[str, float]]:
     return result, {"seconds": seconds, "before": before, "peak": _status()["VmHWM"]}
 
 
+def _state_to_write(bank: Any) -> dict[str, Any]:
+    """The bank's state as the daemon's checkpoint takes it, in this tree."""
+    try:
+        from streamlearn.learn.bank import state_to_write
+    except ImportError:  # a tree from before it: the daemon took state_dict()
+        state: dict[str, Any] = bank.state_dict()
+        return state
+    return state_to_write(bank)
+
+
 def _payload(state: dict[str, Any], examples: int) -> dict[str, Any]:
     """What the daemon writes around a learner's state."""
     return {"kind": "streamlearn.daemon", "learner": state, "positions": {"0": examples},
@@ -118,7 +129,7 @@ def child_write(
     steady = _status()["VmRSS"]
     store = CheckpointStore(Path(directory), keep=1)
     if not split:
-        path, both = _measured(lambda: store.write(_payload(bank.state_dict(), examples)))
+        path, both = _measured(lambda: store.write(_payload(_state_to_write(bank), examples)))
         return {"steady": steady, "checkpoint": both, "file": str(path),
                 "size": Path(path).stat().st_size}  # fmt: skip
     state, state_step = _measured(bank.state_dict)
