@@ -21,9 +21,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Mapping
-from pathlib import Path
 
-from streamlearn.errors import InvalidParameterError, StateError
+from streamlearn.errors import StateError
+from streamlearn.secrets import secret_from_variables
 
 SECRET_VARIABLE = "STREAMLEARN_GROUP_SECRET"
 SECRET_FILE_VARIABLE = "STREAMLEARN_GROUP_SECRET_FILE"
@@ -34,21 +34,10 @@ MAC_BYTES = hashlib.sha256().digest_size
 def secret_from_env(environ: Mapping[str, str]) -> bytes | None:
     """The group's secret (None: records are not signed). Refuses both variables at
     once, an empty secret and a file that cannot be read."""
-    text, path = environ.get(SECRET_VARIABLE), environ.get(SECRET_FILE_VARIABLE)
-    if text is not None and path is not None:
-        raise InvalidParameterError(f"set {SECRET_VARIABLE} or {SECRET_FILE_VARIABLE}, not both")
-    if path is not None:
-        try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            message = f"{SECRET_FILE_VARIABLE}: cannot read {path}: {exc}"
-            raise InvalidParameterError(message) from exc
-        text = lines[0] if lines else ""
-    if text is None:
-        return None
-    if not text.strip():
-        raise InvalidParameterError(f"{SECRET_VARIABLE}: the group's secret is empty")
-    return text.strip().encode("utf-8")
+    secret = secret_from_variables(
+        environ, SECRET_VARIABLE, SECRET_FILE_VARIABLE, what="the group's secret"
+    )
+    return None if secret is None else secret.encode("utf-8")
 
 
 def _mac(value: bytes, key: str, secret: bytes) -> bytes:

@@ -20,9 +20,9 @@ from __future__ import annotations
 import hmac
 import ipaddress
 from collections.abc import Mapping
-from pathlib import Path
 
 from streamlearn.errors import InvalidParameterError
+from streamlearn.secrets import secret_from_variables
 
 TOKEN_VARIABLE = "STREAMLEARN_HTTP_TOKEN"
 TOKEN_FILE_VARIABLE = "STREAMLEARN_HTTP_TOKEN_FILE"
@@ -31,25 +31,9 @@ TOKEN_FILE_VARIABLE = "STREAMLEARN_HTTP_TOKEN_FILE"
 def token_from_env(environ: Mapping[str, str]) -> str | None:
     """The API's token (None: none set). Refuses both variables at once, an empty token
     and a file that cannot be read."""
-    text, path = environ.get(TOKEN_VARIABLE), environ.get(TOKEN_FILE_VARIABLE)
-    if text is not None and path is not None:
-        raise InvalidParameterError(f"set {TOKEN_VARIABLE} or {TOKEN_FILE_VARIABLE}, not both")
-    if path is not None:
-        try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            message = f"{TOKEN_FILE_VARIABLE}: cannot read {path}: {exc}"
-            raise InvalidParameterError(message) from exc
-        text = lines[0] if lines else ""
-        source = f"the first line of {path}"
-    else:
-        source = TOKEN_VARIABLE
-    if text is None:
-        return None
-    token = text.strip()
-    if not token:
-        raise InvalidParameterError(f"the HTTP API's token ({source}) is empty")
-    return token
+    return secret_from_variables(
+        environ, TOKEN_VARIABLE, TOKEN_FILE_VARIABLE, what="the HTTP API's token"
+    )
 
 
 def is_loopback(host: str) -> bool:
