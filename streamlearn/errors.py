@@ -64,3 +64,30 @@ def check_state_header(state: Mapping[str, Any], fmt: str, version: int, what: s
         raise StateError(f"not a streamlearn {what} state (format {state.get('format')!r})")
     if state.get("version") != version:
         raise StateError(f"unsupported {what} state version {state.get('version')!r}")
+
+
+class MissingExtraError(StreamlearnError, ModuleNotFoundError):
+    """An optional dependency is not installed; the message names the ``pip install``
+    that brings it. A :class:`ModuleNotFoundError`, so ``except ImportError`` still works.
+    """
+
+
+def missing_extra(
+    error: ModuleNotFoundError, *, needed_by: str, module: str, package: str, extra: str
+) -> None:
+    """Raise :class:`MissingExtraError` from ``error`` when it says ``module`` (the
+    distribution ``package``'s, brought by the ``extra``) is not installed; a module
+    missing inside an installed package is another fault, and ``error`` stands.
+
+    >>> try:
+    ...     missing_extra(ModuleNotFoundError("No module named 'river'", name="river"),
+    ...                   needed_by="streamlearn.river", module="river", package="river",
+    ...                   extra="river")
+    ... except MissingExtraError as e:
+    ...     print(e)
+    streamlearn.river needs river: pip install "streamlearn[river]"
+    """
+    if error.name == module:
+        raise MissingExtraError(
+            f'{needed_by} needs {package}: pip install "streamlearn[{extra}]"', name=module
+        ) from error

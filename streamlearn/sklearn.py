@@ -48,6 +48,18 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
+
+from streamlearn.errors import missing_extra
+
+try:
+    import sklearn  # noqa: F401  (only to say which install is missing)
+except ModuleNotFoundError as error:
+    missing_extra(
+        error, needed_by="streamlearn.sklearn", module="sklearn", package="scikit-learn",
+        extra="sklearn",
+    )  # fmt: skip
+    raise
+
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets, type_of_target

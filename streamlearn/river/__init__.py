@@ -18,6 +18,16 @@ True
 
 from __future__ import annotations
 
+from streamlearn.errors import missing_extra
+
+try:
+    import river  # noqa: F401  (only to say which install is missing)
+except ModuleNotFoundError as error:
+    missing_extra(
+        error, needed_by="streamlearn.river", module="river", package="river", extra="river"
+    )
+    raise
+
 from streamlearn.river.bank import (
     MULTILABEL_ADAPTERS,
     ONE_VS_REST_ADAPTERS,
