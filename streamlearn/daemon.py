@@ -115,6 +115,7 @@ from streamlearn.sources.base import (
     Source,
 )
 from streamlearn.sources.progress import PartitionProgress
+from streamlearn.sources.rejected import RejectedLog, rejected_line
 from streamlearn.sources.stopping import StopBudget
 from streamlearn.sources.unreadable import UnreadableLog, dead_letter_headers
 from streamlearn.types import Batch
@@ -376,6 +377,7 @@ class Daemon:
         #: the deadline of a stop, shared with the parts that wait on brokers
         self.budget = budget if budget is not None else StopBudget(clock)
         self._unreadable_log = UnreadableLog(log)
+        self._rejected_log = RejectedLog(log)
         self._progress = PartitionProgress(settings.stall_timeout)
         #: partitions with messages waiting that made no progress for ``stall_timeout``
         self.stalled: set[int] = set()
@@ -512,6 +514,7 @@ class Daemon:
         finally:
             if self.live is not None:
                 self.live.close()
+            self._rejected_log.flush()
         if self.source.exhausted():  # the end of the input: learn what 'auto' still holds
             self.learner.flush()
             self.version += 1
@@ -1026,18 +1029,17 @@ class Daemon:
             self.observer.count_rejected(item.reason, 1)
         self.observer.count_examples("rejected", len(rejected))
         owners = _owners(first_lines, np.array([r.line for r in rejected], dtype=np.int64))
-        first_of: dict[int, Rejected] = {}
         for owner, item in zip(owners.tolist(), rejected, strict=True):
-            first_of.setdefault(owner, item)
-        for owner, first in sorted(first_of.items()):
-            partition, offset = origin = _origin(messages, owner)
-            line = first.line - int(first_lines[owner]) + 1
-            log.warning("message %d@%d: rejected line %d (%s)",
-                        offset, partition, line, first.reason)  # fmt: skip
-            if self.dead_letters is not None:  # whole: a null value stays null, headers too
+            partition, offset = _origin(messages, owner)
+            line = item.line - int(first_lines[owner]) + 1
+            self._rejected_log.report(
+                rejected_line(self.source.stream, partition, offset, line, item.reason)
+            )
+        if self.dead_letters is not None:  # each message whole: a null value stays null
+            for owner in sorted(set(owners.tolist())):
                 self.dead_letters.send(
-                    messages.key(owner), messages.raw_value(owner), origin=origin,
-                    headers=messages.all_headers(owner),
+                    messages.key(owner), messages.raw_value(owner),
+                    origin=_origin(messages, owner), headers=messages.all_headers(owner),
                 )  # fmt: skip
 
     def _sinks(self) -> list[tuple[str, Sink]]:
@@ -1201,6 +1203,7 @@ def live_description(model: Model, summary: dict[str, Any]) -> dict[str, Any]:
         "examples": summary["stream_examples"],
         "held_examples": summary["pending_examples"],
         "updates": summary["updates"],
+        "update_events": summary["update_events"],
         "passes": summary["passes"],
         "certificate": certificate,
     }

@@ -608,6 +608,7 @@ def _copy(key: bytes, model: Model, examples: int, *, in_memory: bool) -> KeyCop
         "examples": examples,
         "held_examples": summary["pending_examples"],
         "updates": summary["updates"],
+        "update_events": summary["update_events"],
         "passes": summary["passes"],
         "in_memory": in_memory,
         "certificate": {**certificate, "window_examples": summary["buffer_examples"],
