@@ -79,7 +79,12 @@ def _root(
     config: Annotated[
         Path | None,
         typer.Option(
-            "--config", envvar=_env("config"), help="TOML file of option values.", exists=True
+            "--config",
+            envvar=_env("config"),
+            show_envvar=False,
+            help="TOML file of option values.",
+            metavar="FILE",
+            exists=True,
         ),
     ] = None,
     show_version: Annotated[
@@ -133,82 +138,144 @@ def _defaults_from_toml(path: Path) -> dict[str, Any]:
     return commands
 
 
+# the help panels: each option in one, with one short line of help (docs/cli.md has the
+# long text); the environment variables are read but not listed, which made the help of
+# ``serve`` too wide for 80 columns: the epilog states their rule once
+ALGORITHM = "Algorithm"
+REPLAY = "Replay"
+WINDOW = "Replay buffer"
+INPUT = "Input"
+ONE_VS_REST = "One-vs-rest"
+OUTPUT = "Output"
+KAFKA = "Kafka"
+CHECKPOINTS = "Checkpoints"
+HTTP = "HTTP and metrics"
+GROUP = "Learning group"
+KEYED = "Keyed models"
+EPILOG = (
+    "Most options also come from a variable STREAMLEARN_<OPTION> (--replay-every: "
+    "STREAMLEARN_REPLAY_EVERY) or a --config file; flags win. Details: docs/cli.md."
+)
+#: where each learner parameter goes (the others are the algorithms' own: ALGORITHM)
+LEARNER_PANELS = {
+    "buffer_size": WINDOW,
+    "buffer_nnz": WINDOW,
+    "forget": WINDOW,
+    "seed": REPLAY,
+    "max_passes": REPLAY,
+    "multiple_updates": REPLAY,
+}
+#: one line of help for the learner parameters of streamlearn's table (docs/cli.md and
+#: docs/algorithms.md say the rest); another table's parameters show their own docs
+LEARNER_HELP = {
+    "tau": "pam: margin tau >= 0.",
+    "tau_neg": "paum: margin asked of negative examples.",
+    "tau_pos": "paum: margin asked of positive examples.",
+    "lr": "paum: learning rate eta > 0.",
+    "beta": "pfm: the fixed margin (no default).",
+    "multiple_updates": "Replays add an example k times at once.",
+    "eps": "pdm: accuracy in (0, 1]; kozinec: tolerance.",
+    "succ_eta": "pdm-succ: divisor of eps between runs.",
+    "eps_start": "pdm-succ: the first run's eps.",
+    "b": "Margitrons: scale b > 0.",
+    "zeta": "Margitrons: exponent zeta in (0, 2).",
+    "rho": "Augmentation: x becomes (x, rho).",
+    "delta": "Soft margin: a number (0: hard), auto or first.",
+    "buffer_size": "Replay buffer capacity in examples.",
+    "buffer_nnz": "Replay buffer capacity in nonzeros.",
+    "seed": "Seed of the replay orders.",
+    "max_passes": "Most passes of one replay.",
+    "forget": "Evicted examples leave the model (window) or not.",
+}
+#: short metavars (typer's own are <integer>, <float>, <text>, <path>)
+METAVARS: dict[type, str | None] = {int: "N", float: "X", str: "TEXT", bool: None}
+LEARNER_METAVARS = {"delta": "X|auto|first", "forget": "window|never"}
+
+
+def _option(help_text: str, name: str, *flags: str, panel: str | None = None, **kwargs: Any) -> Any:
+    return typer.Option(
+        *flags,
+        help=help_text,
+        envvar=_env(name),
+        show_envvar=False,
+        rich_help_panel=panel,
+        **kwargs,
+    )
+
+
 Inputs = Annotated[
     list[Path] | None,
-    typer.Argument(help="svmlight/libsvm files, read in order; none or '-' reads standard input."),
+    typer.Argument(
+        help="svmlight files, read in order; none or '-': standard input.",
+        metavar="[FILE]...",
+        show_default=False,
+    ),
 ]
 Quiet = Annotated[
-    bool, typer.Option("--quiet", "-q", envvar=_env("quiet"), help="No progress bar.")
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        envvar=_env("quiet"),
+        show_envvar=False,
+        help="No progress bar, no compile notice.",
+        rich_help_panel=OUTPUT,
+    ),
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
 
-def _option(help_text: str, name: str, *flags: str, **kwargs: Any) -> Any:
-    return typer.Option(*flags, help=help_text, envvar=_env(name), **kwargs)
-
-
 # the learner's own options (``--eps``, ``--tau-pos``, ...) come from the table of
 # learners (:func:`learner_options`); these are the job's
-Algo = Annotated[str, _option("Algorithm (see --help for the list).", "algo", metavar="NAME")]
+Algo = Annotated[str, _option("Algorithm.", "algo", panel=ALGORITHM, metavar="NAME")]
 Shrink = Annotated[
-    bool | None, _option("Level 3 of the active sets keeps only updated examples.", "shrink")
+    bool | None, _option("Active sets keep only updated examples.", "shrink", panel=REPLAY)
 ]
 ReplayEvery = Annotated[
-    int, _option("Replay after every K new examples (0: never).", "replay_every")
+    int,
+    _option("Replay after every N new examples (0: never).", "replay_every", panel=REPLAY,
+            metavar="N"),
+]  # fmt: skip
+ReplayPasses = Annotated[
+    int, _option("Passes of each replay.", "replay_passes", panel=REPLAY, metavar="N")
 ]
-ReplayPasses = Annotated[int, _option("Replay passes each time (R).", "replay_passes")]
 MaxFeatures = Annotated[
     int,
-    _option(
-        "Reject lines with larger indices (weights: 8 bytes a feature); never below a "
-        "resumed model's size.",
-        "max_features",
-    ),
+    _option("Reject lines with larger indices.", "max_features", panel=INPUT, metavar="N"),
 ]
 MaxLabels = Annotated[
-    int, _option("One-vs-rest: reject lines that would bring more labels.", "max_labels")
-]
+    int, _option("Reject lines that bring more labels.", "max_labels", panel=ONE_VS_REST,
+                 metavar="N"),
+]  # fmt: skip
 MaxWeights = Annotated[
     int,
-    _option(
-        "One-vs-rest: reject lines that would make labels x features larger (8 bytes a "
-        "weight); never below a resumed bank's size.",
-        "max_weights",
-    ),
-]
+    _option("Reject lines that make labels x features larger.", "max_weights",
+            panel=ONE_VS_REST, metavar="N"),
+]  # fmt: skip
 OneVsRest = Annotated[
     bool,
-    _option(
-        "One binary learner per label (lines carry label sets like 1,3,7 or one class).",
-        "one_vs_rest",
-    ),
+    _option("One binary learner per label.", "one_vs_rest", panel=ONE_VS_REST, show_default=False),
 ]
 TauPosKappa = Annotated[
     float | None,
-    _option(
-        "PAUM banks: per-label tau_pos * 2 / (1 + exp(-kappa c)), c the label's "
-        "fraction of positives.",
-        "tau_pos_kappa",
-    ),
-]
+    _option("PAUM: tau_pos per label by its rarity.", "tau_pos_kappa", panel=ONE_VS_REST,
+            metavar="K"),
+]  # fmt: skip
 
 
 def learner_options(learners: LearnerTable) -> list[introspect.Parameter]:
     """One command-line option per parameter of the learners in ``learners`` (each name
     once, in the table's order, then the parameters every learner takes), all None
-    unless given. A name several learners take says what it means for each."""
-    meanings: dict[str, dict[str, list[str]]] = {}
-    kinds: dict[str, type] = {}
+    unless given. A name several learners take says what it means for each; the names
+    of streamlearn's own table have one short line of help instead (:data:`LEARNER_HELP`)."""
+    meanings, kinds = _learner_meanings(learners)
+    own = meanings if learners is LEARNERS else _learner_meanings(LEARNERS)[0]
     common = {param.name for param in COMMON_PARAMS}
-    rule_params = [(entry.name, param) for entry in learners.entries() for param in entry.params]
-    for algorithm, param in [*rule_params, *(("", param) for param in COMMON_PARAMS)]:
-        if not param.cli:
-            continue
-        kinds[param.name] = param.kind
-        meanings.setdefault(param.name, {}).setdefault(param.doc, []).append(algorithm)
     options = []
     for name, docs in meanings.items():
-        if name in common:
+        if name in LEARNER_HELP and own.get(name) == docs:
+            help_text = LEARNER_HELP[name]
+        elif name in common:
             help_text = next(iter(docs))
         else:
             help_text = " ".join(f"{', '.join(algos)}: {doc}" for doc, algos in docs.items())
@@ -217,11 +284,34 @@ def learner_options(learners: LearnerTable) -> list[introspect.Parameter]:
         flags = [f"--{name.replace('_', '-')}"]
         if kind is bool:
             flags = [f"{flags[0]}/--no-{name.replace('_', '-')}"]
-        annotation = Annotated[kind | None, _option(help_text, name, *flags)]  # type: ignore[valid-type]
+        option = _option(
+            help_text,
+            name,
+            *flags,
+            panel=LEARNER_PANELS.get(name, ALGORITHM),
+            metavar=LEARNER_METAVARS.get(name, METAVARS.get(kind)),
+        )
+        annotation = Annotated[kind | None, option]  # type: ignore[valid-type]
         keyword = introspect.Parameter.KEYWORD_ONLY
         options.append(introspect.Parameter(name, keyword, default=None, annotation=annotation))
     shrink = introspect.Parameter("shrink", introspect.Parameter.KEYWORD_ONLY, default=None)
     return [*options, shrink.replace(annotation=Shrink)]
+
+
+def _learner_meanings(
+    learners: LearnerTable,
+) -> tuple[dict[str, dict[str, list[str]]], dict[str, type]]:
+    """Each command-line parameter's docs, with the algorithms that take it in each
+    meaning ("" for the parameters every learner takes), and its kind."""
+    meanings: dict[str, dict[str, list[str]]] = {}
+    kinds: dict[str, type] = {}
+    rule_params = [(entry.name, param) for entry in learners.entries() for param in entry.params]
+    for algorithm, param in [*rule_params, *(("", param) for param in COMMON_PARAMS)]:
+        if not param.cli:
+            continue
+        kinds[param.name] = param.kind
+        meanings.setdefault(param.name, {}).setdefault(param.doc, []).append(algorithm)
+    return meanings, kinds
 
 
 def _command(
@@ -241,7 +331,9 @@ def _command(
         if param.name == "algo":
             # the table's names as a choice: a wrong one is a usage error (exit 2)
             names: Any = Literal.__getitem__(tuple(sorted(learners)))
-            algo = Annotated[names, _option("Algorithm.", "algo")]
+            algo = Annotated[names, _option(
+                f"One of {', '.join(sorted(learners))}.", "algo", panel=ALGORITHM, metavar="NAME",
+            )]  # fmt: skip
             parameters.append(param.replace(kind=keyword, annotation=algo))
             if with_options:
                 generated = learner_options(learners)
@@ -255,7 +347,7 @@ def _command(
     parameters.insert(0, introspect.Parameter(
         "config", keyword, default=None,
         annotation=Annotated[Path | None, typer.Option(
-            "--config", help="TOML file of option values (as before the command).",
+            "--config", help="TOML file of option values.", metavar="FILE",
             exists=True, is_eager=True, callback=_command_config,
         )],
     ))  # fmt: skip
@@ -293,11 +385,11 @@ def make_app(learners: LearnerTable = LEARNERS) -> typer.Typer:
         pretty_exceptions_enable=False,
     )
     made.callback()(_root)
-    made.command(name="learn")(_command(learn, learners, with_options=True))
-    made.command(name="serve")(_command(serve, learners, with_options=True))
-    made.command(name="predict")(_command(predict, learners))
-    made.command(name="eval")(_command(evaluate_command, learners))
-    made.command(name="inspect")(_command(inspect, learners))
+    made.command(name="learn", epilog=EPILOG)(_command(learn, learners, with_options=True))
+    made.command(name="serve", epilog=EPILOG)(_command(serve, learners, with_options=True))
+    made.command(name="predict", epilog=EPILOG)(_command(predict, learners))
+    made.command(name="eval", epilog=EPILOG)(_command(evaluate_command, learners))
+    made.command(name="inspect", epilog=EPILOG)(_command(inspect, learners))
     made.command(name="warmup")(_command(warmup, learners))
     return made
 
@@ -308,30 +400,37 @@ def learn(
     learner_options: dict[str, Any],
     inputs: Inputs = None,
     algo: Algo = "pdm",
-    model: Annotated[str | None, _option("Write the model (checkpoint) here.", "model")] = None,
-    resume: Annotated[str | None, _option("Continue from this model file.", "resume")] = None,
+    model: Annotated[
+        str | None, _option("Write the model here.", "model", panel=OUTPUT, metavar="FILE")
+    ] = None,
+    resume: Annotated[
+        str | None,
+        _option("Continue from this model file.", "resume", panel=OUTPUT, metavar="FILE"),
+    ] = None,
     replay_every: ReplayEvery = 10_000,
     replay_passes: ReplayPasses = 1,
     converge: Annotated[
-        bool, _option("Replay to convergence at the end.", "converge", show_default=True)
+        bool, _option("Replay to convergence at the end.", "converge", panel=REPLAY)
     ] = True,
     epochs: Annotated[
-        int | None, _option("N plain passes in input order instead of replay.", "epochs")
+        int | None,
+        _option("N plain passes instead of replay.", "epochs", panel=REPLAY, metavar="N"),
     ] = None,
     max_features: MaxFeatures = DEFAULT_MAX_FEATURES,
-    strict: Annotated[bool, _option("Stop at the first bad line (exit code 2).", "strict")] = False,
+    strict: Annotated[
+        bool,
+        _option("Stop at the first bad line (exit 2).", "strict", panel=INPUT, show_default=False),
+    ] = False,
     keep: Annotated[
-        int,
-        _option(
-            "Model files to keep, the new one included: K - 1 previous ones as m.ckpt.1, ...",
-            "keep",
-        ),
+        int, _option("Model files to keep (m.ckpt.1, ...).", "keep", panel=OUTPUT, metavar="N")
     ] = 1,
     one_vs_rest: OneVsRest = False,
     max_labels: MaxLabels = DEFAULT_MAX_LABELS,
     max_weights: MaxWeights = DEFAULT_MAX_WEIGHTS,
     tau_pos_kappa: TauPosKappa = None,
-    as_json: AsJson = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the result as JSON.", rich_help_panel=OUTPUT)
+    ] = False,
     quiet: Quiet = False,
 ) -> None:
     """Learn a model from svmlight lines (files or standard input)."""
@@ -365,70 +464,83 @@ def serve(
     learner_options: dict[str, Any],
     algo: Algo = "pdm",
     source: Annotated[
-        Literal["stdin", "kafka"], _option("Where examples come from.", "source")
+        Literal["stdin", "kafka"],
+        _option("Where examples come from.", "source", panel=INPUT, metavar="stdin|kafka"),
     ] = "stdin",
     bootstrap_servers: Annotated[
-        str | None, _option("Kafka brokers, host:port[,host:port].", "bootstrap_servers")
+        str | None,
+        _option("Brokers, host:port,host:port.", "bootstrap_servers", panel=KAFKA, metavar="HOSTS"),
     ] = None,
     topic: Annotated[
-        str | None, _option("Topic of labelled and unlabelled examples.", "topic")
+        str | None, _option("Topic of the examples.", "topic", panel=KAFKA, metavar="NAME")
     ] = None,
-    group: Annotated[str, _option("Kafka consumer group.", "group")] = "streamlearn",
+    group: Annotated[
+        str, _option("Consumer group.", "group", panel=KAFKA, metavar="NAME")
+    ] = "streamlearn",
     consumer_option: Annotated[
         list[str] | None,
         _option(
-            "Kafka consumer option NAME=VALUE, repeatable (session.timeout.ms=6000); "
-            "security options come from the environment.",
+            "Consumer option NAME=VALUE, repeatable.",
             "consumer_option",
             "--consumer-option",
+            panel=KAFKA,
+            metavar="K=V",
         ),
     ] = None,
     predictions_topic: Annotated[
         str | None,
-        _option("Topic for predictions (default with stdin: stdout).", "predictions_topic"),
+        _option(
+            "Topic of predictions (stdin: stdout).",
+            "predictions_topic",
+            panel=KAFKA,
+            metavar="NAME",
+        ),
     ] = None,
     dead_letter_topic: Annotated[
         str | None,
         _option(
-            "Topic that receives messages with rejected lines, and what cannot be read.",
+            "Topic of rejected or unreadable messages.",
             "dead_letter_topic",
+            panel=KAFKA,
+            metavar="NAME",
         ),
     ] = None,
     compression: Annotated[
         Literal["none", "gzip", "snappy", "lz4", "zstd"],
         _option(
-            "Codec of what serve writes to Kafka (predictions, dead letters, sync and "
-            "state records).",
+            "Of what serve writes: none, gzip, snappy, lz4, zstd.",
             "compression",
+            panel=KAFKA,
+            metavar="CODEC",
         ),
     ] = "none",
     max_record_bytes: Annotated[
         int,
         _option(
-            "A Kafka message larger than this is skipped as unreadable (16 MiB).",
-            "max_record_bytes",
+            "Skip larger messages as unreadable.", "max_record_bytes", panel=KAFKA, metavar="N"
         ),
     ] = DEFAULT_MAX_RECORD_BYTES,
     max_batch_bytes: Annotated[
         int,
         _option(
-            "A Kafka record batch that decompresses to more is skipped as unreadable (64 MiB).",
-            "max_batch_bytes",
+            "Skip batches that decompress to more.", "max_batch_bytes", panel=KAFKA, metavar="N"
         ),
     ] = DEFAULT_MAX_BATCH_BYTES,
     on_offset_reset: Annotated[
         Literal["wait", "earliest"],
         _option(
-            "A partition whose log went back behind what was learned: hold it, or learn "
-            "it again from its start.",
+            "A log that went back: hold it, or relearn it.",
             "on_offset_reset",
+            panel=KAFKA,
+            metavar="wait|earliest",
         ),
     ] = "wait",
     stall_timeout: Annotated[
         float,
         _option(
-            "A partition whose messages wait this long without progress turns /readyz false.",
+            "No progress this long turns /readyz false.",
             "stall_timeout",
+            panel=KAFKA,
             parser=_seconds,
             metavar="DURATION",
         ),
@@ -436,26 +548,37 @@ def serve(
     message_format: Annotated[
         Literal["svmlight", "msgpack", "json"],
         _option(
-            "Kafka message format when no content-type header says (standard input is svmlight).",
+            "Messages without a content type: svmlight, msgpack, json.",
             "format",
             "--format",
+            panel=KAFKA,
+            metavar="FORMAT",
         ),
     ] = "svmlight",
     checkpoint_dir: Annotated[
-        str | None, _option("Directory of checkpoints (none: no checkpoints).", "checkpoint_dir")
+        str | None,
+        _option(
+            "Directory of checkpoints (none: none).",
+            "checkpoint_dir",
+            panel=CHECKPOINTS,
+            metavar="DIR",
+        ),
     ] = None,
     checkpoint_every: Annotated[
         int | None,
         _option(
-            "Checkpoint after this many new examples too (by default time alone decides).",
+            "Checkpoint after N new examples too.",
             "checkpoint_every",
+            panel=CHECKPOINTS,
+            metavar="N",
         ),
     ] = None,
     checkpoint_min_interval: Annotated[
         float,
         _option(
-            "The least time between two checkpoints --checkpoint-every asks for.",
+            "Least time between two by --checkpoint-every.",
             "checkpoint_min_interval",
+            panel=CHECKPOINTS,
             parser=_seconds,
             metavar="DURATION",
         ),
@@ -463,66 +586,64 @@ def serve(
     checkpoint_interval: Annotated[
         float,
         _option(
-            "Checkpoint after this long (30s, 5m, 1h or seconds).",
+            "Checkpoint after this long (30s, 5m, 1h).",
             "checkpoint_interval",
+            panel=CHECKPOINTS,
             parser=_seconds,
             metavar="DURATION",
         ),
     ] = "30s",  # type: ignore[assignment]  # the parser makes it seconds
-    keep: Annotated[int, _option("Checkpoints to keep.", "keep")] = 3,
+    keep: Annotated[
+        int, _option("Checkpoints to keep.", "keep", panel=CHECKPOINTS, metavar="N")
+    ] = 3,
     metrics_addr: Annotated[
-        str, _option("HOST:PORT of /metrics, /healthz, /readyz.", "metrics_addr")
+        str,
+        _option("Of /metrics, /healthz, /readyz.", "metrics_addr", panel=HTTP, metavar="HOST:PORT"),
     ] = "127.0.0.1:9108",
     http_addr: Annotated[
         str,
         _option(
-            "HOST:PORT of the HTTP API (/predict, /learn, /model), or off. Off loopback "
-            "it needs a token (STREAMLEARN_HTTP_TOKEN or STREAMLEARN_HTTP_TOKEN_FILE).",
+            "Of the HTTP API, or off (a token off loopback).",
             "http_addr",
+            panel=HTTP,
+            metavar="HOST:PORT",
         ),
     ] = DEFAULT_HTTP_ADDR,
     http_learn: Annotated[
-        bool, _option("Learn the examples POSTed to /learn (off: it answers 403).", "http_learn")
+        bool,
+        _option("Learn what is POSTed to /learn.", "http_learn", panel=HTTP, show_default=False),
     ] = False,
     http_max_body: Annotated[
-        int, _option("Bytes of the largest request body the HTTP API reads.", "http_max_body")
+        int,
+        _option("Bytes of the largest request body.", "http_max_body", panel=HTTP, metavar="N"),
     ] = DEFAULT_HTTP_MAX_BODY,
     http_nice: Annotated[
         int,
         _option(
-            "How far below learning the HTTP thread's scheduling priority is (Linux nice "
-            "steps; 0: equal): under a flood of requests, answers slow before learning does.",
-            "http_nice",
+            "Nice steps of the HTTP thread below learning.", "http_nice", panel=HTTP, metavar="N"
         ),
     ] = DEFAULT_HTTP_NICE,
     hash_features: Annotated[
         int | None,
-        _option(
-            "Examples given by feature name (JSON) put name at crc32(name) % N, as the river "
-            "adapters do (default 2^20, or --max-features if smaller).",
-            "hash_features",
-        ),
+        _option("JSON feature names hash to N indices.", "hash_features", panel=INPUT, metavar="N"),
     ] = None,
     idle_replay: Annotated[
         Literal["on", "off"],
-        _option("Replay while the source is idle (off for reproducible runs).", "idle_replay"),
+        _option("Replay while the source is idle.", "idle_replay", panel=INPUT, metavar="on|off"),
     ] = "on",
     replay_every: Annotated[
         int | None,
         _option(
-            "Replay after every K new examples, a schedule of counts (0: never); by "
-            "default the daemon replays in the time ingestion leaves (--replay-share).",
+            "Replay every N new examples (default: by time).",
             "replay_every",
+            panel=REPLAY,
+            metavar="N",
         ),
     ] = None,
     replay_passes: ReplayPasses = 1,
     replay_share: Annotated[
         float,
-        _option(
-            "Share of the time spent replaying while behind the stream (none while the "
-            "lag grows); all idle time once caught up.",
-            "replay_share",
-        ),
+        _option("Share of time replaying while behind.", "replay_share", panel=REPLAY, metavar="X"),
     ] = 0.2,
     max_features: MaxFeatures = DEFAULT_MAX_FEATURES,
     one_vs_rest: OneVsRest = False,
@@ -532,46 +653,40 @@ def serve(
     per_label_metrics: Annotated[
         bool,
         _option(
-            "One-vs-rest: also export per-label series (streamlearn_label_*).",
-            "per_label_metrics",
+            "Per-label series too.", "per_label_metrics", panel=ONE_VS_REST, show_default=False
         ),
     ] = False,
     sync_topic: Annotated[
         str | None,
         _option(
-            "Join a learning group: the daemons of one --group that name the same compacted "
-            "sync topic learn one model (created when missing; needs a numeric --delta).",
-            "sync_topic",
+            "Join the group that syncs on this topic.", "sync_topic", panel=GROUP, metavar="NAME"
         ),
     ] = None,
     sync: Annotated[
         Literal["dynamic", "periodic"],
         _option(
-            "When a group member publishes its share: when its model has drifted "
-            "(dynamic averaging), or after every --sync-every examples (periodic).",
+            "Publish on drift, or every --sync-every.",
             "sync",
+            panel=GROUP,
+            metavar="dynamic|periodic",
         ),
     ] = "dynamic",
     sync_every: Annotated[
         int,
-        _option(
-            "Examples between two checks of the drift (dynamic) or two publications (periodic).",
-            "sync_every",
-        ),
+        _option("Examples between checks or publications.", "sync_every", panel=GROUP, metavar="N"),
     ] = 1000,
     sync_threshold: Annotated[
         float,
         _option(
-            "Dynamic: publish once ||share - published share|| exceeds this fraction of ||model||.",
-            "sync_threshold",
+            "Dynamic: the drift, a share of ||model||.", "sync_threshold", panel=GROUP, metavar="X"
         ),
     ] = 0.6,
     sync_max_interval: Annotated[
         float,
         _option(
-            "Publish at least this often while the share changes (what a member that "
-            "dies loses at most).",
+            "Publish at least this often.",
             "sync_max_interval",
+            panel=GROUP,
             parser=_seconds,
             metavar="DURATION",
         ),
@@ -579,62 +694,49 @@ def serve(
     sync_idle_after: Annotated[
         float,
         _option(
-            "A group member counts the stream idle (and publishes what it learned, "
-            "whatever the protocol says) once it has brought nothing for this long.",
+            "Publish once the stream is idle this long.",
             "sync_idle_after",
+            panel=GROUP,
             parser=_seconds,
             metavar="DURATION",
         ),
     ] = "1s",  # type: ignore[assignment]  # the parser makes it seconds
     sync_share: Annotated[
         float,
-        _option(
-            "The most of its time a group member spends publishing (its window's "
-            "certificate and a broker round trip a record): checks due sooner wait.",
-            "sync_share",
-        ),
+        _option("Most of its time spent publishing.", "sync_share", panel=GROUP, metavar="X"),
     ] = 0.1,
     member_id: Annotated[
         str | None,
-        _option("This member's id in its learning group (default: host-pid-random).", "member_id"),
+        _option("Id in the group (host-pid-random).", "member_id", panel=GROUP, metavar="ID"),
     ] = None,
     model_key: Annotated[
         bool,
         _option(
-            "Learn one model per Kafka message key (per tenant, per product): each key's "
-            "messages are learned and answered by its own model (needs --delta).",
+            "One model per message key (needs --delta).",
             "model_key",
+            panel=KEYED,
+            show_default=False,
         ),
     ] = False,
     state_topic: Annotated[
         str | None,
-        _option(
-            "--model-key: the compacted topic the models that leave memory go to "
-            "(default GROUP-TOPIC-models; created when missing, partitioned like --topic).",
-            "state_topic",
-        ),
+        _option("Topic of models that leave memory.", "state_topic", panel=KEYED, metavar="NAME"),
     ] = None,
     max_models: Annotated[
         int | None,
-        _option(
-            "--model-key: models held in memory at most (1000); the least recently used "
-            "leave for the state topic.",
-            "max_models",
-        ),
+        _option("Models in memory at most (1000).", "max_models", panel=KEYED, metavar="N"),
     ] = None,
     max_model_bytes: Annotated[
         int | None,
         _option(
-            "--model-key: bytes of the models held in memory at most (weights and replay "
-            "buffers; 1 GiB).",
+            "Bytes of models in memory at most (1 GiB).",
             "max_model_bytes",
+            panel=KEYED,
+            metavar="N",
         ),
     ] = None,
 ) -> None:
-    """Learn continuously from standard input or a Kafka topic, with metrics and checkpoints.
-
-    With --one-vs-rest, unlabelled examples are answered with a JSON object: the argmax
-    label and its score, the labels with a positive score, and every label ranked."""
+    """Learn continuously from standard input or a Kafka topic, with metrics and checkpoints."""
     with _errors_to_exit_codes():
         from streamlearn.daemon import DaemonSettings
         from streamlearn.group.policy import SyncPolicy
@@ -741,17 +843,19 @@ def predict(
     *,
     learners: LearnerTable,
     inputs: Inputs = None,
-    model: Annotated[str, _option("Model file written by learn.", "model")] = "model.ckpt",
+    model: Annotated[
+        str, _option("Model file written by learn.", "model", metavar="FILE")
+    ] = "model.ckpt",
     labels: Annotated[
         bool,
-        typer.Option("--labels", help="Print +1/-1 instead of scores (banks: the class)."),
+        typer.Option("--labels", help="Print +1/-1, not scores (banks: the class)."),
     ] = False,
     output: Annotated[
         str | None,
         typer.Option(
             "--output",
-            help="One-vs-rest models: sets (labels with a positive score, 3,7), class "
-            "(the argmax), ranking (label:score, best first) or scores (label:score).",
+            help="Banks: sets, class, ranking or scores.",
+            metavar="KIND",
         ),
     ] = None,
 ) -> None:
@@ -769,11 +873,13 @@ def evaluate_command(
     *,
     learners: LearnerTable,
     inputs: Inputs = None,
-    model: Annotated[str, _option("Model file written by learn.", "model")] = "model.ckpt",
+    model: Annotated[
+        str, _option("Model file written by learn.", "model", metavar="FILE")
+    ] = "model.ckpt",
     as_json: AsJson = False,
 ) -> None:
-    """Accuracy, precision, recall, F1, average precision and AUC on labelled lines; for
-    one-vs-rest models per label and macro/micro averages (and multi-class accuracy)."""
+    """Accuracy, precision, recall, F1, average precision and AUC on labelled lines (per
+    label for one-vs-rest models)."""
     with _errors_to_exit_codes():
         with _compile_notice():
             learner, _ = load_model(model, learners)
@@ -785,17 +891,18 @@ def evaluate_command(
 def inspect(
     *,
     learners: LearnerTable,
-    model: Annotated[Path, typer.Argument(help="Model file written by learn.")],
+    model: Annotated[Path, typer.Argument(help="Model file written by learn.", metavar="FILE")],
     as_json: AsJson = False,
     export_weights_to: Annotated[
-        Path | None, typer.Option("--export-weights", help="Save coef_ as a .npy file.")
+        Path | None,
+        typer.Option("--export-weights", help="Save coef_ as a .npy file.", metavar="FILE"),
     ] = None,
     export_buffer_to: Annotated[
         Path | None,
         typer.Option(
             "--export-buffer",
-            help="Write the replay buffer (the examples the certificate is about) as "
-            "svmlight, oldest first.",
+            help="Write the replay buffer as svmlight.",
+            metavar="FILE",
         ),
     ] = None,
 ) -> None:
