@@ -9,13 +9,16 @@ batch ``{"examples": [...]}`` when a message holds several lines. A line without
 predicts it instead of learning from it. Blank and comment lines are not sent; in msgpack
 mode a line the parser rejects is reported on standard error and skipped.
 
-Usage::
+Usage (``examples/adult_like.py`` writes ``adult.train`` and ``adult.test``)::
 
-    python examples/kafka_producer.py --bootstrap-servers localhost:9092 --topic examples a9a.train
-    cat a9a.train | python examples/kafka_producer.py --topic examples --lines-per-message 100
+    python examples/adult_like.py > adult.train
+    python examples/adult_like.py --examples 16281 --seed 1 > adult.test
+    python examples/kafka_producer.py --bootstrap-servers localhost:9092 \\
+        --topic examples adult.train
+    cat adult.train | python examples/kafka_producer.py --topic examples --lines-per-message 100
     python examples/kafka_producer.py --topic examples --format msgpack \\
-        --lines-per-message 50 --key-from-line-number a9a.train
-    cut -d' ' -f2- a9a.test | head -5 | python examples/kafka_producer.py --topic examples
+        --lines-per-message 50 --key-from-line-number adult.train
+    cut -d' ' -f2- adult.test | head -5 | python examples/kafka_producer.py --topic examples
 
 Secured brokers are reached with the daemon's environment variables:
 ``STREAMLEARN_KAFKA_SECURITY_PROTOCOL``, ``STREAMLEARN_KAFKA_SASL_MECHANISM``,
