@@ -34,7 +34,7 @@ def test_each_rejected_line_is_logged_in_the_terms_of_its_partition(
         "message 0@3: rejected line 4",
         "message 1@3: rejected line 1",
     ]
-    assert where[3:] == [f"message 2@3: rejected line {n}" for n in range(2, 2 + LOG_BURST - 3)]
+    assert where[3:-1] == [f"message 2@3: rejected line {n}" for n in range(2, 2 + LOG_BURST - 3)]
     assert len(said) == LOG_BURST + 1  # and the line that says how many were held back
     assert said[-1].startswith(f"{3 + 12 - LOG_BURST} more rejected lines not logged")
     assert [value for _, value in dead.sent] == values  # one dead letter per message
