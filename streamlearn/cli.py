@@ -878,8 +878,7 @@ def evaluate_command(
     ] = "model.ckpt",
     as_json: AsJson = False,
 ) -> None:
-    """Accuracy, precision, recall, F1, average precision and AUC on labelled lines (per
-    label for one-vs-rest models)."""
+    """Accuracy, precision, recall, F1, average precision and AUC on labelled lines."""
     with _errors_to_exit_codes():
         with _compile_notice():
             learner, _ = load_model(model, learners)
