@@ -5,7 +5,7 @@
 ``predict_one`` and ``predict_proba_one``. They have no mini-batch methods: river's
 take pandas data frames, which streamlearn does not depend on, and one call per example
 is what the adapters are built for. Their parameters are those of the engine class,
-with the same names and defaults, plus four options of their own:
+with the same names and defaults (but Delta's, below), plus options of their own:
 
 ``n_features``
     None (default): each feature name gets the next index the first time ``learn_one``
@@ -19,26 +19,37 @@ with the same names and defaults, plus four options of their own:
     True and 1 are +1; False, 0 and -1 are -1; any other label is -1 when it is the first
     label seen and +1 when it is the second (a label whose natural sign is taken gets
     the other one). A third distinct label is an error.
+``average``
+    True (default): ``predict_one`` and ``predict_proba_one`` use the weights averaged
+    over the stream (over about the last window of it once the buffer is full, see
+    :mod:`streamlearn.river.average`), in margin units; the learner itself, its
+    updates, its certificate and ``weights`` stay those of the rule. One pass of an
+    averaged PDM predicts as well as replays to convergence would, at the cost of a pure
+    online pass. False: the last weights predict.
 ``replay_every``, ``replay_passes``
     When to replay the buffer, up to ``replay_passes`` passes each time (the engine's
-    count-based schedule). ``'auto'`` (default): after 1000 calls of ``learn_one``, then
-    each time the count has grown by half (half the buffer at most), so that
-    one pass over a stream ends close to the model that replays converge to, at a cost
-    that stays a constant number of replay passes per example. An int: after every
-    ``replay_every`` calls. None: no replay, a pure online pass.
+    count-based schedule). None (default): no replay, a pure online pass (with the
+    averaged weights it predicts as well as replays would). ``'auto'``: after 1000 calls
+    of ``learn_one``, then each time the count has grown by half (half the buffer at
+    most), so that one pass over a stream ends close to the model that replays converge
+    to and its certificate, at a cost of a constant number of replay passes per example
+    (with the active sets, many presentations each: on Adult with eps 0.01, a tenth of
+    the speed of a pure online pass). An int: after every ``replay_every`` calls.
     :meth:`LearnerClassifier.replay` replays on demand.
 
 Feature values must be real numbers: ints, floats, bools (0 and 1), numpy scalars or
 anything else with ``__float__`` but strings; zero and missing are the same. The
 adapters' default ``delta='first'`` fixes Delta = R/10 from the first example (R its
-||[x, rho]||), so learning starts with it; the engine's ``'auto'`` holds the first
-min(1000, buffer_size) examples to fix Delta from them, and predicts with the zero
-model until then.
+||[x, rho]||), so learning starts with it. The engine's ``'auto'`` starts from the same
+Delta and settles it over the first min(1000, buffer_size) examples (R their largest
+norm), rescaling the state exactly; on Adult and Phishing it predicts as ``'first'``
+does, at a lower speed while it settles (``benchmarks/bench_river_adapter.py``).
 
 ``predict_proba_one`` is calibrated: the decision value f(x) in margin units
-(f(x) / u, with u = ||a||^2 / t, ||a||^2 for Kozinec) through a Platt sigmoid fitted on
-the window, again once as many examples as at its last fit have been learned (16 at
-least, 256 at most) or after a replay (``LinearLearner.calibration``). Before the first
+(f(x) / u, with u = ||a||^2 / t, ||a||^2 for Kozinec; the averaged weights' decision
+value is in these units already) through a Platt sigmoid fitted on the window, again
+once as many examples as at its last fit have been learned (16 at least, 256 at most)
+or after a replay (``LinearLearner.calibration`` for the last weights). Before the first
 update every label gets 0.5 (``{False: 0.5, True: 0.5}`` before any label is seen,
 river's binary convention).
 
@@ -60,7 +71,7 @@ Speed: an example becomes indices and values packed with ``struct`` straight int
 learner's packed state (:class:`~streamlearn.learn.one_example.OneExamplePath`), and one
 compiled call both learns the example that ``predict_one`` just saw (``learn_one`` only
 notes its label) and predicts the next one: a progressive predict_one + learn_one costs
-one compiled call.
+one compiled call, and one more for the averaged weights' decision value.
 """
 
 from __future__ import annotations
@@ -79,9 +90,13 @@ from river import base
 from streamlearn._kernels.rows import MAX_ROW_SQNORM
 from streamlearn.errors import InvalidInputError, InvalidParameterError
 from streamlearn.learn import LEARNERS, LearnerEntry, LinearLearner
+from streamlearn.learn.base import calibration_due, calibration_stride
+from streamlearn.learn.calibration import Platt, fit_platt
 from streamlearn.learn.one_example import OneExamplePath
+from streamlearn.river.average import WeightAverage
 from streamlearn.river.features import HASH_CACHE_SIZE, check_value, stable_hash
 from streamlearn.river.options import (
+    AVERAGE,
     COMMON_OPTIONS,
     POS_LABEL,
     check_options,
@@ -93,7 +108,9 @@ from streamlearn.types import RowStatus
 
 STATE_FORMAT = "streamlearn.river"
 STATE_VERSION = 1
-_ADAPTER_OPTIONS = ("n_features", "pos_label", "replay_every", "replay_passes")
+_ADAPTER_OPTIONS = ("n_features", "pos_label", "replay_every", "replay_passes", "average")
+#: the engine's scalars at the head of the packed block ``F``
+_BETA, _SQNORM, _UPDATES, _SCALE = 0, 1, 2, 3
 #: ``pack_into`` of n indices and n values as native doubles, by n
 _PACKERS: dict[int, Callable[..., None]] = {
     n: struct.Struct(f"@{2 * n}d").pack_into for n in range(65)
@@ -133,6 +150,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
     pos_label: Any
     replay_every: int | str | None
     replay_passes: int
+    average: bool
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         signature = inspect.signature(type(self))
@@ -168,9 +186,11 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         self._seen = 0
         self._start(self.learner_class(**self._learner_params()))
 
-    def _start(self, learner: LinearLearner) -> None:
-        """Transient fields and the packed path, from the learner and the maps."""
+    def _start(self, learner: LinearLearner, average: WeightAverage | None = None) -> None:
+        """Transient fields and the packed path, from the learner, the maps and the
+        averaged weights (None: none yet)."""
         self._learner = learner
+        self._average = average or WeightAverage(learner.state.buffer.max_examples)
         self._hashing = self.n_features is not None
         self._lookup: Callable[[Hashable], float] = self._index.__getitem__
         self._schedule = replay_schedule(
@@ -179,6 +199,10 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         #: the count after which the next replay is due (0: none is)
         self._next_replay = self._schedule.next_after(self._seen)
         self._convex = learner.entry.convex_combination
+        self._rho = float(learner.rho)
+        self._averaging = bool(self.average)
+        #: (Platt, examples, passes) of the last calibration of the averaged scores
+        self._average_platt: tuple[Platt, int, int] | None = None
         self._last_x: dict[Hashable, Any] | None = None
         #: label of the last predicted example, learned at the next call (0: none)
         self._deferred = 0.0
@@ -203,6 +227,11 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         self._learn = path.kernels.learn_one
         self._learn_then_decide = path.kernels.learn_last_then_decide
         self._holding = path.held is not None
+        # the averaged weights share the live blocks: the decision kernel reads the
+        # example there and dots it with them (see _average_decision)
+        self._average.resize(path.state[0].shape[0])
+        self._average_state = (self._average.weights, *path.state[1:])
+        self._bias = self._average.bias
         if new_blocks:
             self._last_x = None
 
@@ -394,6 +423,8 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         if new_label:  # only now: a refused example leaves no label behind
             self._add_label(y, sign)
         self._seen += 1
+        if self._averaging and self._seen >= self._average.next_at:
+            self._sample_average()
         if self._seen == self._next_replay:
             self.replay(self.replay_passes)
             self._next_replay = self._schedule.next_after(self._seen)
@@ -401,6 +432,22 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
     def _learn_deferred(self) -> None:
         sign, self._deferred = self._deferred, 0.0
         self._path.learn_last(sign)
+
+    def _sample_average(self) -> None:
+        """Add the current weights to the average (the example just learned included)."""
+        if self._deferred:
+            self._learn_deferred()
+        F = self._F
+        sqnorm, updates = float(F[_SQNORM]), float(F[_UPDATES])
+        factor = 0.0
+        if updates > 0.0 and sqnorm > 0.0:
+            factor = float(F[_SCALE]) / (sqnorm if self._convex else sqnorm / updates)
+        average = self._average
+        weights = self._state[0]
+        if weights.shape[0] > average.weights.shape[0]:  # not reachable: _take_path sizes it
+            self._path.refresh()
+        average.add(self._seen, weights, self._rho * float(F[_BETA]), factor)
+        self._bias = average.bias
 
     # -- prediction ---------------------------------------------------------------------
 
@@ -422,8 +469,19 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             f = decide(n, self._state)
         if f != f:
             f = self._decide_again(x, n, deferred)
+        if self._averaging:
+            f = self._average_decision(n)
         self._last_x = dict(x) if complete else None
         return f
+
+    def _average_decision(self, n: int) -> float:
+        """The averaged weights' decision value (margin units) of the example of ``n``
+        entries in the workspaces, once the live kernel has accepted it."""
+        decide = self._decide
+        f: float = decide(n, self._average_state)
+        F = self._F
+        # the kernel gave scale * (average . x + rho * beta) with the live scale and beta
+        return f / float(F[_SCALE]) - self._rho * float(F[_BETA]) + self._bias
 
     def _decide_again(self, x: Mapping[Hashable, Any], n: int, deferred: float) -> float:
         """After a kernel said NaN: finish learning the deferred example (see
@@ -458,6 +516,15 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         if f != f:
             f = self._decide_again(x, n, deferred)
         self._last_x = dict(x)
+        if self._averaging:
+            decide = self._decide
+            F = self._F
+            # f / scale - rho * beta + bias > 0, the averaged decision of _average_decision
+            return (
+                self._pos
+                if decide(n, self._average_state) > F[_SCALE] * (self._rho * F[_BETA] - self._bias)
+                else self._neg
+            )
         return self._pos if f > 0.0 else self._neg
 
     def predict_proba_one(self, x: dict[Hashable, Any], **kwargs: Any) -> dict[Any, float]:
@@ -465,15 +532,32 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         return self._proba(self._decision(x))
 
     def _proba(self, f: float) -> dict[Any, float]:
-        sqnorm = float(self._F[1])
-        updates = float(self._F[2])
+        sqnorm = float(self._F[_SQNORM])
+        updates = float(self._F[_UPDATES])
         positive = 0.5
-        if updates > 0.0 and sqnorm > 0.0:
+        if self._averaging:
+            if f != 0.0:
+                positive = self._average_calibration().probability_one(f)
+        elif updates > 0.0 and sqnorm > 0.0:
             unit = sqnorm if self._convex else sqnorm / updates
             positive = self.learner.calibration().probability_one(f / unit)
         if self._pos == self._neg and len(self._labels) == 1:
             return {self._pos: 1.0}
         return {self._neg: 1.0 - positive, self._pos: positive}
+
+    def _average_calibration(self) -> Platt:
+        """Platt scaling of the averaged decision values, fitted on the window (as
+        ``LinearLearner.window_calibration`` fits the live ones, and as often)."""
+        state = self.learner.state
+        fitted = self._average_platt
+        if fitted is not None:
+            platt, examples, passes = fitted
+            if passes == state.passes and not calibration_due(examples, state.examples_seen):
+                return platt
+        sample = state.buffer.examples(stride=calibration_stride(len(state.buffer)))
+        platt = fit_platt(self._average.scores(sample), sample.labels)
+        self._average_platt = (platt, state.examples_seen, state.passes)
+        return platt
 
     # -- state dictionaries -------------------------------------------------------------
 
@@ -494,6 +578,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             "names": [] if self._hashing else list(self._index),
             "labels": [[label, sign] for label, sign in self._signs.items()],
             "seen": self._seen,
+            "average": self._average.state_dict() if self._averaging else None,
         }
 
     def restore(self, model: Any, state: dict[str, Any]) -> None:
@@ -507,7 +592,20 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             self._signs[label] = float(sign)
             self._labels.append(label)
         self._seen = int(state["seen"])
-        self._start(model)
+        average = None
+        saved = state.get("average")
+        if saved is not None:
+            average = WeightAverage(model.state.buffer.max_examples)
+            average.load(saved)
+            model.state.reserve_weights(average.weights.shape[0])
+        self._start(model, average)
+        if self._averaging and saved is None and self._seen:
+            # a state saved without the average (an older one, or average=False):
+            # start from the weights it has
+            average = self._average
+            average.next_at = self._seen
+            average.last_at = self._seen - min(self._seen, average.window)  # a full share
+            self._sample_average()
 
     @classmethod
     def model_from_state(cls, model_state: dict[str, Any]) -> LinearLearner:
@@ -525,9 +623,10 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
 
 
 _OPTIONS_DOC = """
-    Adapter options (see :mod:`streamlearn.river`): ``n_features`` (None: a map of feature
-    names; an int: hashed names), ``pos_label``, ``replay_every`` (``'auto'``: a growing
-    schedule; an int: a fixed one; None: no replay) and ``replay_passes``.
+    Adapter options (see :mod:`streamlearn.river.binary`): ``n_features`` (None: a map of
+    feature names; an int: hashed names), ``pos_label``, ``replay_every`` (None: no
+    replay; ``'auto'``: a growing schedule; an int: a fixed one), ``replay_passes``,
+    and ``average`` (predict with the averaged weights).
 """
 
 
@@ -541,7 +640,8 @@ def binary_classifier(
     name = name or f"{entry.class_name}Classifier"
     engine = engine_parameters(entry)
     n_features, replay_every, replay_passes = COMMON_OPTIONS
-    options = [n_features, POS_LABEL, replay_every, replay_passes]
+    replay_every = replay_every.replace(default=None)
+    options = [n_features, POS_LABEL, replay_every, replay_passes, AVERAGE]
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
     def init(self: LearnerClassifier, *args: Any, **kwargs: Any) -> None:

@@ -80,10 +80,10 @@ def test_replay_during_the_auto_delta_window_matches_the_engine() -> None:
     assert_same_learner(model.learner, twin)
 
 
-def test_default_replays_on_the_growing_schedule_as_the_engine_does() -> None:
+def test_auto_replays_on_the_growing_schedule_as_the_engine_does() -> None:
     """'auto': a replay after 1000, 2000, 3000 and 4500 examples (half the count is
     below 1000 until 2000), each one pass, the same as the engine's."""
-    model = PDMClassifier(eps=0.05, delta=1.0)
+    model = PDMClassifier(eps=0.05, delta=1.0, replay_every="auto")
     stream = phishing() * 4
     _run(model, stream, progressive=True)
     assert model.learner.summary()["passes"] == 4
