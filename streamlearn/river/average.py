@@ -94,11 +94,12 @@ class WeightAverage:
         return np.asarray(dots + self.bias, dtype=np.float64)
 
     def state_dict(self) -> dict[str, Any]:
-        """Plain values: the weights up to their last nonzero, the bias and the counts."""
+        """Plain values: the nonzero weights (indices and values: a hashed model's are
+        few of many), the bias and the counts."""
         nonzero = np.flatnonzero(self.weights)
-        end = int(nonzero[-1]) + 1 if nonzero.shape[0] else 0
         return {
-            "weights": self.weights[:end].copy(),
+            "indices": nonzero.astype(np.int64),
+            "values": self.weights[nonzero].copy(),
             "bias": self.bias,
             "next_at": self.next_at,
             "last_at": self.last_at,
@@ -106,7 +107,9 @@ class WeightAverage:
 
     def load(self, state: dict[str, Any]) -> None:
         """Continue from :meth:`state_dict`'s values."""
-        self.weights = np.array(state["weights"], dtype=np.float64)
+        indices = np.asarray(state["indices"], dtype=np.int64)
+        self.weights = np.zeros(int(indices[-1]) + 1 if indices.shape[0] else 0)
+        self.weights[indices] = np.asarray(state["values"], dtype=np.float64)
         self.bias = float(state["bias"])
         self.next_at = int(state["next_at"])
         self.last_at = int(state["last_at"])

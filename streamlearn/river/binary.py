@@ -201,6 +201,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         self._convex = learner.entry.convex_combination
         self._rho = float(learner.rho)
         self._averaging = bool(self.average)
+        self._set_next_event()
         #: (Platt, examples, passes) of the last calibration of the averaged scores
         self._average_platt: tuple[Platt, int, int] | None = None
         self._last_x: dict[Hashable, Any] | None = None
@@ -423,11 +424,24 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         if new_label:  # only now: a refused example leaves no label behind
             self._add_label(y, sign)
         self._seen += 1
+        if self._seen >= self._next_event:
+            self._count_events()
+
+    def _count_events(self) -> None:
+        """What is due at this count: a sample of the average, a replay."""
         if self._averaging and self._seen >= self._average.next_at:
             self._sample_average()
         if self._seen == self._next_replay:
             self.replay(self.replay_passes)
             self._next_replay = self._schedule.next_after(self._seen)
+        self._set_next_event()
+
+    def _set_next_event(self) -> None:
+        """The count at which :meth:`_count_events` is due next."""
+        due = [self._next_replay] if self._next_replay else []
+        if self._averaging:
+            due.append(self._average.next_at)
+        self._next_event = min(due, default=2**63)
 
     def _learn_deferred(self) -> None:
         sign, self._deferred = self._deferred, 0.0
@@ -481,7 +495,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         f: float = decide(n, self._average_state)
         F = self._F
         # the kernel gave scale * (average . x + rho * beta) with the live scale and beta
-        return f / float(F[_SCALE]) - self._rho * float(F[_BETA]) + self._bias
+        return f / F.item(_SCALE) - self._rho * F.item(_BETA) + self._bias
 
     def _decide_again(self, x: Mapping[Hashable, Any], n: int, deferred: float) -> float:
         """After a kernel said NaN: finish learning the deferred example (see
@@ -519,12 +533,8 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         if self._averaging:
             decide = self._decide
             F = self._F
-            # f / scale - rho * beta + bias > 0, the averaged decision of _average_decision
-            return (
-                self._pos
-                if decide(n, self._average_state) > F[_SCALE] * (self._rho * F[_BETA] - self._bias)
-                else self._neg
-            )
+            f = decide(n, self._average_state)  # as in _average_decision, inlined
+            f = f / F.item(_SCALE) - self._rho * F.item(_BETA) + self._bias
         return self._pos if f > 0.0 else self._neg
 
     def predict_proba_one(self, x: dict[Hashable, Any], **kwargs: Any) -> dict[Any, float]:
@@ -606,6 +616,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             average.next_at = self._seen
             average.last_at = self._seen - min(self._seen, average.window)  # a full share
             self._sample_average()
+            self._set_next_event()
 
     @classmethod
     def model_from_state(cls, model_state: dict[str, Any]) -> LinearLearner:

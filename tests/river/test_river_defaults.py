@@ -155,4 +155,9 @@ def test_a_sample_costs_little_for_wide_models() -> None:
     average.resize(3)
     average.add(1, np.array([1.0, 2.0, 3.0, 4.0]), 0.5, 2.0)
     assert average.weights.tolist() == [2.0, 4.0, 6.0] and average.bias == 1.0
-    assert average.state_dict()["weights"].tolist() == [2.0, 4.0, 6.0]
+    average.weights[1] = 0.0
+    state = average.state_dict()
+    assert state["indices"].tolist() == [0, 2] and state["values"].tolist() == [2.0, 6.0]
+    again = WeightAverage(window=10)
+    again.load(state)
+    assert again.weights.tolist() == [2.0, 0.0, 6.0] and again.bias == 1.0
