@@ -20,7 +20,7 @@ on an endless stream follows the window, as the learner does.
 >>> average = WeightAverage(window=100)
 >>> average.resize(1)
 >>> for seen in (1, 2, 3):
-...     average.add(seen, np.array([float(seen)]), 0.0, 1.0)
+...     average.add(seen, np.array([float(seen)]), 0.0, 1.0, width=1)
 >>> average.weights.tolist(), average.next_at
 ([2.0], 4)
 """
@@ -64,10 +64,17 @@ class WeightAverage:
         self.last_at = 0
 
     def add(
-        self, seen: int, weights: npt.NDArray[np.float64], bias: float, unit_factor: float
+        self,
+        seen: int,
+        weights: npt.NDArray[np.float64],
+        bias: float,
+        unit_factor: float,
+        width: int = 0,
     ) -> None:
         """Take the sample due at ``seen``: ``weights`` (as long as :attr:`weights` at
-        least) and ``bias`` times ``unit_factor`` (0 for a model that made no update)."""
+        least) and ``bias`` times ``unit_factor`` (0 for a model that made no update).
+        ``width``, the features the model has (a count that a restored model has too,
+        unlike the room its arrays have), spaces the samples."""
         share = (seen - self.last_at) / min(seen, self.window)
         keep = 1.0 - share
         n = self.weights.shape[0]
@@ -75,7 +82,7 @@ class WeightAverage:
         self.weights += (share * unit_factor) * weights[:n]
         self.bias = keep * self.bias + share * unit_factor * bias
         self.last_at = seen
-        self.next_at = seen + interval(seen, n)
+        self.next_at = seen + interval(seen, width)
 
     def resize(self, n: int) -> None:
         """Room for ``n`` weights (new ones start at 0); never shorter than its nonzeros."""

@@ -460,7 +460,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         weights = self._state[0]
         if weights.shape[0] > average.weights.shape[0]:  # not reachable: _take_path sizes it
             self._path.refresh()
-        average.add(self._seen, weights, self._rho * float(F[_BETA]), factor)
+        average.add(self._seen, weights, self._rho * float(F[_BETA]), factor, self._names_room())
         self._bias = average.bias
 
     # -- prediction ---------------------------------------------------------------------

@@ -61,7 +61,7 @@ def test_the_average_is_the_mean_of_the_weights_in_margin_units() -> None:
             total = np.concatenate([total, np.zeros(coef.shape[0] - total.shape[0])])
             total += (seen - sampled) * coef
             bias += (seen - sampled) * (learner.intercept_ / unit if math.isfinite(unit) else 0.0)
-            sampled, due = seen, seen + interval(seen, averaged._path.state[0].shape[0])
+            sampled, due = seen, seen + interval(seen, len(averaged._index))
     average = averaged._average
     assert average.last_at == sampled and average.next_at == due
     n = total.shape[0]
@@ -153,7 +153,7 @@ def test_a_sample_costs_little_for_wide_models() -> None:
     assert interval(10**6, 2**20) == 4096 and interval(10**6, 100) == 256
     average = WeightAverage(window=10)
     average.resize(3)
-    average.add(1, np.array([1.0, 2.0, 3.0, 4.0]), 0.5, 2.0)
+    average.add(1, np.array([1.0, 2.0, 3.0, 4.0]), 0.5, 2.0, width=3)
     assert average.weights.tolist() == [2.0, 4.0, 6.0] and average.bias == 1.0
     average.weights[1] = 0.0
     state = average.state_dict()
