@@ -1,7 +1,9 @@
 """Compiled kernels: every ``numba.njit`` function of streamlearn lives below this package.
 
 Kernels take arrays and scalars (options coded as ints), mutate preallocated arrays in
-place and return counts. Nothing outside this package imports numba.
+place and return counts. Nothing outside this package imports numba, and this package
+imports it only when the kernels compiled ahead of time are absent, stale or not wanted
+(``STREAMLEARN_JIT=1``), or a call needs the JIT: see :mod:`streamlearn._kernels._jit`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from streamlearn._kernels._jit import (
     CompileLog,
     announce_compilation,
     set_up_target_for_a_command,
+    uses_aot,
     watch_compilation,
 )
 from streamlearn._kernels.answers import BINARY_ANSWER_CHARS, binary_answers
@@ -65,6 +68,7 @@ __all__ = [
     "replay_pass",
     "row_sqnorms",
     "set_up_target_for_a_command",
+    "uses_aot",
     "values_all_one",
     "watch_compilation",
 ]

@@ -1,19 +1,33 @@
 """The one place that calls ``numba.njit``: a typed decorator with the project's options,
-and a watch on numba's compilations (the seconds a first run spends compiling)."""
+the choice between the kernels compiled ahead of time and numba's JIT, and a watch on
+numba's compilations (the seconds a first run spends compiling).
+
+When the ahead-of-time modules built with the package are there and match the kernels'
+sources (:mod:`streamlearn._kernels._aot`), :func:`kernel` returns a function that calls
+their code, and numba is not imported: a command starts in the time numpy takes. Else
+(or with ``STREAMLEARN_JIT=1``) it returns numba's dispatcher, as it always did. A call
+with argument types that no exported signature covers goes to the JIT (numba imported
+then, and the compilation announced like any other).
+"""
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import os
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
+
+from streamlearn._kernels import _aot
+from streamlearn._kernels._exports import export_key
 
 
 def numba_cache_dir(
@@ -57,11 +71,31 @@ _CACHE = numba_cache_dir(Path(__file__).resolve().parent, os.environ, _writable)
 if _CACHE is not None:  # before numba reads its configuration, at its import
     os.environ["NUMBA_CACHE_DIR"] = _CACHE
 
-import numba  # noqa: E402
-import numba.core.event  # noqa: E402
+#: numba, once this module imported it (None on the ahead-of-time path)
+_numba: Any = None
+#: whether this process is a command's, whose target is set up its way (see below)
+_command_target = False
+#: watches waiting for numba: each is called with it once it is imported
+_waiting: list[Callable[[Any], None]] = []
 
-if _CACHE is not None:  # and if numba was imported before streamlearn
-    setattr(numba.config, "CACHE_DIR", _CACHE)  # noqa: B010  # numba has no stub for it
+
+def numba_module() -> Any:
+    """numba, imported now if it was not: its cache where :func:`numba_cache_dir` says,
+    a command's target set up as :func:`set_up_target_for_a_command` asked, and the
+    open compilation watches listening."""
+    global _numba
+    if _numba is None:
+        import numba
+        import numba.core.event
+
+        if _CACHE is not None:  # if numba was imported before streamlearn
+            setattr(numba.config, "CACHE_DIR", _CACHE)  # noqa: B010  # no stub for it
+        _numba = numba
+        if _command_target:
+            _set_up_target()
+        for attach in list(_waiting):
+            attach(numba)
+    return _numba
 
 
 def set_up_target_for_a_command() -> None:
@@ -76,7 +110,17 @@ def set_up_target_for_a_command() -> None:
     ``scipy.linalg`` refused; numba then takes BLAS for absent in that process only (it
     would still compile ``np.dot``, with a loop). ``scipy.linalg`` stays importable
     afterwards. A process that imported it already is left as it is.
+
+    On the ahead-of-time path numba is not imported: this is then done if and when a
+    kernel needs the JIT.
     """
+    global _command_target
+    _command_target = True
+    if _numba is not None:
+        _set_up_target()
+
+
+def _set_up_target() -> None:
     if _LINALG in sys.modules:
         return
     from numba.core.registry import cpu_target
@@ -132,9 +176,88 @@ def kernel(
         options["nogil"] = True
 
     def wrap(function: F) -> F:
-        return cast(F, numba.njit(**options)(function))
+        table = _exports()
+        if table is None:
+            return cast(F, numba_module().njit(**options)(function))
+        lazy = _LazyJit(function, options)
+        exports = table.get(
+            export_key(function.__module__, function.__qualname__, freevars(function))
+        )
+        made: Any = (
+            lazy if exports is None else _aot.aot_wrapper(function, exports, lazy.dispatcher)
+        )
+        _LAZY[id(made)] = (made, lazy)
+        return cast(F, made)
 
     return wrap
+
+
+def freevars(function: Any) -> tuple[Any, ...]:
+    """The values of ``function``'s closure (a kernel made by a factory is one per value).
+
+    >>> def factory(code):
+    ...     def kernel(x):
+    ...         return x + code
+    ...     return kernel
+    >>> freevars(factory(4)), freevars(factory)
+    ((4,), ())
+    """
+    return tuple(cell.cell_contents for cell in function.__closure__ or ())
+
+
+@functools.cache
+def _exports() -> dict[str, list[tuple[Any, Callable[..., Any]]]] | None:
+    """The ahead-of-time table, looked up once (None: the JIT is used)."""
+    if _aot.forced_jit():
+        _aot.unused_because = "STREAMLEARN_JIT is set"
+        return None
+    return _aot.load_exports()
+
+
+def uses_aot() -> bool:
+    """Whether the kernels run the code compiled ahead of time (numba only for calls
+    with other argument types)."""
+    return _exports() is not None
+
+
+#: every kernel made on the ahead-of-time path, by id: (what :func:`kernel` returned,
+#: its JIT)
+_LAZY: dict[int, tuple[Any, _LazyJit]] = {}
+
+
+class _LazyJit:
+    """A kernel's JIT, made at its first call: numba's dispatcher for a copy of the
+    function whose globals hold the JIT of every kernel it calls (numba compiles calls to
+    dispatchers, not to the functions that stand for them on the ahead-of-time path).
+    Called itself, it stands for a kernel that has no exported signature (one only
+    other kernels call)."""
+
+    def __init__(self, function: Any, options: dict[str, Any]) -> None:
+        self.py_func = function
+        self._options = options
+        self._jit: Any = None
+        functools.update_wrapper(self, function)
+
+    def dispatcher(self) -> Any:
+        if self._jit is None:
+            function = self.py_func
+            scope = dict(function.__globals__)
+            copy = types.FunctionType(
+                function.__code__, scope, function.__name__, function.__defaults__,
+                function.__closure__,
+            )  # fmt: skip
+            copy.__qualname__ = function.__qualname__
+            copy.__module__ = function.__module__
+            copy.__doc__ = function.__doc__
+            self._jit = numba_module().njit(**self._options)(copy)
+            for name, value in scope.items():
+                found = _LAZY.get(id(value))
+                if found is not None and found[0] is value:
+                    scope[name] = found[1].dispatcher()
+        return self._jit
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.dispatcher()(*args, **kwargs)
 
 
 @dataclass
@@ -161,7 +284,9 @@ def watch_compilation(on_first: Callable[[], None]) -> Iterator[CompileLog]:
 
     The first run after installing (or after a kernel's source changed) compiles for
     seconds before any work is done; a command line says so rather than look stuck.
-    A kernel already compiled or cached is not reported.
+    A kernel already compiled or cached, or compiled ahead of time, is not reported. On
+    the ahead-of-time path numba is imported only if a call needs the JIT; the watch
+    starts listening then.
 
     >>> from streamlearn._kernels.rows import row_sqnorms
     >>> import numpy as np
@@ -172,9 +297,24 @@ def watch_compilation(on_first: Callable[[], None]) -> Iterator[CompileLog]:
     0
     """
     log = CompileLog()
-    listener = _CompileListener(log, on_first)
-    with numba.core.event.install_listener("numba:compile", listener):
+    listeners: list[Any] = []
+
+    def attach(numba: Any) -> None:
+        listener = _listener_class(numba)(log, on_first)
+        numba.core.event.register("numba:compile", listener)
+        listeners.append(listener)
+
+    if _numba is not None:
+        attach(_numba)
+    else:
+        _waiting.append(attach)
+    try:
         yield log
+    finally:
+        if attach in _waiting:
+            _waiting.remove(attach)
+        for listener in listeners:
+            _numba.core.event.unregister("numba:compile", listener)
 
 
 @contextmanager
@@ -188,32 +328,38 @@ def announce_compilation(say: Callable[[str], None]) -> Iterator[CompileLog]:
         say(log.summary())
 
 
-class _CompileListener(numba.core.event.Listener):
-    """Counts the compilations of streamlearn's kernels; numba nests a callee's inside
-    its caller's, so only the outermost ones are timed."""
+@functools.cache
+def _listener_class(numba: Any) -> Any:
+    """The listener class, made once numba is imported (it derives from numba's)."""
 
-    def __init__(self, log: CompileLog, on_first: Callable[[], None]) -> None:
-        self._log = log
-        self._on_first = on_first
-        self._depth = 0
-        self._started = 0.0
+    class _CompileListener(numba.core.event.Listener):  # type: ignore[misc]
+        """Counts the compilations of streamlearn's kernels; numba nests a callee's inside
+        its caller's, so only the outermost ones are timed."""
 
-    def on_start(self, event: Any) -> None:
-        if not _is_ours(event):
-            return
-        if self._log.kernels == 0:
-            self._on_first()
-        self._log.kernels += 1
-        if self._depth == 0:
-            self._started = time.perf_counter()
-        self._depth += 1
+        def __init__(self, log: CompileLog, on_first: Callable[[], None]) -> None:
+            self._log = log
+            self._on_first = on_first
+            self._depth = 0
+            self._started = 0.0
 
-    def on_end(self, event: Any) -> None:
-        if not _is_ours(event):
-            return
-        self._depth -= 1
-        if self._depth == 0:
-            self._log.seconds += time.perf_counter() - self._started
+        def on_start(self, event: Any) -> None:
+            if not _is_ours(event):
+                return
+            if self._log.kernels == 0:
+                self._on_first()
+            self._log.kernels += 1
+            if self._depth == 0:
+                self._started = time.perf_counter()
+            self._depth += 1
+
+        def on_end(self, event: Any) -> None:
+            if not _is_ours(event):
+                return
+            self._depth -= 1
+            if self._depth == 0:
+                self._log.seconds += time.perf_counter() - self._started
+
+    return _CompileListener
 
 
 def _is_ours(event: Any) -> bool:

@@ -29,10 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numba
 import numpy as np
 
-from streamlearn._kernels._jit import kernel
+from streamlearn._kernels._jit import kernel, numba_module
 from streamlearn._kernels.engine import (
     BETA,
     N_STATS,
@@ -345,7 +344,14 @@ STATE_DTYPES = (np.float64, np.float64, np.int64, np.int8, np.int32, np.float64)
 def hot_kernels() -> HotKernels:
     """:class:`HotKernels` for states of :data:`STATE_DTYPES` (made once). Only for such
     states, every time: an array of another dtype or layout would be misread, so callers
-    check theirs first."""
+    check theirs first. Compiled ahead of time, they are the exported functions
+    themselves (each has one signature, the states'), called without the checks of
+    their wrappers."""
+    kernels = (decision, learn_one, learn_last_then_decide)
+    exported = [getattr(k, "exports", None) for k in kernels]
+    if all(e is not None and len(e) == 1 for e in exported):
+        return HotKernels(*(e[0] for e in exported if e is not None))
+    numba = numba_module()
     types: Any = numba.types  # untyped: numba has no stubs
     state = types.Tuple([types.Array(numba.from_dtype(np.dtype(d)), 1, "C") for d in STATE_DTYPES])
     integer, real = numba.types.int64, numba.types.float64
