@@ -3,21 +3,31 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 
 .PHONY: install run lint test test-fast bench clean clean-kernels
 
-$(STAMP): pyproject.toml
+# the install compiles the kernels ahead of time (setup.py): no first run compiles. Where
+# it could not (no C compiler), `streamlearn warmup` fills numba's cache instead.
+$(STAMP): pyproject.toml setup.py
 	command -v prometheus >/dev/null || (apt-get update -qq && \
 		apt-get install -y -qq --no-install-recommends prometheus >/dev/null)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[dev]"
-	$(BIN)/streamlearn warmup  # every kernel into numba's cache: no first run compiles
+	$(BIN)/python -c "import streamlearn._kernels as k; raise SystemExit(not k.uses_aot())" \
+		|| $(BIN)/streamlearn warmup
 	touch $(STAMP)
 
 install: $(STAMP)
 
-run: $(STAMP)
+# what the example needs and no more: the package and river (make test installs the rest)
+$(RUN_STAMP): pyproject.toml setup.py
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet -e . "river>=0.21"
+	touch $(RUN_STAMP)
+
+run: $(if $(wildcard $(STAMP)),$(STAMP),$(RUN_STAMP))
 	$(BIN)/python examples/phishing_svmlight.py | $(BIN)/streamlearn learn --algo pdm --eps 0.01 --model phishing.ckpt
 	$(BIN)/streamlearn inspect phishing.ckpt
 
@@ -60,6 +70,9 @@ clean: clean-kernels
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
 # numba recompiles a cached kernel only when its own file changes, not when a helper it
-# inlines from another file (rules.py, ring.py) does: drop every compiled copy.
+# inlines from another file (rules.py, ring.py) does: drop every compiled copy, the
+# kernels compiled ahead of time included (`pip install -e .` builds them again).
 clean-kernels:
 	find streamlearn -name '*.nbi' -delete -o -name '*.nbc' -delete
+	rm -f streamlearn/_kernels/_aot_*.so streamlearn/_kernels/_aot_*.pyd
+	rm -rf build
