@@ -391,7 +391,8 @@ def _serve(config: ServeConfig, token: str | None, stopper: _Stopper) -> None:
             log.info("HTTP API on http://%s:%d (learning %s)", _address(config.http_addr)[0],
                      port, "on" if config.http_learn else "off")  # fmt: skip
         started = time.monotonic()
-        daemon.run()
+        with announce_compilation(log.info):  # numba's JIT after the warm-up: said too
+            daemon.run()
         log.info("%s", _summary(daemon, source, time.monotonic() - started))
     finally:
         server.stop()

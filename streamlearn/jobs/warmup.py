@@ -1,12 +1,15 @@
-"""``streamlearn warmup``: compile every kernel into numba's cache once, after installing.
+"""``streamlearn warmup``: make sure no first run compiles a kernel.
 
-numba compiles a kernel the first time a process calls it and keeps the result in its
-cache; a first ``learn``, ``serve`` or river call after installing would otherwise spend
+An install compiles the kernels ahead of time (``setup.py``): then there is nothing to
+compile, and this says so. Where it could not (no C compiler at install time), or with
+``STREAMLEARN_JIT=1``, numba compiles a kernel the first time a process calls it and
+keeps the result in its cache; a first ``learn``, ``serve`` or river call would spend
 seconds compiling what later runs load. This runs, on tiny inputs, every path the
 commands and adapters take: each learner alone and in a one-vs-rest bank (learning,
 replay, answers, the certificate, a checkpoint's state), the parsers and message
 decoders, Kafka's record-batch decoder, the frozen predictors, and the river adapters
-when river is installed. ``make install`` runs it.
+when river is installed. ``make install`` runs it when the kernels were not compiled
+ahead of time.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from streamlearn._kernels import announce_compilation
+from streamlearn._kernels import announce_compilation, uses_aot
 from streamlearn.config import LearnerSpec, ModelSpec
 from streamlearn.learn import LEARNERS, LearnerTable, model_from_state
 from streamlearn.parse import SvmlightParser
@@ -28,10 +31,12 @@ REQUIRED = {"pfm": {"beta": 0.1}}
 
 def run_warmup(say: Callable[[str], None], learners: LearnerTable = LEARNERS) -> int:
     """Run every kernel once (compiling what the cache lacks); returns how many kernels
-    were compiled (0 when everything was cached already)."""
+    were compiled (0 when everything was cached already or compiled ahead of time)."""
     from streamlearn.jobs.serve import warm_up
     from streamlearn.sources.kafka_blocks import warm_up as warm_up_kafka
 
+    if uses_aot():  # the paths still run: a call no exported kernel takes would compile
+        say("the kernels were compiled ahead of time, when streamlearn was installed")
     with announce_compilation(say) as compiled:
         for name in learners:
             for one_vs_rest in (False, True):
