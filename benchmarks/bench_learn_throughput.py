@@ -4,8 +4,10 @@ format, measured in the same run.
 
 The data: ``--copies`` (default 30) concatenated copies of ../shared/data/adult/a9a.train
 (976830 lines, 70 MB). streamlearn runs as a real subprocess fed by ``cat`` through a
-pipe, start-up included; VW (hinge loss, reading its file) runs through its Python
-binding. Needs the ``vowpalwabbit`` package (``make bench`` installs it).
+pipe, start-up included, with its kernels compiled ahead of time (as installed) and
+with numba's JIT (``STREAMLEARN_JIT=1``, its cache warm); VW (hinge loss, reading its
+file) runs through its Python binding. Needs the ``vowpalwabbit`` package (``make
+bench`` installs it).
 
 Run: .venv/bin/python benchmarks/bench_learn_throughput.py [--copies N] [--repeats N]
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -42,9 +45,12 @@ def write_inputs(copies: int, directory: Path) -> tuple[Path, Path, int]:
     return svm, vw, original.count(b"\n") * copies
 
 
-def run_streamlearn(svm: Path) -> dict[str, object]:
+def run_streamlearn(svm: Path, jit: bool = False) -> dict[str, object]:
     command = f"cat {svm} | {STREAMLEARN} learn --algo pdm --epochs 1 --quiet --json"
-    done = subprocess.run(command, shell=True, check=True, capture_output=True, text=True)
+    env = {k: v for k, v in os.environ.items() if k != "STREAMLEARN_JIT"}
+    if jit:
+        env["STREAMLEARN_JIT"] = "1"
+    done = subprocess.run(command, shell=True, check=True, capture_output=True, text=True, env=env)
     result: dict[str, object] = json.loads(done.stdout)
     return result
 
@@ -63,14 +69,20 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         svm, vw, lines = write_inputs(args.copies, Path(tmp))
-        run_streamlearn(svm)  # warm the page cache and numba's on-disk cache
+        run_streamlearn(svm)  # warm the page cache
+        run_streamlearn(svm, jit=True)  # and numba's on-disk cache
         results = interleaved(
-            {"streamlearn": lambda: run_streamlearn(svm), "vw": lambda: run_vw(vw)},
+            {
+                "streamlearn": lambda: run_streamlearn(svm),
+                "jit": lambda: run_streamlearn(svm, jit=True),
+                "vw": lambda: run_vw(vw),
+            },
             args.repeats,
         )
     ours_times, ours_report = results["streamlearn"]
     vw_seconds = median(results["vw"][0])
     ours_seconds = median(ours_times)
+    jit_seconds = median(results["jit"][0])
     print(f"{lines} lines ({args.copies} copies of a9a.train), {args.repeats} interleaved runs")
     print(
         f"examples learned by streamlearn: {ours_report['examples']}, "
@@ -79,9 +91,11 @@ def main() -> None:
     print(f"{'':<34}{'seconds':>9}{'examples/s':>14}")
     print(f"{'vowpal wabbit (hinge, from file)':<34}{vw_seconds:>9.3f}{lines / vw_seconds:>14,.0f}")
     print(f"{'streamlearn learn --epochs 1':<34}{ours_seconds:>9.3f}{lines / ours_seconds:>14,.0f}")
+    print(f"{'  the same, STREAMLEARN_JIT=1':<34}{jit_seconds:>9.3f}{lines / jit_seconds:>14,.0f}")
     target = TARGETS.get(args.copies)
     wanted = f" (target >= {target})" if target else ""
     print(f"ratio streamlearn / vw examples per second: {vw_seconds / ours_seconds:.2f}{wanted}")
+    print(f"ratio with the JIT: {vw_seconds / jit_seconds:.2f}")
 
 
 if __name__ == "__main__":

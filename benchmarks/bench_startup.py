@@ -16,7 +16,10 @@ seconds, medians:
   first reads its standard input (the pipe is filled first, so a write beyond its
   capacity returns when the process starts reading);
 - ``learn, one line``: the whole run of ``streamlearn learn --algo pdm`` on one line
-  (imports, kernels loaded from the cache, the line learned, replayed and reported).
+  (imports, the kernels compiled ahead of time loaded, the line learned, replayed and
+  reported; numba is not imported);
+- ``learn, one line, STREAMLEARN_JIT=1``: the same with numba's JIT, its cache warm (what
+  an install without the kernels compiled ahead of time pays at every run).
 
 Run: .venv/bin/python benchmarks/bench_startup.py [--repeats N]
 """
@@ -62,12 +65,16 @@ def _command() -> str:
     return found
 
 
-def _run(argv: list[str], stdin: Path | None = None) -> float:
+def _run(argv: list[str], stdin: Path | None = None, jit: bool = False) -> float:
+    env = {k: v for k, v in os.environ.items() if k != "STREAMLEARN_JIT"}
+    if jit:
+        env["STREAMLEARN_JIT"] = "1"
     began = time.perf_counter()
     with open(stdin or os.devnull, "rb") as source:
         subprocess.run(
-            argv, stdin=source, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True
-        )
+            argv, stdin=source, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            check=True, env=env,
+        )  # fmt: skip
     return time.perf_counter() - began
 
 
@@ -110,8 +117,10 @@ def main() -> None:
             "streamlearn --version": lambda: _run([command, "--version"]),
             "learn: first read of standard input": lambda: _first_read(learn),
             "learn, one line": lambda: _run([*learn, str(one_line)]),
+            "learn, one line, STREAMLEARN_JIT=1": lambda: _run([*learn, str(one_line)], jit=True),
         }
-        _run([*learn, str(one_line)])  # the kernels in the cache, the files in the page cache
+        _run([*learn, str(one_line)])  # the files in the page cache
+        _run([*learn, str(one_line)], jit=True)  # the JIT's kernels in numba's cache
         times: dict[str, list[float]] = {name: [] for name in rows}
         for _ in range(args.repeats):
             for name, row in rows.items():
