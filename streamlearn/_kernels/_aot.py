@@ -17,11 +17,12 @@ that fits, and the JIT for any other call (:func:`aot_wrapper`).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from streamlearn._kernels._sources import kernel_sources, sources_hash
 log = logging.getLogger("streamlearn.kernels")
 
 
-def forced_jit(environ: dict[str, str] | os._Environ[str] = os.environ) -> bool:
+def forced_jit(environ: Mapping[str, str] = os.environ) -> bool:
     """Whether ``STREAMLEARN_JIT`` asks for the JIT (any value but empty or ``0``).
 
     >>> forced_jit({"STREAMLEARN_JIT": "1"}), forced_jit({"STREAMLEARN_JIT": "0"}), forced_jit({})
@@ -44,6 +45,17 @@ def forced_jit(environ: dict[str, str] | os._Environ[str] = os.environ) -> bool:
 
 #: why the AOT modules are not used (None: they are, or have not been looked for)
 unused_because: str | None = None
+
+
+@functools.cache
+def exported_kernels() -> dict[str, list[tuple[Spec, Callable[..., Any]]]] | None:
+    """:func:`load_exports`, once a process, unless ``STREAMLEARN_JIT`` asks for the JIT
+    (None: the JIT is used)."""
+    global unused_because
+    if forced_jit():
+        unused_because = "STREAMLEARN_JIT is set"
+        return None
+    return load_exports()
 
 
 def load_exports() -> dict[str, list[tuple[Spec, Callable[..., Any]]]] | None:

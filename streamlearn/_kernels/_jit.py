@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from streamlearn._kernels import _aot
+from streamlearn._kernels._aot import aot_wrapper, exported_kernels
 from streamlearn._kernels._exports import export_key
 
 
@@ -176,16 +176,14 @@ def kernel(
         options["nogil"] = True
 
     def wrap(function: F) -> F:
-        table = _exports()
+        table = exported_kernels()
         if table is None:
             return cast(F, numba_module().njit(**options)(function))
         lazy = _LazyJit(function, options)
         exports = table.get(
             export_key(function.__module__, function.__qualname__, freevars(function))
         )
-        made: Any = (
-            lazy if exports is None else _aot.aot_wrapper(function, exports, lazy.dispatcher)
-        )
+        made: Any = lazy if exports is None else aot_wrapper(function, exports, lazy.dispatcher)
         _LAZY[id(made)] = (made, lazy)
         return cast(F, made)
 
@@ -205,19 +203,10 @@ def freevars(function: Any) -> tuple[Any, ...]:
     return tuple(cell.cell_contents for cell in function.__closure__ or ())
 
 
-@functools.cache
-def _exports() -> dict[str, list[tuple[Any, Callable[..., Any]]]] | None:
-    """The ahead-of-time table, looked up once (None: the JIT is used)."""
-    if _aot.forced_jit():
-        _aot.unused_because = "STREAMLEARN_JIT is set"
-        return None
-    return _aot.load_exports()
-
-
 def uses_aot() -> bool:
     """Whether the kernels run the code compiled ahead of time (numba only for calls
     with other argument types)."""
-    return _exports() is not None
+    return exported_kernels() is not None
 
 
 #: every kernel made on the ahead-of-time path, by id: (what :func:`kernel` returned,

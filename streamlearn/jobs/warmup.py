@@ -1,7 +1,8 @@
 """``streamlearn warmup``: make sure no first run compiles a kernel.
 
 An install compiles the kernels ahead of time (``setup.py``): then there is nothing to
-compile, and this says so. Where it could not (no C compiler at install time), or with
+compile (the paths still run: a call that no kernel compiled ahead of time takes would
+compile, and be counted). Where it could not (no C compiler at install time), or with
 ``STREAMLEARN_JIT=1``, numba compiles a kernel the first time a process calls it and
 keeps the result in its cache; a first ``learn``, ``serve`` or river call would spend
 seconds compiling what later runs load. This runs, on tiny inputs, every path the
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from streamlearn._kernels import announce_compilation, uses_aot
+from streamlearn._kernels import announce_compilation
 from streamlearn.config import LearnerSpec, ModelSpec
 from streamlearn.learn import LEARNERS, LearnerTable, model_from_state
 from streamlearn.parse import SvmlightParser
@@ -35,8 +36,6 @@ def run_warmup(say: Callable[[str], None], learners: LearnerTable = LEARNERS) ->
     from streamlearn.jobs.serve import warm_up
     from streamlearn.sources.kafka_blocks import warm_up as warm_up_kafka
 
-    if uses_aot():  # the paths still run: a call no exported kernel takes would compile
-        say("the kernels were compiled ahead of time, when streamlearn was installed")
     with announce_compilation(say) as compiled:
         for name in learners:
             for one_vs_rest in (False, True):
