@@ -52,6 +52,36 @@ def numba_type(spec: Any) -> Any:
     return nt.Array(dtypes[code], ndim, "C", readonly=readonly)
 
 
+def faster_inlining() -> bool:
+    """Make numba's inliner copy a callee's IR with one memo for all its blocks; whether
+    it could (else numba is left as it is).
+
+    numba copies the IR of a function it inlines block by block, and every block's copy
+    copies the function's scope, every variable in it, anew: with the kernels' inlined
+    helpers most of the build's time. The blocks share one scope; with one memo it is
+    copied once. Only the build does this (``tests/kernels/test_aot.py`` checks that the
+    modules it makes give what numba's own JIT gives, bit for bit).
+    """
+    import inspect
+    import textwrap
+
+    inliner: Any = importlib.import_module("numba.core.inline_closurecall")
+    try:
+        source = textwrap.dedent(inspect.getsource(inliner.InlineWorker.inline_ir))
+    except (OSError, TypeError, AttributeError):
+        return False
+    copy_blocks = "copy.deepcopy(the_ir.blocks[block_label])"
+    fresh = "kernel_copy.blocks = {}"
+    if source.count(copy_blocks) != 1 or source.count(fresh) != 1:
+        return False
+    source = source.replace(fresh, fresh + "; memo = {}")
+    source = source.replace(copy_blocks, "copy.deepcopy(the_ir.blocks[block_label], memo)")
+    scope = dict(vars(inliner))
+    exec(compile(source, inliner.__file__, "exec"), scope)
+    inliner.InlineWorker.inline_ir = scope["inline_ir"]
+    return True
+
+
 def build(part: int, output_dir: str, cpu: str = "host") -> Path:
     """Compile part ``part`` into ``output_dir``; returns the module's path."""
     os.environ["STREAMLEARN_JIT"] = "1"  # the decorators give numba's dispatchers
@@ -59,6 +89,8 @@ def build(part: int, output_dir: str, cpu: str = "host") -> Path:
     # out of the source tree
     os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="streamlearn-aot-cache-")
     _import_kernels_alone()
+    if os.environ.get("STREAMLEARN_AOT_PLAIN_INLINER", "0") == "0":
+        faster_inlining()
     pycc: Any = importlib.import_module("numba.pycc")  # untyped: numba has no stubs
     pycc_compiler: Any = importlib.import_module("numba.pycc.compiler")
 
