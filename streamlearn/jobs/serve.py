@@ -246,11 +246,6 @@ class ServeConfig:
         for option, given in refused.items():
             if given:
                 raise InvalidParameterError(f"--model-key: drop {option} ({why[option]})")
-        if self.learner.params.get("delta", "auto") == "auto":
-            raise InvalidParameterError(
-                "--model-key needs --delta as a number or 'first': 'auto' holds back each "
-                "key's first examples until a thousand have come"
-            )
 
     @property
     def state_topic(self) -> str | None:

@@ -340,12 +340,18 @@ class ModelBank:
         """:meth:`learn` for rows with label sets (e.g. the svmlight parser's output); a
         batch's +1/-1 labels are label sets of one label each."""
         labelled = _labelled(rows)
-        if self._delta_value is None:
-            released = self._window.hold(labelled)
-            if released is None:
+        self._release_held()  # what the state of an older version held back
+        window = self._window
+        if self.base.delta in AUTO_DELTAS and window.room and labelled.n_examples:
+            if self._delta_value is None:  # the first example: a provisional Delta
+                self._fix_delta(window.provisional(labelled))
+            taken = window.observe(labelled)
+            if window.room:
+                self._present(labelled)
                 return
-            labelled, delta = released
-            self._fix_delta(delta)
+            self._present(labelled.slice(0, taken))
+            self._settle_delta()
+            labelled = labelled.slice(taken, labelled.n_examples)
         self._present(labelled)
 
     def learn_on_schedule(self, rows: Examples, schedule: ReplaySchedule, seen: int) -> int:
@@ -366,12 +372,39 @@ class ModelBank:
         return learn_and_answer(self, _labelled(rows), questions, before, schedule, seen)
 
     def flush(self) -> Self:
-        """Present what ``delta='auto'`` holds back, fixing Delta from it."""
-        if self._delta_value is None and self._window.seen > 0:
+        """Settle Delta (``delta='auto'``) from the examples that came, if its window is
+        not full yet: the end of a stream."""
+        self._flush_pending()
+        return self
+
+    def _flush_pending(self) -> None:
+        """:meth:`_release_held`, then settle Delta (:meth:`_settle_delta`)."""
+        self._release_held()
+        self._settle_delta()
+
+    def _release_held(self) -> None:
+        """Learn what the state of an older version held back while ``delta='auto'``
+        waited for its window, Delta fixed from it as that version did."""
+        if self._window.pending:
             held, delta = self._window.release()
+            self._window.close()
             self._fix_delta(delta)
             self._present(held)
-        return self
+
+    def _settle_delta(self) -> None:
+        """With ``delta='auto'``, once its window is full (or at the end of the stream,
+        :meth:`flush`): the bank's Delta from the window, and every label's state
+        rescaled to it exactly (see :mod:`streamlearn.learn.window`)."""
+        window = self._window
+        if self.base.delta != "auto" or window.seen == 0:
+            return
+        window.close()
+        delta = window.delta()
+        if delta != self._delta_value:
+            self._fix_delta(delta)
+            for learner in self._learners:
+                learner.state.recompute_sqnorm()
+                learner.state.converged = False
 
     def replay(
         self, max_passes: int | None = None, interrupt: Callable[[], bool] | None = None
@@ -382,7 +415,7 @@ class ModelBank:
         ``interrupt`` (see :meth:`LinearLearner.replay`) ends the replay within or after
         a learner; the next replay starts with the learner after it, so that every
         label gets its turn."""
-        self.flush()
+        self._release_held()
         self._update_tau_pos()
         self._rules = None
         learners = self.learners()
@@ -397,7 +430,7 @@ class ModelBank:
     def epoch_pass(self) -> bool:
         """One plain pass over the buffer in arrival order for every learner; returns
         whether none of them updated."""
-        self.flush()
+        self._release_held()
         self._rules = None
         return all([learner.epoch_pass() for learner in self.learners()])
 
@@ -407,7 +440,7 @@ class ModelBank:
         if self._examples_seen == 0 and self._window.seen == 0 and self.n_labels == 0:
             indptr, _, _ = as_rows(X)
             self.size_buffer_for(indptr.shape[0] - 1, arena_cells(indptr))
-        return self.learn(X, Y).replay()
+        return self.learn(X, Y).flush().replay()
 
     def size_buffer_for(self, n_examples: int, cells: int) -> None:
         """Make a bank that has learned nothing and has no label yet hold ``n_examples``
@@ -449,7 +482,8 @@ class ModelBank:
         hold one example at a time: the same result, with less work per call."""
         label_ids = self._label_ids
         ids = [label_ids.get(value) for value in labels.tolist()]
-        if self._delta_value is not None and None not in ids:
+        settling = self.base.delta in AUTO_DELTAS and self._window.room > 0
+        if not settling and not self._window.pending and None not in ids:
             self._present_one(indices, values, ids)
             return
         self.learn_rows(

@@ -377,11 +377,18 @@ class LinearLearner:
 
     def learn_batch(self, batch: Batch) -> None:
         """:meth:`learn` for a batch that is already checked (from the parser)."""
-        if self.state.delta is None:
-            released = self.window.hold(batch)
-            if released is None:
+        self._release_held()  # what the state of an older version held back
+        window = self.window
+        if self.delta in AUTO_DELTAS and window.room and batch.n_examples:
+            if self.state.delta is None:  # the first example: a provisional Delta
+                self.state.delta = window.provisional(batch)
+            taken = window.observe(batch)
+            if window.room:
+                self._present_stream(batch)
                 return
-            batch, self.state.delta = released
+            self._present_stream(batch.slice(0, taken))
+            self._settle_delta()
+            batch = batch.slice(taken, batch.n_examples)
         self._present_stream(batch)
 
     def learn_on_schedule(self, rows: Examples, schedule: ReplaySchedule, seen: int) -> int:
@@ -408,7 +415,7 @@ class LinearLearner:
         """
         if self._before_replay is not None:
             self._before_replay()
-        self._flush_pending()
+        self._release_held()
         budget = self.max_passes if max_passes is None else count("max_passes", max_passes)
         if self._begin_replay():
             budget = max(budget, self.max_passes)
@@ -423,8 +430,8 @@ class LinearLearner:
         self._before_replay = callback
 
     def flush(self) -> Self:
-        """Start learning the examples held back while ``delta='auto'`` waits for its
-        window: Delta is fixed from those that arrived. :meth:`replay` does this too."""
+        """Settle Delta (``delta='auto'``) from the examples that came, if its window is
+        not full yet: the end of a stream (a replay leaves the window open)."""
         self._flush_pending()
         return self
 
@@ -434,7 +441,7 @@ class LinearLearner:
         made no update."""
         if self._before_replay is not None:
             self._before_replay()
-        self._flush_pending()
+        self._release_held()
         state = self.state
         slots = state.buffer.live_slots()
         if slots.shape[0] == 0:
@@ -461,7 +468,7 @@ class LinearLearner:
         if self._fresh():
             self.size_buffer_for(batch.n_examples, arena_cells(batch.indptr))
         self.learn_batch(batch)
-        return self.replay()
+        return self.flush().replay()
 
     def _run_passes(self, budget: int, interrupt: Callable[[], bool] | None = None) -> int:
         """Up to ``budget`` full replay passes; stops at convergence. Returns passes run."""
@@ -549,9 +556,31 @@ class LinearLearner:
         return None if target is None else float(target(self))
 
     def _flush_pending(self) -> None:
-        if self.state.delta is None and self.window.seen > 0:
+        """:meth:`_release_held`, then settle Delta (:meth:`_settle_delta`)."""
+        self._release_held()
+        self._settle_delta()
+
+    def _release_held(self) -> None:
+        """Learn what the state of an older version held back while ``delta='auto'``
+        waited for its window, Delta fixed from it as that version did."""
+        if self.window.pending:
             batch, self.state.delta = self.window.release()
+            self.window.close()
             self._present_stream(batch)
+
+    def _settle_delta(self) -> None:
+        """With ``delta='auto'``, once its window is full (or at the end of the stream,
+        :meth:`flush`, from the examples that came): Delta from the window, and the state
+        rescaled to it exactly (see :mod:`streamlearn.learn.window`)."""
+        window = self.window
+        if self.delta != "auto" or window.seen == 0:
+            return
+        window.close()
+        delta = window.delta()
+        if delta != self.state.delta:
+            self.state.delta = delta
+            self.state.recompute_sqnorm()
+            self.state.converged = False
 
     def keep_in_range(self) -> None:
         """Scale the state down when t has grown large, for the rules no common factor
@@ -642,11 +671,12 @@ class LinearLearner:
         """:meth:`learn_on_schedule`, answering question ``j`` (as :meth:`answers` does)
         just before row ``before[j]`` is learned; returns the new count and the answers.
 
-        Without a count-based schedule and with Delta fixed, one pass of the engine over
+        Without a count-based schedule and with Delta settled, one pass of the engine over
         the rows answers the questions on its way, so a question costs no more than its
         answer; otherwise the rows between two questions are learned in turn.
         """
-        if schedule.enabled or self.state.delta is None or not isinstance(rows, Batch):
+        settling = self.delta in AUTO_DELTAS and self.window.room > 0
+        if schedule.enabled or settling or self.window.pending or not isinstance(rows, Batch):
             return _learn_and_answer(self, rows, questions, before, schedule, seen)
         batch = rows
         state, sqnorms, rule = self._stream_ready(batch)

@@ -32,6 +32,7 @@ import numpy.typing as npt
 from streamlearn._kernels import single
 from streamlearn.errors import StateError
 from streamlearn.learn.base import LinearLearner
+from streamlearn.learn.params import AUTO_DELTAS
 from streamlearn.learn.state import PackedBlocks
 from streamlearn.types import Batch, RowStatus
 
@@ -55,7 +56,8 @@ class OneExamplePath:
         self.on_refresh = on_refresh
         self.work = FIRST_WORKSPACE
         self._blocks: PackedBlocks | None = None
-        #: examples held while ``delta='auto'`` waits (None when Delta is fixed)
+        #: examples on their way to the learner while ``delta='auto'`` watches its first
+        #: examples (None once Delta is settled)
         self.held: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], float]] | None
         self.held = None
 
@@ -102,7 +104,7 @@ class OneExamplePath:
         Z[single.Z_FORGET] = learner.forget == "window"
         Z[single.Z_DEFER_UNTIL] = state.defer_until
         state.reserve_weights(min_weights)
-        if state.delta is None:
+        if learner.delta in AUTO_DELTAS and learner.window.room > 0:
             if self.held is None:
                 self.held = []
         else:
@@ -167,16 +169,29 @@ class OneExamplePath:
         self.settle(sign, single.learn_last(sign, self.state))
 
     def hold(self, n: int, sign: float) -> int:
-        """Keep the raw example of ``n`` entries while ``delta='auto'`` waits: 0, or the
-        negated status of a refused example (nothing kept)."""
-        held, blocks = self.held, self._blocks
-        assert held is not None and blocks is not None
+        """Learn the raw example of ``n`` entries while the learner's window watches its
+        first examples (``delta='auto'``, ``'first'``): the first gives the provisional
+        Delta, and the one that fills the window settles it (the learner's
+        ``_settle_delta``, as its batch path does). 0, or the negated status of a refused
+        example (nothing learned)."""
+        blocks = self._blocks
+        assert self.held is not None and blocks is not None
         m = single.canonical(n, self.state[0].shape[0], blocks.F, blocks.Z)
         if m < 0:
             return m
-        held.append((blocks.work_indices[:m].copy(), blocks.work_values[:m].copy(), sign))
-        if len(held) >= self.learner.window.room:
+        learner = self.learner
+        window = learner.window
+        values = blocks.work_values[:m]
+        sqnorm = float(values @ values)
+        if learner.state.delta is None:  # the first example
+            learner.state.delta = window.delta_of(sqnorm)
+            blocks.F[single.F_DELTA_SQ] = learner.state.delta_sq
+        window.observe_one(sqnorm)
+        self.learn_last(sign)
+        if not window.room:
             self.sync()
+            learner.flush()  # the window is full: Delta settles, the state rescaled
+            self.bind()
         return 0
 
     def sync(self) -> None:

@@ -1,21 +1,22 @@
-"""``delta='auto'`` and ``delta='first'``: the first examples fix Delta, and wait until
-they have.
+"""``delta='auto'`` and ``delta='first'``: Delta from the first examples, learned at once.
 
-A learner (or a bank) with ``delta='auto'`` holds its first min(1000, buffer_size)
-examples here (``'first'``: its first example, which is learned at once). Once they
-have all arrived, Delta = R/10 with R their largest ||[x, rho]||, and they are handed
-back to be learned in order; :meth:`AutoDeltaWindow.release`
-fixes Delta from fewer when the stream ends first.
+A learner (or a bank) learns from its first example with a provisional Delta = R/10, R
+= ||[x, rho]|| of that example. With ``'first'`` that is its Delta. With ``'auto'``,
+once its first min(1000, buffer_size) examples have arrived, Delta is fixed again from
+all of them (R their largest ||[x, rho]||) and the state is rescaled to it exactly: the
+weights, beta and the slack counts stay as they are (the combination of the same
+updates), and ||a||^2 = ||w||^2 + beta^2 + Delta^2 sum alpha_k^2 is computed again. The
+window only counts: nothing waits in it (older versions held the examples until Delta
+was fixed; a state of theirs is still read, and what it holds is learned first).
 
 >>> import numpy as np
 >>> from streamlearn.types import Batch
->>> window = AutoDeltaWindow(size=2, rho=1.0, concatenate=Batch.concatenate)
->>> one = Batch.from_csr([0, 1], [0], [3.0], [1])
->>> window.hold(one) is None, window.room
-(True, 1)
->>> released, delta = window.hold(one)
->>> released.n_examples, delta
-(2, 0.31622776601683794)
+>>> window = AutoDeltaWindow(size=3, rho=1.0, concatenate=Batch.concatenate)
+>>> rows = Batch.from_csr([0, 1, 2], [0, 0], [3.0, 1.0], [1, -1])
+>>> window.provisional(rows), window.observe(rows), window.room
+(0.31622776601683794, 2, 1)
+>>> window.observe(Batch.from_csr([0, 1], [0], [7.0], [1])), window.room, window.delta()
+(1, 0, 0.7071067811865476)
 """
 
 from __future__ import annotations
@@ -93,9 +94,43 @@ class AutoDeltaWindow(Generic[R]):
         """One more than the largest feature index among the held examples."""
         return max([0, *(features_spanned(rows.indices) for rows in self.pending)])
 
+    def provisional(self, rows: R) -> float:
+        """The Delta a learner starts with: R/10 from the first example of ``rows``."""
+        first = rows.slice(0, 1)
+        return self.delta_of(float(row_sqnorms(first.indptr, first.values)[0]))
+
+    def delta_of(self, sqnorm: float) -> float:
+        """R/10 for an example of squared norm ``sqnorm`` (R = ||[x, rho]||)."""
+        return math.sqrt(sqnorm + self.rho * self.rho) / 10.0
+
+    def observe_one(self, sqnorm: float) -> None:
+        """:meth:`observe` of one example of squared norm ``sqnorm``, with room for it."""
+        self.max_sqnorm = max(self.max_sqnorm, sqnorm)
+        self.seen += 1
+
+    def observe(self, rows: R) -> int:
+        """Count the first of ``rows`` that fall in the window (their largest squared
+        norm kept); how many did (the room there was)."""
+        take = min(self.room, rows.n_examples)
+        if take > 0:
+            head = rows.slice(0, take)
+            sqnorms = row_sqnorms(head.indptr, head.values)
+            self.max_sqnorm = max(self.max_sqnorm, float(sqnorms.max()))
+            self.seen += take
+        return take
+
+    def close(self) -> None:
+        """Settle with the examples that came (a replay, or the end of the stream)."""
+        self.seen = max(self.seen, self.size)
+
+    def delta(self) -> float:
+        """Delta = R/10 from the examples that arrived, R their largest ||[x, rho]||."""
+        return self.delta_of(self.max_sqnorm)
+
     def hold(self, rows: R) -> tuple[R, float] | None:
         """Keep ``rows`` (a copy); once ``size`` examples have arrived, return every held
-        row, in order, and Delta. None while the window is not full."""
+        row, in order, and Delta. None while the window is not full. (The rule of older
+        versions, kept for the tests that compare with it.)"""
         take = min(self.room, rows.n_examples)
         if take > 0:
             head = rows.slice(0, take)
@@ -109,10 +144,9 @@ class AutoDeltaWindow(Generic[R]):
 
     def release(self) -> tuple[R, float]:
         """Every example held, in order, and Delta = R/10 from those that arrived."""
-        delta = math.sqrt(self.max_sqnorm + self.rho * self.rho) / 10.0
         held = self.concatenate(self.pending)
         self.pending = []
-        return held, delta
+        return held, self.delta()
 
     def state_dict(self) -> dict[str, Any]:
         """The counts; the owner stores the held rows (their format is its own)."""

@@ -59,7 +59,7 @@ def test_each_learner_is_the_standalone_learner_bit_for_bit(base: LinearLearner)
         assert_same_learner(bank.learner(value), alone)
     bank.replay()
     for value in (10, 20, 30, 40):  # learn + replay: fit() would size its buffer to X
-        alone = standalone(base).learn(X, one_label_targets(label_sets, value)).replay()
+        alone = standalone(base).learn(X, one_label_targets(label_sets, value)).flush().replay()
         assert_same_learner(bank.learner(value), alone)
 
 
@@ -198,10 +198,13 @@ def test_tau_pos_kappa_needs_paum() -> None:
 def test_auto_delta_is_fixed_once_for_the_bank() -> None:
     X, label_sets = multilabel_stream()
     bank = ModelBank(PDM(eps=0.05)).learn(X, label_sets)
-    assert bank.delta_ is None and bank.n_labels == 0  # still waiting for 1000 examples
-    bank.flush()
-    alone = PDM(eps=0.05).learn(X, one_label_targets(label_sets, 10)).flush()
-    assert bank.delta_ == alone.delta_
+    alone = PDM(eps=0.05).learn(X, one_label_targets(label_sets, 10))
+    # learned from the first example, under a provisional Delta from it
+    assert bank.n_labels == 4 and bank.delta_ == alone.delta_ is not None
+    provisional = bank.delta_
+    bank.flush()  # the end of the stream: Delta from every example that came
+    alone.flush()
+    assert bank.delta_ == alone.delta_ != provisional
     assert all(learner.delta_ == alone.delta_ for learner in bank.learners())
 
 

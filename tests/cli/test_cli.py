@@ -108,11 +108,13 @@ def test_learn_predict_eval_inspect(train_file: Path, test_file: Path, tmp_path:
 
 def test_resume_continues_exactly(tmp_path: Path) -> None:
     """learn A, then resume on B, equals learning A + B in one run (--no-converge),
-    with replays at every 70 examples crossing the boundary between A and B."""
+    with replays at every 70 examples crossing the boundary between A and B. (A run
+    that ends before 1000 examples settles delta 'auto' from those it had, and a resume
+    goes on under that Delta: see test_a_short_run_settles_delta_for_its_resume.)"""
     lines = svmlight_lines(1300, seed=5)
     a, b, both = tmp_path / "a.svm", tmp_path / "b.svm", tmp_path / "ab.svm"
-    a.write_text("\n".join(lines[:640]) + "\n")
-    b.write_text("\n".join(lines[640:]) + "\n")
+    a.write_text("\n".join(lines[:1040]) + "\n")
+    b.write_text("\n".join(lines[1040:]) + "\n")
     both.write_text("\n".join(lines) + "\n")
     common = ["--no-converge", "--replay-every", "70", "--replay-passes", "2"]
     learn_json(str(a), *common, "--model", str(tmp_path / "a.ckpt"))
@@ -123,10 +125,26 @@ def test_resume_continues_exactly(tmp_path: Path) -> None:
     resumed, job1 = load_model(str(tmp_path / "ab1.ckpt"))
     single, job2 = load_model(str(tmp_path / "ab2.ckpt"))
     assert job1 == job2 == {"stream_examples": 1300}
-    assert resumed.delta_ == single.delta_  # 'auto' fixed by the first 1000 across the cut
+    assert resumed.delta_ == single.delta_  # 'auto' fixed by the first 1000
     assert np.array_equal(resumed.coef_, single.coef_)
     assert resumed.intercept_ == single.intercept_
     assert resumed.summary() == single.summary()
+
+
+def test_a_short_run_settles_delta_for_its_resume(tmp_path: Path) -> None:
+    """delta 'auto' on a stream shorter than its window: Delta from every example that
+    came (nothing held back), and a resume keeps it."""
+    lines = svmlight_lines(700, seed=5)
+    a, b = tmp_path / "a.svm", tmp_path / "b.svm"
+    a.write_text("\n".join(lines[:300]) + "\n")
+    b.write_text("\n".join(lines[300:]) + "\n")
+    learn_json(str(a), "--model", str(tmp_path / "a.ckpt"))
+    learn_json(str(b), "--resume", str(tmp_path / "a.ckpt"), "--model", str(tmp_path / "b.ckpt"))
+    short, _ = load_model(str(tmp_path / "a.ckpt"))
+    resumed, _ = load_model(str(tmp_path / "b.ckpt"))
+    assert short.summary()["examples"] == 300 and short.summary()["pending_examples"] == 0
+    assert short.converged and np.any(short.coef_ != 0.0)
+    assert resumed.delta_ == short.delta_ and resumed.summary()["examples"] == 700
 
 
 def test_resume_refuses_other_parameters(train_file: Path, tmp_path: Path) -> None:

@@ -349,13 +349,13 @@ def test_lines_that_would_take_the_bank_past_max_weights_are_rejected() -> None:
         DaemonSettings(max_weights=0)
 
 
-def test_the_weights_bound_counts_the_examples_held_for_auto_delta() -> None:
-    """Before Delta is fixed the bank holds its examples without weights for them: their
-    features count all the same, poll after poll."""
+def test_the_weights_bound_counts_the_examples_learned_before_delta_settles() -> None:
+    """With delta auto the bank learns from the first example (a provisional Delta): its
+    features count at once, poll after poll."""
     spec = ModelSpec(LearnerSpec.from_options("pdm", {"eps": 0.05}), True)  # delta auto
     run = daemon(MemorySource({0: []}), spec=spec, settings=replace(SETTINGS, max_weights=100))
     run.process(MessageBatch.from_messages([Message(b"1 60:1\n", b"a", {}, 0, 0)]))
-    assert bank_of(run).n_features_in_ == 0 and bank_of(run).features_to_learn() == 60
+    assert bank_of(run).n_features_in_ == 60 and bank_of(run).features_to_learn() == 60
     run.process(MessageBatch.from_messages([Message(b"2 1:1\n1 2:1\n", b"b", {}, 0, 1)]))
     assert bank_of(run).labels_to_learn().tolist() == [1.0]  # 2 x 60 would pass 100
     assert run.stream_examples == 2

@@ -116,9 +116,9 @@ def test_examples_the_model_refuses_are_reported_and_counted() -> None:
     assert [a["label"] for a in published.predictor.answer(PROBE)] != []
 
 
-def test_examples_held_for_delta_auto_are_said_to_be_held() -> None:
-    """With delta='auto' the first examples wait for the Delta they give: a post says how
-    many the model holds, and answers come from the model without them (0)."""
+def test_examples_posted_under_delta_auto_are_learned_at_once() -> None:
+    """With delta='auto' the first examples are learned under a provisional Delta: a post
+    says none is held, and answers come from the model that learned them."""
     live = LiveModel()
     spec = LearnerSpec.from_options("pdm", {"eps": 0.05})  # delta auto
     daemon = Daemon(spec, MemorySource({0: []}), decode=decode, settings=EVERY_TURN, live=live)
@@ -126,7 +126,7 @@ def test_examples_held_for_delta_auto_are_said_to_be_held() -> None:
     future = live.post(MessageDecoder().decode_svmlight(b"+1 1:1 2:0.5\n-1 3:2\n"))
     daemon.run()
     learned = future.result(timeout=5)
-    assert (learned.learned, learned.held) == (2, 2)
+    assert (learned.learned, learned.held) == (2, 0)
     published = live.published()
     assert published is not None
-    assert [a["score"] for a in published.predictor.answer(PROBE)] == [0.0]
+    assert [a["score"] for a in published.predictor.answer(PROBE)] != [0.0]

@@ -23,8 +23,6 @@ KAFKA = {"source": "kafka", "bootstrap_servers": "127.0.0.1:9092", "topic": "exa
         ({"delta": 1.0}, {**KAFKA, "sync_topic": "sync"}, "drop --sync-topic"),
         ({"delta": 1.0}, {**KAFKA, "checkpoint_dir": "/tmp/x"}, "drop --checkpoint-dir"),
         ({"delta": 1.0}, {**KAFKA, "http_learn": True}, "drop --http-learn"),
-        ({}, KAFKA, "--delta as a number or 'first'"),
-        ({"delta": "auto"}, KAFKA, "--delta as a number or 'first'"),
         ({"delta": 1.0}, {**KAFKA, "group": "a group"}, "--state-topic"),
     ],
 )
@@ -44,6 +42,8 @@ def test_keyed_models_with_what_they_need_are_taken() -> None:
     assert named.state_topic == "models" and named.keyed is not None
     assert named.keyed.max_models == 5
     assert ServeConfig(LearnerSpec("pdm"), **KAFKA).state_topic is None  # type: ignore[arg-type]
+    auto = ServeConfig(LearnerSpec("pdm"), keyed=KeyedSettings(), **KAFKA)  # type: ignore[arg-type]
+    assert auto.learner.params.get("delta", "auto") == "auto"  # each key settles its own
 
 
 @pytest.mark.parametrize(
