@@ -712,7 +712,7 @@ def serve(
     model_key: Annotated[
         bool,
         _option(
-            "One model per message key (needs --delta).",
+            "One model per message key.",
             "model_key",
             panel=KEYED,
             show_default=False,
