@@ -4,7 +4,10 @@ Each estimator wraps one engine learner (:mod:`streamlearn.learn`) with the same
 parameters under the same names and defaults. ``fit`` learns the examples once and
 replays the buffer to convergence, exactly as the learner's ``fit``; ``partial_fit``
 learns the examples once, in order (the learner's ``learn``), keeping them in the replay
-buffer. The learner is ``learner_`` after fitting: its ``summary()`` gives the margin
+buffer, then replays the buffer with work in proportion: ``partial_fit_replay`` (the one
+parameter that is the estimator's, default 10) examples revisited per example learned, in
+whole passes, what is left carried to the next call; 0 learns each example once and no
+more. The learner is ``learner_`` after fitting: its ``summary()`` gives the margin
 certificate and ``learner_.replay()`` continues towards convergence after ``partial_fit``
 (``coef_`` and ``intercept_`` always show the learner's current weights).
 
@@ -43,6 +46,8 @@ This module needs scikit-learn; ``import streamlearn`` does not.
 
 from __future__ import annotations
 
+import inspect
+import math
 import warnings
 from typing import Any, ClassVar, Self
 
@@ -78,6 +83,11 @@ from streamlearn.learn.params import STATE_BUILT_WITH, init_function
 
 STATE_FORMAT = "streamlearn.sklearn"
 STATE_VERSION = 1
+
+#: the estimator's parameter beyond the learner's: ``partial_fit``'s replay work, in
+#: examples revisited per example learned
+PARTIAL_FIT_REPLAY = "partial_fit_replay"
+DEFAULT_PARTIAL_FIT_REPLAY = 10.0
 
 
 class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
@@ -118,7 +128,8 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         else:
             classes = _classes(y, type(self).__name__)
         learner = self._new_learner(classes, multilabel, X)
-        learner.learn(X, y if multilabel else _targets(y, classes)).replay()
+        learner.learn(X, y if multilabel else _targets(y, classes)).flush().replay()
+        self.replay_credit_ = 0.0
         if not learner.converged:
             warnings.warn(
                 f"{type(self).__name__} stopped after max_passes={self.max_passes} "
@@ -137,14 +148,16 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         self._target_dtype = y.dtype
 
     def partial_fit(self, X: Any, y: Any, classes: Any = None) -> Self:
-        """Learn the examples once, in order, keeping them in the replay buffer (no replay).
+        """Learn the examples once, in order, keeping them in the replay buffer, then
+        replay the buffer: ``partial_fit_replay`` examples revisited per example learned
+        (whole passes; the rest of the budget carried to the next call, none once a
+        replay converges). On 100 rows that is what ``fit`` does.
 
         ``classes`` (every label, two or more) is required on the first call, as
-        scikit-learn's ``partial_fit`` convention wants. Calls in chunks equal one call on
-        the whole: learner ``learn(A)`` then ``learn(B)`` is ``learn(A + B)``. With
-        ``delta='auto'`` the learner holds the first min(1000, buffer_size) examples until
-        they fix Delta, so until then the weights stay zero; pass a number as ``delta`` to
-        learn at once. With more than two classes, ``classes`` fixes the bank's learners.
+        scikit-learn's ``partial_fit`` convention wants. With ``partial_fit_replay=0``,
+        calls in chunks equal one call on the whole: learner ``learn(A)`` then
+        ``learn(B)`` is ``learn(A + B)``. With more than two classes, ``classes`` fixes
+        the bank's learners.
         """
         first_call = not hasattr(self, "classes_")
         multilabel = _is_multilabel(y)
@@ -171,10 +184,12 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             learner = self._new_learner(known, multilabel)
             learner.learn(X, targets)
             self.learner_ = learner
+            self.replay_credit_ = 0.0
             self._set_classes(known, multilabel, y)
         else:
             self._follow_params()
             self.learner_.learn(X, targets)
+        self._replay_in_proportion(X.shape[0])
         return self
 
     def _known_classes(
@@ -208,12 +223,33 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             )
         return known
 
+    def _learner_params(self) -> dict[str, Any]:
+        """The parameters that are the learner's (all but ``partial_fit_replay``)."""
+        params: dict[str, Any] = dict(self.get_params(deep=False))
+        params.pop(PARTIAL_FIT_REPLAY, None)
+        return params
+
+    def _replay_in_proportion(self, learned: int) -> None:
+        """After ``partial_fit`` learned ``learned`` examples: replay the buffer in whole
+        passes, ``partial_fit_replay`` examples revisited per example learned, the rest
+        of the budget carried to the next call (none once a replay converges)."""
+        ratio = float(getattr(self, PARTIAL_FIT_REPLAY))
+        if not (math.isfinite(ratio) and ratio >= 0.0):
+            raise InvalidParameterError(f"partial_fit_replay must be >= 0, got {ratio}")
+        credit = getattr(self, "replay_credit_", 0.0) + ratio * learned
+        buffered = int(self.learner_.summary()["buffer_examples"])
+        passes = int(credit // buffered) if buffered else 0
+        if passes:
+            self.learner_.replay(max_passes=passes)
+            credit = 0.0 if self.learner_.converged else credit - passes * buffered
+        self.replay_credit_ = credit
+
     def _follow_params(self) -> None:
         """Carry ``set_params`` since the last call into the learner, which keeps what it
         learned (as ``SGDClassifier`` follows new parameters between ``partial_fit``
         calls); a parameter the learned state was built with cannot change."""
         learner = self.learner_
-        params = self.get_params(deep=False)
+        params = self._learner_params()
         held = learner.learner_params()
         changed = sorted(name for name, value in params.items() if held.get(name) != value)
         if not changed:
@@ -230,7 +266,7 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         """The binary learner for two classes, else (or for multi-label targets) a bank
         with every class declared; for ``fit``'s ``X``, with a buffer that keeps all of
         it (see ``LinearLearner.size_buffer_for``)."""
-        learner = self.learner_class(**self.get_params(deep=False))
+        learner = self.learner_class(**self._learner_params())
         sized = (X.shape[0], _arena_cells(X)) if X is not None else None
         if classes.shape[0] == 2 and not multilabel:
             if sized is not None:
@@ -265,8 +301,8 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
 
     @property
     def n_iter_(self) -> int:
-        """The replay passes the learner has made: those of ``fit``, none for
-        ``partial_fit``, plus any of ``learner_.replay()``."""
+        """The replay passes the learner has made: those of ``fit`` or ``partial_fit``,
+        plus any of ``learner_.replay()``."""
         return int(self.learner_.summary()["passes"])
 
     # -- prediction ----------------------------------------------------------------------
@@ -324,6 +360,8 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             "n_features_in": self.n_features_in_,
             "feature_names_in": None if names is None else [str(name) for name in names],
             "learner": self.learner_.state_dict(),
+            "partial_fit_replay": float(getattr(self, PARTIAL_FIT_REPLAY)),
+            "replay_credit": float(getattr(self, "replay_credit_", 0.0)),
         }
 
     @classmethod
@@ -342,6 +380,10 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
                     f"state is for algorithm {learner.algorithm!r}, not {entry.name!r}"
                 )
             estimator = cls(**learner.learner_params())
+            estimator.set_params(
+                partial_fit_replay=state.get("partial_fit_replay", DEFAULT_PARTIAL_FIT_REPLAY)
+            )
+            estimator.replay_credit_ = float(state.get("replay_credit", 0.0))
             estimator.learner_ = learner
             estimator.classes_ = np.asarray(
                 state["classes"], dtype=np.dtype(state["classes_dtype"])
@@ -425,7 +467,11 @@ def estimator_class(
         for param, value in values.items():
             setattr(self, param, value)
 
-    init = init_function(f"{name}.__init__", entry.signature, store)
+    replay = inspect.Parameter(
+        PARTIAL_FIT_REPLAY, inspect.Parameter.KEYWORD_ONLY, default=DEFAULT_PARTIAL_FIT_REPLAY
+    )
+    signature = entry.signature.replace(parameters=[*entry.signature.parameters.values(), replay])
+    init = init_function(f"{name}.__init__", signature, store)
     doc = f"{entry.summary} (:class:`streamlearn.{entry.class_name}`)."
     namespace = {
         "__init__": init,

@@ -87,7 +87,8 @@ def test_parameters_are_the_engine_parameters(algorithm: str) -> None:
     engine = inspect.signature(LEARNERS[algorithm].__init__).parameters
     adapter = inspect.signature(ESTIMATORS[algorithm].__init__).parameters
     assert [(p.name, p.kind, p.default) for p in adapter.values()] == [
-        (p.name, p.kind, p.default) for p in engine.values()
+        *((p.name, p.kind, p.default) for p in engine.values()),
+        ("partial_fit_replay", inspect.Parameter.KEYWORD_ONLY, 10.0),
     ]
 
 
@@ -135,7 +136,7 @@ def test_fit_equals_engine_fit_on_a9a(estimator: Any, learner: LinearLearner) ->
 def test_partial_fit_in_chunks_equals_engine_learn_over_the_same_chunks(delta: Any) -> None:
     X, y = _a9a()
     X, y = X[:4000], y[:4000]
-    estimator = PDMClassifier(eps=0.05, delta=delta)
+    estimator = PDMClassifier(eps=0.05, delta=delta, partial_fit_replay=0)
     learner = PDM(eps=0.05, delta=delta)
     for start in range(0, 4000, 700):
         chunk = slice(start, start + 700)
@@ -150,10 +151,49 @@ def test_partial_fit_in_chunks_equals_engine_learn_over_the_same_chunks(delta: A
     assert estimator.n_iter_ == learner.summary()["passes"] >= 1
 
 
+def test_partial_fit_replays_in_proportion_to_what_it_learns() -> None:
+    """Each call replays whole passes worth ``partial_fit_replay`` examples per example
+    learned, carrying the rest: the engine driven so gives the same model."""
+    X, y = _phishing()
+    estimator = PDMClassifier(eps=0.01, delta=0.5, partial_fit_replay=2.5)
+    learner = PDM(eps=0.01, delta=0.5)
+    credit, passes_made = 0.0, []
+    for start in range(0, 600, 150):
+        chunk = slice(start, start + 150)
+        estimator.partial_fit(X[chunk], y[chunk], classes=[False, True])
+        learner.learn(X[chunk], np.where(y[chunk], 1, -1))
+        credit += 2.5 * 150
+        passes = int(credit // learner.summary()["buffer_examples"])
+        if passes:
+            learner.replay(max_passes=passes)
+            credit = 0.0 if learner.converged else credit - passes * (start + 150)
+        passes_made.append(passes)
+        _assert_same_model(estimator, learner, X)
+    assert passes_made[0] == 2  # 2.5 x 150 examples revisited: two passes of 150
+    assert estimator.n_iter_ == learner.summary()["passes"] >= 1
+
+
+@pytest.mark.parametrize("cls", [PDMClassifier, PAUMClassifier], ids=["pdm", "paum"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_partial_fit_on_100_rows_scores_as_fit(cls: Any, seed: int) -> None:
+    """With the defaults, partial_fit on a few rows learns from the first one and its
+    replays reach fit's model: held-out accuracy within 2 points of fit's."""
+    X, y = _phishing()
+    order = np.random.default_rng(seed).permutation(X.shape[0])
+    train, test = order[:100], order[100:]
+    partial = cls().partial_fit(X[train], y[train], classes=[False, True])
+    fitted = cls().fit(X[train], y[train])
+    assert abs(partial.score(X[test], y[test]) - fitted.score(X[test], y[test])) <= 0.02
+    one = cls(partial_fit_replay=0).partial_fit(X[train[:1]], y[train[:1]], [False, True])
+    summary = one.learner_.summary()  # the first example is learned, not held back
+    assert summary["examples"] == 1 and summary["pending_examples"] == 0
+
+
 def test_partial_fit_in_chunks_equals_one_partial_fit() -> None:
     X, y = _phishing()
-    whole = PerceptronClassifier(delta=0.1).partial_fit(X, y, classes=[False, True])
-    chunked = PerceptronClassifier(delta=0.1)
+    whole = PerceptronClassifier(delta=0.1, partial_fit_replay=0)
+    whole.partial_fit(X, y, classes=[False, True])
+    chunked = PerceptronClassifier(delta=0.1, partial_fit_replay=0)
     for chunk in np.array_split(np.arange(X.shape[0]), 7):
         chunked.partial_fit(X[chunk], y[chunk], classes=[True, False])
     np.testing.assert_array_equal(whole.coef_, chunked.coef_)
@@ -164,7 +204,9 @@ def test_partial_fit_follows_set_params_as_the_engine_would() -> None:
     """set_params between partial_fit calls takes effect (as SGDClassifier's does): the
     same as a learner continued from its state with the new parameters."""
     X, y = _phishing()
-    estimator = PDMClassifier(eps=0.5, delta=0.1).partial_fit(X[:300], y[:300], [False, True])
+    estimator = PDMClassifier(eps=0.5, delta=0.1, partial_fit_replay=0).partial_fit(
+        X[:300], y[:300], [False, True]
+    )
     estimator.set_params(eps=0.05).partial_fit(X[300:600], y[300:600])
     learner = PDM(eps=0.5, delta=0.1).learn(X[:300], np.where(y[:300], 1, -1))
     state = {**learner.state_dict(), "params": PDM(eps=0.05, delta=0.1).plain_params()}
@@ -347,7 +389,7 @@ def test_checkpoint_keeps_active_sets_and_held_examples() -> None:
     X, y = _phishing()
     schedule = ActiveSetSchedule(shrink=True, nep3=5)
     estimator = PDMClassifier(active_sets=schedule).partial_fit(X[:300], y[:300], classes=[0, 1])
-    assert estimator.learner_.delta_ is None  # delta='auto' still holds the examples
+    assert estimator.learner_.window.room == 700  # delta='auto' still watching its window
     restored = PDMClassifier.from_state(decode(encode(estimator.state_dict(), created=0.0)).payload)
     assert restored.active_sets == schedule
     for model in (estimator, restored):
