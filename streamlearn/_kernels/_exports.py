@@ -67,6 +67,7 @@ EXPORTS: list[tuple[str, str, tuple[Any, ...], tuple[Spec, ...]]] = [
     ("single", "learn_last_unbuffered", (), ("f8", _STATE)),
     ("single", "learn_last_then_decide", (), ("f8", "i8", _STATE)),
     ("single", "learn_one", (), ("i8", "f8", _STATE)),
+    ("svmlight", "find_byte", (), ("u1[:] readonly", "i8", "i8")),
     ("svmlight", "parse_lines", (), ("u1[:] readonly", "i8", "i8", "i8")),
 ]  # fmt: skip
 

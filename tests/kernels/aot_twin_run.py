@@ -112,10 +112,15 @@ def install() -> None:
 
 
 def rare_paths() -> None:
-    """Paths the warm-up leaves out: rows in no canonical order, examples larger than
-    the buffer can ever hold (alone, in a bank, one at a time), answering while
-    learning, and PDM and PFM without multiple updates."""
+    """Paths the warm-up leaves out: a line cut between two chunks, rows in no canonical
+    order, examples larger than the buffer can ever hold (alone, in a bank, one at a
+    time), answering while learning, and PDM and PFM without multiple updates."""
     from streamlearn import PDM, PFM, ModelBank
+    from streamlearn.parse import SvmlightParser
+
+    parser = SvmlightParser()  # a line cut between two chunks, as reading a pipe cuts it
+    for chunk in (b"+1 1:1\n-1 2", b":1 3:0.5\n+1 4:2\n"):
+        parser.feed(chunk)
     from streamlearn.learn.inputs import as_batch, as_rows
     from streamlearn.learn.labelsets import LabelledRows
     from streamlearn.replay import ReplaySchedule

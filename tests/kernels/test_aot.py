@@ -3,6 +3,8 @@ same bit for bit as the JIT, left alone when stale or when the JIT is asked for.
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import logging
 import os
@@ -13,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streamlearn._kernels import _aot, _sources, uses_aot
+from streamlearn._kernels import _aot, _jit, _sources, uses_aot
 from streamlearn._kernels.rows import row_sqnorms
 
 HERE = Path(__file__).resolve().parent
@@ -73,6 +75,29 @@ def test_every_exported_kernel_gives_bit_for_bit_what_the_jit_gives() -> None:
     assert found["differences"] == []
     assert found["called"] == found["all"]  # every exported kernel ran, both ways
     assert found["fallbacks"] == []  # and every call of the paths found its export
+
+
+@needs_aot
+def test_every_kernel_the_package_calls_from_python_is_compiled_ahead_of_time() -> None:
+    """A kernel imported outside ``_kernels`` (hence called from Python) but missing
+    from ``_exports.py`` would import numba and compile at its first call: the
+    svmlight parser's ``find_byte``, on a line cut between two chunks of a pipe, did."""
+    package = HERE.parents[1] / "streamlearn"
+    missing = []
+    for path in package.rglob("*.py"):
+        if "_kernels" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "streamlearn._kernels"
+            )):  # fmt: skip
+                continue
+            module = importlib.import_module(node.module or "")
+            for alias in node.names:
+                value = getattr(module, alias.name, None)
+                if isinstance(value, _jit._LazyJit):  # a kernel without exports
+                    missing.append(f"{path.relative_to(package)}: {alias.name}")
+    assert missing == []
 
 
 def test_streamlearn_jit_leaves_the_modules_unused() -> None:
