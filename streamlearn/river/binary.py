@@ -39,11 +39,11 @@ with the same names and defaults (but Delta's, below), plus options of their own
 
 Feature values must be real numbers: ints, floats, bools (0 and 1), numpy scalars or
 anything else with ``__float__`` but strings; zero and missing are the same. The
-adapters' default ``delta='first'`` fixes Delta = R/10 from the first example (R its
-||[x, rho]||), so learning starts with it. The engine's ``'auto'`` starts from the same
-Delta and settles it over the first min(1000, buffer_size) examples (R their largest
-norm), rescaling the state exactly; on Adult and Phishing it predicts as ``'first'``
-does, at a lower speed while it settles (``benchmarks/bench_river_adapter.py``).
+adapters' default is the engine's ``delta='auto'``: learning starts with the first
+example, under a provisional Delta = R/10 from it (R its ||[x, rho]||), and Delta
+settles over the first min(1000, buffer_size) examples (R their largest norm), the state
+rescaled exactly (:mod:`streamlearn.learn.window`). ``'first'`` keeps the first
+example's Delta.
 
 ``predict_proba_one`` is calibrated: the decision value f(x) in margin units
 (f(x) / u, with u = ||a||^2 / t, ||a||^2 for Kozinec; the averaged weights' decision

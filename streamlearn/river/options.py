@@ -27,11 +27,10 @@ POS_LABEL = inspect.Parameter("pos_label", KEYWORD, default=None)
 AVERAGE = inspect.Parameter("average", KEYWORD, default=True)
 #: the bank adapters' option for learners with a margin of positives (PAUM)
 TAU_POS_KAPPA = inspect.Parameter("tau_pos_kappa", KEYWORD, default=None)
-#: the adapters' default Delta: fixed by the first example, so that learning starts with
-#: it (a river pipeline judges every example). The engine's 'auto' learns from the first
-#: example too and settles Delta over 1000: as accurate on Adult and Phishing, slower
-#: while it settles (benchmarks/bench_river_adapter.py)
-RIVER_DELTA = "first"
+#: the adapters' default Delta, the engine's: learning starts with the first example (a
+#: river pipeline judges every example) under a provisional Delta, which settles over the
+#: first min(1000, buffer_size) examples (:mod:`streamlearn.learn.window`)
+RIVER_DELTA = "auto"
 
 
 def engine_parameters(entry: LearnerEntry) -> list[inspect.Parameter]:

@@ -29,7 +29,8 @@ def test_probability_metrics_in_a_pipeline() -> None:
 
 
 def test_defaults_learn_from_the_first_example() -> None:
-    """delta='first' by default: Delta from the first example, learned at once."""
+    """delta='auto' by default: a provisional Delta from the first example, learned at
+    once."""
     model = PDMClassifier()
     first_x, first_y = next(iter(datasets.Phishing()))
     model.learn_one(first_x, first_y)
