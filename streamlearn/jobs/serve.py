@@ -584,6 +584,7 @@ def warm_up(spec: LearnerSpec | ModelSpec) -> None:
     built.replay(max_passes=2)
     built.summary()
     built.answers(X)
+    built.predictor().answer_json(X)  # the HTTP API's answers: compiled before /readyz
     decode_message(b"+1 1:1\n", {}, default_format="svmlight")
     warm = MessageBatch.from_messages([Message(b"+1 1:1\n"), Message(b"-1 2:1")])
     MessageDecoder().decode_columns(warm.data, warm.spans)
