@@ -4,12 +4,14 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
+# what the kernels compiled ahead of time are built from: an edit rebuilds them
+KERNEL_SOURCES := $(wildcard streamlearn/_kernels/*.py) streamlearn/types.py
 
 .PHONY: install run lint test test-fast bench clean clean-kernels
 
 # the install compiles the kernels ahead of time (setup.py): no first run compiles. Where
 # it could not (no C compiler), `streamlearn warmup` fills numba's cache instead.
-$(STAMP): pyproject.toml setup.py
+$(STAMP): pyproject.toml setup.py $(KERNEL_SOURCES)
 	command -v prometheus >/dev/null || (apt-get update -qq && \
 		apt-get install -y -qq --no-install-recommends prometheus >/dev/null)
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +24,7 @@ $(STAMP): pyproject.toml setup.py
 install: $(STAMP)
 
 # what the example needs and no more: the package and river (make test installs the rest)
-$(RUN_STAMP): pyproject.toml setup.py
+$(RUN_STAMP): pyproject.toml setup.py $(KERNEL_SOURCES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -e . "river>=0.21"
 	touch $(RUN_STAMP)
