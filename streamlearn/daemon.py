@@ -515,7 +515,7 @@ class Daemon:
             if self.live is not None:
                 self.live.close()
             self._rejected_log.flush()
-        if self.source.exhausted():  # the end of the input: learn what 'auto' still holds
+        if self.source.exhausted():  # the end of the input: delta 'auto' settles from what came
             self.learner.flush()
             self.version += 1
             self._replay_at_the_end()

@@ -97,10 +97,9 @@ def run_learn(
             stream_examples, lines = _stream(learner, batches, config, stream_examples)
             if lines == 0:
                 raise InputError(f"the input is empty ({inputs.name})")
+            learner.flush()  # the stream has ended: delta 'auto' settles from what came
             if config.converge:
                 learner.replay(max_passes=config.max_passes)
-            else:  # the stream has ended: examples held for the auto-Delta window are learned
-                learner.flush()
         else:
             stream_examples, lines = _epochs(learner, batches, inputs, config, stream_examples)
     finally:

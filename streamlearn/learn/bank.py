@@ -391,14 +391,16 @@ class ModelBank:
             self._fix_delta(delta)
             self._present(held)
 
-    def _settle_delta(self) -> None:
-        """With ``delta='auto'``, once its window is full (or at the end of the stream,
-        :meth:`flush`): the bank's Delta from the window, and every label's state
-        rescaled to it exactly (see :mod:`streamlearn.learn.window`)."""
+    def _settle_delta(self, final: bool = True) -> None:
+        """With ``delta='auto'``: the bank's Delta = R/10 over the window's examples so
+        far, and every label's state rescaled to it exactly (see
+        :mod:`streamlearn.learn.window`). ``final`` once the window is full or the stream
+        ends (:meth:`flush`): the window closes; else (a replay) it stays open."""
         window = self._window
         if self.base.delta != "auto" or window.seen == 0:
             return
-        window.close()
+        if final:
+            window.close()
         delta = window.delta()
         if delta != self._delta_value:
             self._fix_delta(delta)
@@ -416,6 +418,7 @@ class ModelBank:
         a learner; the next replay starts with the learner after it, so that every
         label gets its turn."""
         self._release_held()
+        self._settle_delta(final=False)  # a replay runs under Delta from all that came
         self._update_tau_pos()
         self._rules = None
         learners = self.learners()
@@ -431,6 +434,7 @@ class ModelBank:
         """One plain pass over the buffer in arrival order for every learner; returns
         whether none of them updated."""
         self._release_held()
+        self._settle_delta(final=False)
         self._rules = None
         return all([learner.epoch_pass() for learner in self.learners()])
 

@@ -416,6 +416,7 @@ class LinearLearner:
         if self._before_replay is not None:
             self._before_replay()
         self._release_held()
+        self._settle_delta(final=False)  # a replay runs under Delta from all that came
         budget = self.max_passes if max_passes is None else count("max_passes", max_passes)
         if self._begin_replay():
             budget = max(budget, self.max_passes)
@@ -442,6 +443,7 @@ class LinearLearner:
         if self._before_replay is not None:
             self._before_replay()
         self._release_held()
+        self._settle_delta(final=False)  # a replay runs under Delta from all that came
         state = self.state
         slots = state.buffer.live_slots()
         if slots.shape[0] == 0:
@@ -568,14 +570,16 @@ class LinearLearner:
             self.window.close()
             self._present_stream(batch)
 
-    def _settle_delta(self) -> None:
-        """With ``delta='auto'``, once its window is full (or at the end of the stream,
-        :meth:`flush`, from the examples that came): Delta from the window, and the state
-        rescaled to it exactly (see :mod:`streamlearn.learn.window`)."""
+    def _settle_delta(self, final: bool = True) -> None:
+        """With ``delta='auto'``: Delta = R/10 over the window's examples so far, and the
+        state rescaled to it exactly (see :mod:`streamlearn.learn.window`). ``final``
+        once the window is full or the stream ends (:meth:`flush`): the window closes;
+        else (as a replay starts) it stays open and Delta may move again."""
         window = self.window
         if self.delta != "auto" or window.seen == 0:
             return
-        window.close()
+        if final:
+            window.close()
         delta = window.delta()
         if delta != self.state.delta:
             self.state.delta = delta

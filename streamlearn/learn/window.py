@@ -7,7 +7,9 @@ all of them (R their largest ||[x, rho]||) and the state is rescaled to it exact
 weights, beta and the slack counts stay as they are (the combination of the same
 updates), and ||a||^2 = ||w||^2 + beta^2 + Delta^2 sum alpha_k^2 is computed again. The
 window only counts: nothing waits in it (older versions held the examples until Delta
-was fixed; a state of theirs is still read, and what it holds is learned first).
+was fixed; a state of theirs is still read, and what it holds is learned first). A
+replay before the window is full takes Delta from the examples so far the same way,
+leaving the window open.
 
 >>> import numpy as np
 >>> from streamlearn.types import Batch

@@ -70,12 +70,13 @@ def test_a_full_window_settles_delta() -> None:
     assert_sqnorm_under_the_settled_delta(learner)
 
 
-def test_a_replay_leaves_the_window_open() -> None:
+def test_a_replay_takes_delta_from_what_came_and_leaves_the_window_open() -> None:
     learner = PDM(eps=0.01)
     learn(learner, 0, 300)
-    provisional = learner.delta_
     learner.replay(max_passes=5)
-    assert learner.delta_ == provisional and learner.window.room == 700
+    assert learner.delta_ == math.sqrt(largest_sqnorm(300) + 1.0) / 10
+    assert learner.window.room == 700
+    assert_sqnorm_under_the_settled_delta(learner)
     learn(learner, 300, 1300)
     assert learner.delta_ == math.sqrt(largest_sqnorm(1000) + 1.0) / 10
 
