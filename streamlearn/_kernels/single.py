@@ -175,6 +175,22 @@ def _decide(n: int, w: np.ndarray, F: np.ndarray, Z: np.ndarray) -> float:
 
 
 @kernel(inline=True)
+def _decide_averaged(
+    n: int, w: np.ndarray, F: np.ndarray, Z: np.ndarray, average: np.ndarray, bias: float
+) -> float:
+    """``average . x + bias`` of the raw example of ``n`` entries, checked against the
+    live weights ``w`` (``average`` is at least as long)."""
+    m = _canonical(n, w.shape[0], F, Z)
+    if m < 0:
+        Z[Z_STATUS] = -m
+        return math.nan
+    cap = Z[Z_CAPACITY]
+    idx = Z[Z_HEAD + 2 * cap : Z_HEAD + 2 * cap + m]
+    val = F[F_HEAD + 2 * cap : F_HEAD + 2 * cap + m]
+    return sparse_dot(idx, val, 0, m, average) + bias
+
+
+@kernel(inline=True)
 def _workspace(F: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, float]:
     """The canonical example in the workspaces: (indices, values, nonzeros, ||x||^2)."""
     m = Z[Z_LAST]
@@ -324,6 +340,29 @@ def learn_last_then_decide(label: float, n: int, state: State) -> float:
     return _decide(n, w, F, Z)
 
 
+@kernel()
+def decision_averaged(n: int, state: State, average: np.ndarray, bias: float) -> float:
+    """:func:`decision` with other weights: ``average . x + bias`` (an averaged model's,
+    in its own units), the example checked and canonicalized as for the state's."""
+    w, F, Z = state[0], state[1], state[2]
+    return _decide_averaged(n, w, F, Z, average, bias)
+
+
+@kernel()
+def learn_last_then_decide_averaged(
+    label: float, n: int, state: State, average: np.ndarray, bias: float
+) -> float:
+    """:func:`learn_last_then_decide` answered by other weights: learn the last example
+    into the state, then :func:`decision_averaged` of the next (NaN and the status as
+    there)."""
+    w, F, Z, slot_label, arena_idx, arena_val = state
+    status = _learn_last(label, w, F, Z, slot_label, arena_idx, arena_val)
+    if status < 0:
+        Z[Z_STATUS] = -status
+        return math.nan
+    return _decide_averaged(n, w, F, Z, average, bias)
+
+
 @dataclass(frozen=True)
 class HotKernels:
     """The per-example kernels an online caller runs at every example, each compiled for
@@ -333,6 +372,8 @@ class HotKernels:
     decision: Callable[[int, State], float]
     learn_one: Callable[[int, float, State], int]
     learn_last_then_decide: Callable[[float, int, State], float]
+    decision_averaged: Callable[[int, State, np.ndarray, float], float]
+    learn_last_then_decide_averaged: Callable[[float, int, State, np.ndarray, float], float]
 
 
 #: dtypes of the kernels' arrays ``(w, F, Z, slot_label, arena_idx, arena_val)``; each is
@@ -347,7 +388,10 @@ def hot_kernels() -> HotKernels:
     check theirs first. Compiled ahead of time, they are the exported functions
     themselves (each has one signature, the states'), called without the checks of
     their wrappers."""
-    kernels = (decision, learn_one, learn_last_then_decide)
+    kernels = (
+        decision, learn_one, learn_last_then_decide, decision_averaged,
+        learn_last_then_decide_averaged,
+    )  # fmt: skip
     exported = [getattr(k, "exports", None) for k in kernels]
     if all(e is not None and len(e) == 1 for e in exported):
         return HotKernels(*(e[0] for e in exported if e is not None))
@@ -355,10 +399,13 @@ def hot_kernels() -> HotKernels:
     types: Any = numba.types  # untyped: numba has no stubs
     state = types.Tuple([types.Array(numba.from_dtype(np.dtype(d)), 1, "C") for d in STATE_DTYPES])
     integer, real = numba.types.int64, numba.types.float64
+    weights = types.Array(numba.types.float64, 1, "C")
     return HotKernels(
         _compiled(decision, (integer, state)),
         _compiled(learn_one, (integer, real, state)),
         _compiled(learn_last_then_decide, (real, integer, state)),
+        _compiled(decision_averaged, (integer, state, weights, real)),
+        _compiled(learn_last_then_decide_averaged, (real, integer, state, weights, real)),
     )
 
 

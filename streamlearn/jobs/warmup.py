@@ -63,8 +63,8 @@ def _round_trip(spec: ModelSpec) -> None:
 
 
 def _river(learners: LearnerTable) -> None:
-    """Two examples through each kind of river adapter of each learner (by name and
-    hashed)."""
+    """Three examples through each kind of river adapter of each learner (by name and
+    hashed; binary ones with the averaged weights and without)."""
     import streamlearn.river as adapters
 
     for name in learners:
@@ -75,9 +75,12 @@ def _river(learners: LearnerTable) -> None:
             adapter = getattr(adapters, f"{prefix}{kind}Classifier", None)
             if adapter is None:  # a learner of another table
                 continue
-            for options in ({}, {"n_features": 16}):
+            # binary adapters: the averaged weights' kernels, and the live weights'
+            last = ({"average": False},) if kind == "" else ()
+            for options in ({}, {"n_features": 16}, *last):
                 model = adapter(**params, **options)
-                for x in ({"u": 1.0, "v": 2.0}, {"u": -1.0, "w": 0.5}):
+                # the third has known features: its learning is deferred to the next call
+                for x in ({"u": 1.0, "v": 2.0}, {"u": -1.0, "w": 0.5}, {"u": 0.5, "v": 1.0}):
                     model.predict_one(x)
                     model.learn_one(x, y)
                     model.predict_proba_one(x)

@@ -179,20 +179,34 @@ class OneExamplePath:
         m = single.canonical(n, self.state[0].shape[0], blocks.F, blocks.Z)
         if m < 0:
             return m
+        room = self.watch_last()
+        self.learn_last(sign)
+        if not room:
+            self.settle_delta()
+        return 0
+
+    def watch_last(self) -> bool:
+        """Count the example whose canonical form the last kernel call left in the
+        workspaces in the learner's window (its Delta the provisional one when it is the
+        first), before it is learned; whether the window has room left after it (else
+        :meth:`settle_delta` is due right after its learning)."""
+        blocks = self._packed
         learner = self.learner
         window = learner.window
-        values = blocks.work_values[:m]
+        values = blocks.work_values[: int(blocks.Z[single.Z_LAST])]
         sqnorm = float(values @ values)
         if learner.state.delta is None:  # the first example
             learner.state.delta = window.delta_of(sqnorm)
             blocks.F[single.F_DELTA_SQ] = learner.state.delta_sq
         window.observe_one(sqnorm)
-        self.learn_last(sign)
-        if not window.room:
-            self.sync()
-            learner.flush()  # the window is full: Delta settles, the state rescaled
-            self.bind()
-        return 0
+        return window.room > 0
+
+    def settle_delta(self) -> None:
+        """The window is full: Delta settles, the state rescaled (the learner's
+        ``flush``), and the path bound again."""
+        self.sync()
+        self.learner.flush()
+        self.bind()
 
     def sync(self) -> None:
         """Hand the counts the kernels keep (and the held examples) to the learner."""

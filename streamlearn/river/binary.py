@@ -227,11 +227,13 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         self._decide = path.kernels.decision
         self._learn = path.kernels.learn_one
         self._learn_then_decide = path.kernels.learn_last_then_decide
+        self._decide_averaged = path.kernels.decision_averaged
+        self._learn_then_decide_averaged = path.kernels.learn_last_then_decide_averaged
         self._holding = path.held is not None
-        # the averaged weights share the live blocks: the decision kernel reads the
-        # example there and dots it with them (see _average_decision)
+        # the averaged kernels read the example in the live blocks and dot it with the
+        # averaged weights (as long as the live ones)
         self._average.resize(path.state[0].shape[0])
-        self._average_state = (self._average.weights, *path.state[1:])
+        self._average_weights = self._average.weights
         self._bias = self._average.bias
         if new_blocks:
             self._last_x = None
@@ -395,12 +397,16 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             y, sign = self._sign_of_new_label(y)
         else:
             sign = known
-        if x == self._last_x and not self._holding:
+        if x == self._last_x:
             # just predicted: its canonical form waits in the workspaces and the next
             # call learns it, so that predict_one + learn_one cost one kernel call (a
             # prediction leaves nothing deferred: _deferred is 0 whenever _last_x is set)
-            self._deferred = sign
             self._last_x = None
+            if not self._holding or self._path.watch_last():
+                self._deferred = sign
+            else:  # it fills the window: learned now, then Delta settles
+                self._path.learn_last(sign)
+                self._path.settle_delta()
         else:
             if self._deferred:
                 self._learn_deferred()
@@ -473,29 +479,33 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             complete = True
         except _PACK_ERRORS:
             n, complete = self._pack_slow(x, learning=False)
+        f = self._decide_deferring(x, n)
+        self._last_x = dict(x) if complete else None
+        return f
+
+    def _decide_deferring(self, x: dict[Hashable, Any], n: int) -> float:
+        """The decision value of the example of ``n`` entries packed in the blocks (the
+        averaged one, in margin units, when averaging), learning first the example
+        whose learning was deferred: one kernel call."""
         deferred = self._deferred
-        if deferred:
-            self._deferred = 0.0
+        self._deferred = 0.0
+        if self._averaging:
+            weights, bias = self._average_weights, self._bias
+            if deferred:
+                learn_then_decide_averaged = self._learn_then_decide_averaged
+                f: float = learn_then_decide_averaged(deferred, n, self._state, weights, bias)
+            else:
+                decide_averaged = self._decide_averaged
+                f = decide_averaged(n, self._state, weights, bias)
+        elif deferred:
             learn_then_decide = self._learn_then_decide  # a local: see _take_path
-            f: float = learn_then_decide(deferred, n, self._state)
+            f = learn_then_decide(deferred, n, self._state)
         else:
             decide = self._decide
             f = decide(n, self._state)
         if f != f:
             f = self._decide_again(x, n, deferred)
-        if self._averaging:
-            f = self._average_decision(n)
-        self._last_x = dict(x) if complete else None
         return f
-
-    def _average_decision(self, n: int) -> float:
-        """The averaged weights' decision value (margin units) of the example of ``n``
-        entries in the workspaces, once the live kernel has accepted it."""
-        decide = self._decide
-        f: float = decide(n, self._average_state)
-        F = self._F
-        # the kernel gave scale * (average . x + rho * beta) with the live scale and beta
-        return f / F.item(_SCALE) - self._rho * F.item(_BETA) + self._bias
 
     def _decide_again(self, x: Mapping[Hashable, Any], n: int, deferred: float) -> float:
         """After a kernel said NaN: finish learning the deferred example (see
@@ -504,8 +514,12 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         status = self._path.status
         if deferred and status in (RowStatus.NEED_ARENA, RowStatus.UNBUFFERED):
             self._path.settle(deferred, -status)  # the deferred example, then x
-            decide = self._decide
-            f: float = decide(n, self._state)
+            if self._averaging:
+                decide_averaged = self._decide_averaged
+                f: float = decide_averaged(n, self._state, self._average_weights, self._bias)
+            else:
+                decide = self._decide
+                f = decide(n, self._state)
             if f == f:
                 return f
         self._reject(x, int(self._path.status))
@@ -520,21 +534,25 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         except _PACK_ERRORS:
             return self._pos if self._decision(x) > 0.0 else self._neg
         deferred = self._deferred
-        if deferred:
+        if self._averaging:  # _decide_deferring, inlined
+            weights, bias = self._average_weights, self._bias
+            if deferred:
+                self._deferred = 0.0
+                learn_then_decide_averaged = self._learn_then_decide_averaged
+                f: float = learn_then_decide_averaged(deferred, n, self._state, weights, bias)
+            else:
+                decide_averaged = self._decide_averaged
+                f = decide_averaged(n, self._state, weights, bias)
+        elif deferred:
             self._deferred = 0.0
             learn_then_decide = self._learn_then_decide  # a local: see _take_path
-            f: float = learn_then_decide(deferred, n, self._state)
+            f = learn_then_decide(deferred, n, self._state)
         else:
             decide = self._decide
             f = decide(n, self._state)
         if f != f:
             f = self._decide_again(x, n, deferred)
         self._last_x = dict(x)
-        if self._averaging:
-            decide = self._decide
-            F = self._F
-            f = decide(n, self._average_state)  # as in _average_decision, inlined
-            f = f / F.item(_SCALE) - self._rho * F.item(_BETA) + self._bias
         return self._pos if f > 0.0 else self._neg
 
     def predict_proba_one(self, x: dict[Hashable, Any], **kwargs: Any) -> dict[Any, float]:
