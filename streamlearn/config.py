@@ -262,17 +262,14 @@ def check_max_weights(value: int) -> None:
 
 def features_holding(model: Model, max_features: int) -> int:
     """``max_features``, raised to the features ``model`` already has where it has more
-    (the examples ``delta='auto'`` still holds included): a resumed model never has its
-    own features refused. The bound keeps a stream from growing the weights; it does not
-    shrink them.
+    (those of the examples an older version's state held back for ``delta='auto'``
+    included): a resumed model never has its own features refused. The bound keeps a
+    stream from growing the weights; it does not shrink them.
 
     >>> import numpy as np
     >>> model = LearnerSpec("pdm", {"delta": 1.0}).build().learn(np.eye(3), [1, -1, 1])
     >>> features_holding(model, 2), features_holding(model, 10)
     (3, 10)
-    >>> held = LearnerSpec("pdm").build().learn(np.eye(5), [1, -1, 1, -1, 1])  # delta auto
-    >>> held.n_features_in_, features_holding(held, 2)
-    (0, 5)
     """
     return max(max_features, model.features_to_learn())
 

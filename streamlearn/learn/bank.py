@@ -213,24 +213,26 @@ class ModelBank:
 
     def labels_to_learn(self) -> npt.NDArray[np.float64]:
         """Every label value the bank has a learner for or will have one for: those of
-        the examples ``delta='auto'`` still holds too (sorted).
+        the examples an older version's state held back for ``delta='auto'`` too
+        (sorted).
 
         >>> from streamlearn.learn import PDM
         >>> bank = ModelBank(PDM(eps=0.1)).learn(np.eye(2), [[4], [2, 9]])
         >>> bank.labels_.tolist(), bank.labels_to_learn().tolist()
-        ([], [2.0, 4.0, 9.0])
+        ([4.0, 2.0, 9.0], [2.0, 4.0, 9.0])
         """
         held = [rows.labels for rows in self._window.pending]
         return np.unique(np.concatenate([self.labels_, *held]))
 
     def features_to_learn(self) -> int:
         """One more than the largest feature index the bank has weights for or will have
-        them for: those of the examples ``delta='auto'`` still holds too.
+        them for: those of the examples an older version's state held back for
+        ``delta='auto'`` too.
 
         >>> from streamlearn.learn import PDM
         >>> bank = ModelBank(PDM(eps=0.1)).learn(np.eye(3), [[4], [2], [9]])
         >>> bank.n_features_in_, bank.features_to_learn()
-        (0, 3)
+        (3, 3)
         """
         return max(self._n_features, self._window.features_spanned())
 

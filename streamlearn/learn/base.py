@@ -272,12 +272,13 @@ class LinearLearner:
 
     def features_to_learn(self) -> int:
         """One more than the largest feature index the learner has weights for or will
-        have them for: those of the examples ``delta='auto'`` still holds too.
+        have them for: those of the examples an older version's state held back for
+        ``delta='auto'`` too.
 
         >>> from streamlearn import PDM
         >>> model = PDM(eps=0.1).learn(np.eye(3), [1, -1, 1])
         >>> model.n_features_in_, model.features_to_learn()
-        (0, 3)
+        (3, 3)
         """
         return max(self.state.n_features, self.window.features_spanned())
 
