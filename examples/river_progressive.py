@@ -9,8 +9,8 @@ points, 2 features, not linearly separable) and 5000 examples of river's rotatin
 and the examples per second of the whole pipeline (scaling included).
 
 streamlearn's adapters run with ``delta=1.0`` (after scaling, a tenth of a typical
-example's norm): with the engine's default ``delta='auto'`` learning waits for the first
-1000 examples to fix Delta, which a short progressive run pays for in accuracy.
+example's norm); their default ``delta='auto'`` would take it from the examples, learning
+from the first one on.
 
 Run: .venv/bin/python examples/river_progressive.py
 """

@@ -35,8 +35,8 @@ def test_scikit_learn_log_loss_within_10_percent_of_logistic_regression(adult: t
 
 @pytest.mark.parametrize("replay_at_end", [False, True], ids=["one-pass", "replayed"])
 def test_river_log_loss_within_10_percent(adult: tuple, replay_at_end: bool) -> None:
-    """One pass of ``learn_one`` with the defaults (the growing replay schedule), and the
-    same followed by a replay to convergence."""
+    """One pass of ``learn_one`` with the defaults (the averaged weights, no replay), and
+    the same followed by a replay to convergence."""
     X, y, X_test, y_test, reference = adult
 
     def dicts(matrix: object) -> list[dict[int, float]]:
