@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from streamlearn._kernels._exports import EXPORTS, PARTS, Spec, export_key
-from streamlearn._kernels._sources import kernel_sources, sources_hash
+from streamlearn._kernels._sources import cpu_signature, kernel_sources, sources_hash
 
 log = logging.getLogger("streamlearn.kernels")
 
@@ -77,6 +77,17 @@ def load_exports() -> dict[str, list[tuple[Spec, Callable[..., Any]]]] | None:
                 f"the ahead-of-time kernels in {Path(module.__file__ or '').parent} were "
                 "built from other kernel sources than these; using numba's JIT (rebuild "
                 "them: pip install -e .)"
+            )
+            log.warning("%s", unused_because)
+            return None
+    here = cpu_signature()
+    for module in modules:
+        built_for = int(getattr(module, "built_for_cpu", lambda: 0)())
+        if built_for and here and built_for != here:
+            unused_because = (
+                "the ahead-of-time kernels were compiled for another processor (its "
+                "instructions may be missing here); using numba's JIT (rebuild them here, "
+                "or build with STREAMLEARN_AOT_CPU=generic for any x86-64)"
             )
             log.warning("%s", unused_because)
             return None

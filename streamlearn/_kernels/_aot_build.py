@@ -7,9 +7,10 @@ It needs numba, numpy and a C compiler; nothing else of streamlearn's dependenci
 (the package's ``__init__`` is not run). Each kernel of
 :data:`~streamlearn._kernels._exports.EXPORTS` whose index falls in this part is exported
 as ``k<index>`` with the options of its ``@kernel`` decorator (reference counting,
-releasing the GIL), and ``sources_hash()`` returns the hash of the kernels' sources it
-was built from. ``CPU`` is LLVM's name of the processor to compile for: ``host`` (the
-default) as numba's JIT does, or ``generic`` for a module that runs on any x86-64.
+releasing the GIL), ``sources_hash()`` returns the hash of the kernels' sources it was
+built from and ``built_for_cpu()`` the processor's (0 for ``generic``). ``CPU`` is
+LLVM's name of the processor to compile for: ``host`` (the default) as numba's JIT
+does, or ``generic`` for a module that runs on any x86-64.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def build(part: int, output_dir: str, cpu: str = "host") -> Path:
     pycc_compiler: Any = importlib.import_module("numba.pycc.compiler")
 
     from streamlearn._kernels._exports import EXPORTS, PARTS
-    from streamlearn._kernels._sources import kernel_sources, sources_hash
+    from streamlearn._kernels._sources import cpu_signature, kernel_sources, sources_hash
 
     cc = pycc.CC(f"_aot_{part}")
     cc.output_dir = output_dir
@@ -110,9 +111,12 @@ def build(part: int, output_dir: str, cpu: str = "host") -> Path:
         signature = tuple(numba_type(s) for s in spec)
         cc.export(f"k{index}", signature)(dispatcher.py_func)
     digest = sources_hash(kernel_sources(_HERE))
+    processor = cpu_signature() if cpu == "host" else 0  # 0: runs on any x86-64
     scope: dict[str, Any] = {}
     exec(f"def sources_hash():\n    return {digest}\n", scope)
+    exec(f"def built_for_cpu():\n    return {processor}\n", scope)
     cc.export("sources_hash", "i8()")(scope["sources_hash"])
+    cc.export("built_for_cpu", "i8()")(scope["built_for_cpu"])
 
     # each kernel with its own decorator's options, not the module's: numba's reference
     # counting only where a kernel allocates, the GIL released where it says so

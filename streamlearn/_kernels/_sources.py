@@ -37,3 +37,30 @@ def sources_hash(files: Iterable[Path]) -> int:
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return int.from_bytes(digest.digest()[:8], "little") >> 1
+
+
+def cpu_signature(cpuinfo: Path = Path("/proc/cpuinfo")) -> int:
+    """A 63-bit hash of this processor's instruction-set flags (Linux), 0 where they
+    cannot be read: modules compiled for one processor (``host``) may use instructions
+    another lacks, and stop the process on its first call there.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     info = Path(d) / "cpuinfo"
+    ...     _ = info.write_text("processor : 0" + chr(10) + "flags : sse2 avx2" + chr(10))
+    ...     same = cpu_signature(info) == cpu_signature(info)
+    ...     first = cpu_signature(info)
+    ...     _ = info.write_text("flags : sse2" + chr(10))
+    ...     same and first != cpu_signature(info) and first != 0
+    True
+    """
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == "flags":
+            digest = hashlib.sha256(" ".join(sorted(value.split())).encode()).digest()
+            return int.from_bytes(digest[:8], "little") >> 1
+    return 0

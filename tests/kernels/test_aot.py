@@ -125,6 +125,19 @@ def test_modules_built_from_other_sources_are_not_used_and_a_line_says_so(
 
 
 @needs_aot
+def test_modules_compiled_for_another_processor_are_not_used_and_a_line_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Compiled for the build host's processor, a module may hold instructions another
+    lacks (an image built on one machine, run on an older one): the JIT runs there."""
+    other = _sources.cpu_signature() ^ 1
+    monkeypatch.setattr(_aot, "cpu_signature", lambda: other)
+    with caplog.at_level(logging.WARNING, logger="streamlearn.kernels"):
+        assert _aot.load_exports() is None
+    assert "compiled for another processor" in caplog.text
+
+
+@needs_aot
 def test_arguments_no_export_takes_go_to_the_jit_not_misread() -> None:
     """int32 offsets have the size of no exported signature's; float32 values and int64
     offsets as float64 would be misread by the exported code, which checks sizes only."""
