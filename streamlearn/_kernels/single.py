@@ -162,7 +162,10 @@ def _canonical(n: int, n_weights: int, F: np.ndarray, Z: np.ndarray) -> int:
 
 
 @kernel(inline=True)
-def _decide(n: int, w: np.ndarray, F: np.ndarray, Z: np.ndarray) -> float:
+def _dot(n: int, w: np.ndarray, F: np.ndarray, Z: np.ndarray, weights: np.ndarray) -> float:
+    """``weights . x`` of the raw example of ``n`` entries, checked and canonicalized
+    against the live weights ``w`` (``weights`` is at least as long); NaN when the example
+    is rejected, with the status in ``Z[Z_STATUS]``."""
     m = _canonical(n, w.shape[0], F, Z)
     if m < 0:
         Z[Z_STATUS] = -m
@@ -170,24 +173,20 @@ def _decide(n: int, w: np.ndarray, F: np.ndarray, Z: np.ndarray) -> float:
     cap = Z[Z_CAPACITY]
     idx = Z[Z_HEAD + 2 * cap : Z_HEAD + 2 * cap + m]
     val = F[F_HEAD + 2 * cap : F_HEAD + 2 * cap + m]
-    dot = sparse_dot(idx, val, 0, m, w)
-    return F[SCALE] * (dot + F[F_RHO] * F[BETA])
+    return sparse_dot(idx, val, 0, m, weights)
+
+
+@kernel(inline=True)
+def _decide(n: int, w: np.ndarray, F: np.ndarray, Z: np.ndarray) -> float:
+    return F[SCALE] * (_dot(n, w, F, Z, w) + F[F_RHO] * F[BETA])
 
 
 @kernel(inline=True)
 def _decide_averaged(
     n: int, w: np.ndarray, F: np.ndarray, Z: np.ndarray, average: np.ndarray, bias: float
 ) -> float:
-    """``average . x + bias`` of the raw example of ``n`` entries, checked against the
-    live weights ``w`` (``average`` is at least as long)."""
-    m = _canonical(n, w.shape[0], F, Z)
-    if m < 0:
-        Z[Z_STATUS] = -m
-        return math.nan
-    cap = Z[Z_CAPACITY]
-    idx = Z[Z_HEAD + 2 * cap : Z_HEAD + 2 * cap + m]
-    val = F[F_HEAD + 2 * cap : F_HEAD + 2 * cap + m]
-    return sparse_dot(idx, val, 0, m, average) + bias
+    """``average . x + bias`` of the raw example of ``n`` entries (see :func:`_dot`)."""
+    return _dot(n, w, F, Z, average) + bias
 
 
 @kernel(inline=True)

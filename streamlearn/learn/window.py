@@ -129,21 +129,6 @@ class AutoDeltaWindow(Generic[R]):
         """Delta = R/10 from the examples that arrived, R their largest ||[x, rho]||."""
         return self.delta_of(self.max_sqnorm)
 
-    def hold(self, rows: R) -> tuple[R, float] | None:
-        """Keep ``rows`` (a copy); once ``size`` examples have arrived, return every held
-        row, in order, and Delta. None while the window is not full. (The rule of older
-        versions, kept for the tests that compare with it.)"""
-        take = min(self.room, rows.n_examples)
-        if take > 0:
-            head = rows.slice(0, take)
-            sqnorms = row_sqnorms(head.indptr, head.values)
-            self.max_sqnorm = max(self.max_sqnorm, float(sqnorms.max()))
-            self.seen += take
-        self.pending.append(self.concatenate([rows]))
-        if self.seen < self.size:
-            return None
-        return self.release()
-
     def release(self) -> tuple[R, float]:
         """Every example held, in order, and Delta = R/10 from those that arrived."""
         held = self.concatenate(self.pending)
