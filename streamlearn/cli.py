@@ -367,12 +367,16 @@ def _command(
 
 
 def warmup(*, learners: LearnerTable) -> None:
-    """Compile every kernel into numba's cache (make install runs it; pip users once)."""
+    """Without kernels compiled at install: compile every kernel into numba's cache."""
     with _errors_to_exit_codes():
+        from streamlearn._kernels import uses_aot
         from streamlearn.jobs.warmup import run_warmup
 
         compiled = run_warmup(_say, learners)
-        _say("every kernel is in the cache" if compiled else "every kernel was in the cache")
+        if uses_aot():
+            _say("the kernels were compiled ahead of time, at install: nothing to compile")
+        else:
+            _say("every kernel is in the cache" if compiled else "every kernel was in the cache")
 
 
 def make_app(learners: LearnerTable = LEARNERS) -> typer.Typer:

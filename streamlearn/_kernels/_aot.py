@@ -34,13 +34,19 @@ from streamlearn._kernels._sources import cpu_signature, kernel_sources, sources
 log = logging.getLogger("streamlearn.kernels")
 
 
+#: the variable that asks for numba's JIT instead of the kernels compiled at install
+JIT_VARIABLE = "STREAMLEARN_JIT"
+#: the variable the install reads (setup.py): the processor to compile the kernels for
+CPU_VARIABLE = "STREAMLEARN_AOT_CPU"
+
+
 def forced_jit(environ: Mapping[str, str] = os.environ) -> bool:
     """Whether ``STREAMLEARN_JIT`` asks for the JIT (any value but empty or ``0``).
 
     >>> forced_jit({"STREAMLEARN_JIT": "1"}), forced_jit({"STREAMLEARN_JIT": "0"}), forced_jit({})
     (True, False, False)
     """
-    return environ.get("STREAMLEARN_JIT", "") not in ("", "0")
+    return environ.get(JIT_VARIABLE, "") not in ("", "0")
 
 
 #: why the AOT modules are not used (None: they are, or have not been looked for)

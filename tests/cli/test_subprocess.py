@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from streamlearn._kernels import uses_aot
 from streamlearn.config import DEFAULT_MAX_FEATURES, DEFAULT_MAX_LABELS, DEFAULT_MAX_WEIGHTS
 from streamlearn.jobs.learn import load_model
 from streamlearn.learn import ModelBank
@@ -331,12 +332,21 @@ def test_one_example_with_a_large_index_costs_memory_and_disk_of_its_size(tmp_pa
 
 
 def test_warmup_leaves_nothing_for_a_second_run_to_compile() -> None:
-    """After ``streamlearn warmup`` (make install runs it) a first run compiled for
-    22 s: the second warm-up finds every kernel it runs in the cache."""
-    first = subprocess.run([*STREAMLEARN, "warmup"], capture_output=True, text=True, timeout=600)
+    """On numba's JIT (no kernels compiled at install), after ``streamlearn warmup`` a
+    first run compiled for 22 s: the second warm-up finds every kernel in the cache.
+    With the kernels compiled ahead of time it says there is nothing to compile."""
+    jit = {**os.environ, "STREAMLEARN_JIT": "1"}
+    run = [*STREAMLEARN, "warmup"]
+    first = subprocess.run(run, capture_output=True, text=True, timeout=600, env=jit)
     assert first.returncode == 0, first.stderr
-    again = subprocess.run([*STREAMLEARN, "warmup"], capture_output=True, text=True, timeout=300)
+    again = subprocess.run(run, capture_output=True, text=True, timeout=300, env=jit)
     assert again.returncode == 0 and again.stderr == "every kernel was in the cache\n"
+    if uses_aot():
+        done = subprocess.run(run, capture_output=True, text=True, timeout=300)
+        assert (
+            done.stderr
+            == "the kernels were compiled ahead of time, at install: nothing to compile\n"
+        )
 
 
 LEARN_AND_LIST_MODULES = """

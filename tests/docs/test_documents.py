@@ -17,6 +17,7 @@ import pytest
 import typer.main
 from river import datasets
 
+from streamlearn._kernels._aot import CPU_VARIABLE, JIT_VARIABLE
 from streamlearn.cli import app
 from streamlearn.group.signing import SECRET_FILE_VARIABLE, SECRET_VARIABLE
 from streamlearn.http.auth import TOKEN_FILE_VARIABLE, TOKEN_VARIABLE
@@ -125,6 +126,7 @@ def test_every_documented_variable_is_read(document: str) -> None:
     known.update(param.envvar for param in ROOT.params if param.envvar)
     known.update(SECURITY_VARIABLES)
     known.update((TOKEN_VARIABLE, TOKEN_FILE_VARIABLE, SECRET_VARIABLE, SECRET_FILE_VARIABLE))
+    known.update((JIT_VARIABLE, CPU_VARIABLE))  # the kernels' (streamlearn._kernels._aot)
     assert sorted(set(VARIABLE.findall(text(document))) - known) == []
 
 
