@@ -54,6 +54,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_presentation_cost.py
 	$(BIN)/python benchmarks/bench_schedule.py
 	$(BIN)/python benchmarks/bench_first_run.py
+	$(BIN)/python benchmarks/bench_first_examples.py
 	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/bench_parse.py
 	$(BIN)/python benchmarks/bench_learn_throughput.py
