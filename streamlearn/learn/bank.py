@@ -344,7 +344,7 @@ class ModelBank:
         labelled = _labelled(rows)
         self._release_held()  # what the state of an older version held back
         window = self._window
-        if self.base.delta in AUTO_DELTAS and window.room and labelled.n_examples:
+        if window.room and labelled.n_examples:
             if self._delta_value is None:  # the first example: a provisional Delta
                 self._fix_delta(window.provisional(labelled))
             taken = window.observe(labelled)
@@ -488,8 +488,8 @@ class ModelBank:
         hold one example at a time: the same result, with less work per call."""
         label_ids = self._label_ids
         ids = [label_ids.get(value) for value in labels.tolist()]
-        settling = self.base.delta in AUTO_DELTAS and self._window.room > 0
-        if not settling and not self._window.pending and None not in ids:
+        watching = self._window.room > 0 or self._window.pending
+        if not watching and None not in ids:
             self._present_one(indices, values, ids)
             return
         self.learn_rows(

@@ -380,7 +380,7 @@ class LinearLearner:
         """:meth:`learn` for a batch that is already checked (from the parser)."""
         self._release_held()  # what the state of an older version held back
         window = self.window
-        if self.delta in AUTO_DELTAS and window.room and batch.n_examples:
+        if window.room and batch.n_examples:
             if self.state.delta is None:  # the first example: a provisional Delta
                 self.state.delta = window.provisional(batch)
             taken = window.observe(batch)
@@ -680,8 +680,8 @@ class LinearLearner:
         the rows answers the questions on its way, so a question costs no more than its
         answer; otherwise the rows between two questions are learned in turn.
         """
-        settling = self.delta in AUTO_DELTAS and self.window.room > 0
-        if schedule.enabled or settling or self.window.pending or not isinstance(rows, Batch):
+        watching = self.window.room > 0 or self.window.pending
+        if schedule.enabled or watching or not isinstance(rows, Batch):
             return _learn_and_answer(self, rows, questions, before, schedule, seen)
         batch = rows
         state, sqnorms, rule = self._stream_ready(batch)

@@ -32,9 +32,8 @@ import numpy.typing as npt
 from streamlearn._kernels import single
 from streamlearn.errors import StateError
 from streamlearn.learn.base import LinearLearner
-from streamlearn.learn.params import AUTO_DELTAS
 from streamlearn.learn.state import PackedBlocks
-from streamlearn.types import Batch, RowStatus
+from streamlearn.types import RowStatus
 
 #: entries of an example the workspaces hold at first (they grow for longer ones)
 FIRST_WORKSPACE = 64
@@ -56,10 +55,6 @@ class OneExamplePath:
         self.on_refresh = on_refresh
         self.work = FIRST_WORKSPACE
         self._blocks: PackedBlocks | None = None
-        #: examples on their way to the learner while ``delta='auto'`` watches its first
-        #: examples (None once Delta is settled)
-        self.held: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], float]] | None
-        self.held = None
 
     # -- what the caller's hot loop reads ------------------------------------------------
 
@@ -104,12 +99,16 @@ class OneExamplePath:
         Z[single.Z_FORGET] = learner.forget == "window"
         Z[single.Z_DEFER_UNTIL] = state.defer_until
         state.reserve_weights(min_weights)
-        if learner.delta in AUTO_DELTAS and learner.window.room > 0:
-            if self.held is None:
-                self.held = []
-        else:
-            self.held = None
+        if learner.window.pending:  # what a state of an older version held back, first
+            learner.flush()
         self.refresh(new_blocks)
+
+    @property
+    def watching(self) -> bool:
+        """Whether the learner's window still watches the examples learned (``delta``
+        ``'auto'`` or ``'first'`` before Delta is settled): then :meth:`hold` learns
+        them, not the caller's kernels alone."""
+        return self.learner.window.room > 0
 
     def refresh(self, new_blocks: bool = False) -> None:
         """Take the learner's arrays again (after one of them was replaced)."""
@@ -175,7 +174,7 @@ class OneExamplePath:
         ``_settle_delta``, as its batch path does). 0, or the negated status of a refused
         example (nothing learned)."""
         blocks = self._blocks
-        assert self.held is not None and blocks is not None
+        assert self.watching and blocks is not None
         m = single.canonical(n, self.state[0].shape[0], blocks.F, blocks.Z)
         if m < 0:
             return m
@@ -209,7 +208,7 @@ class OneExamplePath:
         self.bind()
 
     def sync(self) -> None:
-        """Hand the counts the kernels keep (and the held examples) to the learner."""
+        """Hand the counts the kernels keep to the learner."""
         state = self.learner.state
         Z = self._counts
         state.examples_seen = int(Z[single.Z_EXAMPLES])
@@ -217,18 +216,6 @@ class OneExamplePath:
         if Z[single.Z_CHANGED] or self.learner.evictions_to_forget:
             state.converged = False  # the window changed: its replay is due
             Z[single.Z_CHANGED] = 0
-        if self.held:
-            held, self.held = self.held, []
-            lengths = [len(idx) for idx, _, _ in held]
-            self.learner.learn_batch(
-                Batch.from_csr(
-                    np.concatenate([[0], np.cumsum(lengths)]),
-                    np.concatenate([idx for idx, _, _ in held]),
-                    np.concatenate([val for _, val, _ in held]),
-                    np.array([label for _, _, label in held]),
-                )
-            )
-            self.bind()
 
     @property
     def _packed(self) -> PackedBlocks:

@@ -78,13 +78,20 @@ class AutoDeltaWindow(Generic[R]):
         cls, buffer_size: int, rho: float, concatenate: Callable[[list[R]], R], delta: Any
     ) -> AutoDeltaWindow[R]:
         """The window of a learner with parameter ``delta`` whose buffer holds
-        ``buffer_size`` examples: one example for ``'first'``."""
-        size = 1 if delta == "first" else min(AUTO_DELTA_WINDOW, buffer_size)
+        ``buffer_size`` examples: one example for ``'first'``, none for a number (its
+        :attr:`room` is then 0: nothing to watch)."""
+        if delta == "first":
+            size = 1
+        elif delta == "auto":
+            size = min(AUTO_DELTA_WINDOW, buffer_size)
+        else:
+            size = 0
         return cls(size, rho, concatenate)
 
     @property
     def room(self) -> int:
-        """Examples still to arrive before Delta is fixed."""
+        """Examples still to arrive before Delta is fixed (0 once it is, or when Delta is
+        a number): while there is room, the learner watches the examples it learns."""
         return self.size - self.seen
 
     @property
@@ -122,7 +129,7 @@ class AutoDeltaWindow(Generic[R]):
         return take
 
     def close(self) -> None:
-        """Settle with the examples that came (a replay, or the end of the stream)."""
+        """Settle with the examples that came (the end of the stream)."""
         self.seen = max(self.seen, self.size)
 
     def delta(self) -> float:

@@ -71,7 +71,7 @@ Speed: an example becomes indices and values packed with ``struct`` straight int
 learner's packed state (:class:`~streamlearn.learn.one_example.OneExamplePath`), and one
 compiled call both learns the example that ``predict_one`` just saw (``learn_one`` only
 notes its label) and predicts the next one: a progressive predict_one + learn_one costs
-one compiled call, and one more for the averaged weights' decision value.
+one compiled call (the averaged weights' decision value included).
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         self._learn_then_decide = path.kernels.learn_last_then_decide
         self._decide_averaged = path.kernels.decision_averaged
         self._learn_then_decide_averaged = path.kernels.learn_last_then_decide_averaged
-        self._holding = path.held is not None
+        self._holding = path.watching
         # the averaged kernels read the example in the live blocks and dot it with the
         # averaged weights (as long as the live ones)
         self._average.resize(path.state[0].shape[0])
@@ -239,7 +239,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             self._last_x = None
 
     def _sync(self) -> None:
-        """Hand the fast path's counts (and held examples) to the learner."""
+        """Hand the fast path's counts (and a deferred example) to the learner."""
         if self._deferred:
             self._learn_deferred()
         self._path.sync()

@@ -118,7 +118,7 @@ def test_one_example_at_a_time_settles_as_the_batch_path_does() -> None:
         raw = [*LONG.indices[lo:hi].astype(float), *LONG.values[lo:hi]]
         struct.pack_into(f"@{len(raw)}d", path.F, path.raw_offset, *raw)
         sign = float(LONG.labels[i])
-        if path.held is not None:
+        if path.watching:
             assert path.hold(hi - lo, sign) == 0
         else:
             path.settle(sign, path.kernels.learn_one(hi - lo, sign, path.state))
