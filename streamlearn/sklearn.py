@@ -360,7 +360,7 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
             "n_features_in": self.n_features_in_,
             "feature_names_in": None if names is None else [str(name) for name in names],
             "learner": self.learner_.state_dict(),
-            "partial_fit_replay": float(getattr(self, PARTIAL_FIT_REPLAY)),
+            PARTIAL_FIT_REPLAY: float(getattr(self, PARTIAL_FIT_REPLAY)),
             "replay_credit": float(getattr(self, "replay_credit_", 0.0)),
         }
 
@@ -379,10 +379,8 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
                 raise StateError(
                     f"state is for algorithm {learner.algorithm!r}, not {entry.name!r}"
                 )
-            estimator = cls(**learner.learner_params())
-            estimator.set_params(
-                partial_fit_replay=state.get("partial_fit_replay", DEFAULT_PARTIAL_FIT_REPLAY)
-            )
+            replay = state.get(PARTIAL_FIT_REPLAY, DEFAULT_PARTIAL_FIT_REPLAY)
+            estimator = cls(**learner.learner_params(), partial_fit_replay=replay)
             estimator.replay_credit_ = float(state.get("replay_credit", 0.0))
             estimator.learner_ = learner
             estimator.classes_ = np.asarray(
