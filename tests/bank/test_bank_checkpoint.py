@@ -4,14 +4,12 @@ bit for bit; writing it and restoring it cost little beyond the bank itself."""
 
 from __future__ import annotations
 
-import tracemalloc
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 from bank_samples import multilabel_stream
+from memory import peak_allocated
 
 from streamlearn import PAUM, PDM, ModelBank, PDMSucc, model_from_state
 from streamlearn.checkpoint.codec import encode, encode_pieces
@@ -102,21 +100,11 @@ LARGE = large_bank()
 ROWS_BYTES = 400 * 5000 * 9
 
 
-def _peak(call: Callable[[], Any]) -> int:
-    """Bytes allocated at the peak of ``call`` (numpy's arrays included)."""
-    tracemalloc.start()
-    try:
-        call()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def test_a_checkpoint_of_a_bank_copies_none_of_its_largest_arrays(tmp_path: Path) -> None:
     """The state and its write together, as the daemon checkpoints: a small fraction of
     the signs and slack (before, ``state_dict()`` copied them all, twice for a moment)."""
     path = tmp_path / "c"
-    peak = _peak(lambda: write_checkpoint(path, {"learner": state_to_write(LARGE)}))
+    peak, _ = peak_allocated(lambda: write_checkpoint(path, {"learner": state_to_write(LARGE)}))
     assert peak < ROWS_BYTES / 8, f"{peak / ROWS_BYTES:.2f}x the signs and slack"
     restored = ModelBank.from_state(read_checkpoint(path).payload["learner"])
     assert encode(restored.state_dict(), created=0) == encode(LARGE.state_dict(), created=0)
@@ -129,9 +117,9 @@ def test_a_restore_allocates_the_largest_arrays_once(tmp_path: Path) -> None:
     them stayed: over 3x the rows)."""
     write_checkpoint(tmp_path / "c", {"learner": LARGE.state_dict()})
     state = read_checkpoint(tmp_path / "c").payload["learner"]
-    peak = _peak(lambda: SharedReplayBuffer.from_state(state["buffer"]))
+    peak, _ = peak_allocated(lambda: SharedReplayBuffer.from_state(state["buffer"]))
     assert peak < 1.1 * ROWS_BYTES, f"buffer: {peak / ROWS_BYTES:.2f}x the signs and slack"
-    peak = _peak(lambda: ModelBank.from_state(state))
+    peak, _ = peak_allocated(lambda: ModelBank.from_state(state))
     assert peak < 1.25 * ROWS_BYTES, f"bank: {peak / ROWS_BYTES:.2f}x the signs and slack"
     restored = ModelBank.from_state(state)
     assert restored.buffer.signs.shape == restored.buffer.alphas.shape == (400, 5000)

@@ -16,6 +16,7 @@ import msgpack
 import numpy as np
 import pytest
 import v1_reference as reference
+from memory import peak_allocated
 
 from streamlearn import PDM, ModelBank
 from streamlearn.checkpoint import store as store_module
@@ -259,19 +260,9 @@ def _big_payload() -> dict[str, Any]:
             "n": 7, "t": ("x", 1)}  # fmt: skip
 
 
-def _peak(call: Callable[[], Any]) -> tuple[int, Any]:
-    """Bytes allocated at the peak of ``call`` (numpy's arrays included) beyond its start."""
-    tracemalloc.start()
-    try:
-        result = call()
-        return tracemalloc.get_traced_memory()[1], result
-    finally:
-        tracemalloc.stop()
-
-
 def test_a_write_builds_nothing_the_size_of_the_checkpoint(tmp_path: Path) -> None:
     payload = _big_payload()
-    peak, _ = _peak(lambda: write_checkpoint(tmp_path / "c", payload))
+    peak, _ = peak_allocated(lambda: write_checkpoint(tmp_path / "c", payload))
     assert peak < BIG // 8, f"{peak / 1e6:.1f} MB allocated to write {BIG / 1e6:.0f} MB"
     assert same(read_checkpoint(tmp_path / "c").payload, payload)
 
@@ -279,7 +270,7 @@ def test_a_write_builds_nothing_the_size_of_the_checkpoint(tmp_path: Path) -> No
 def test_a_read_allocates_the_arrays_and_little_more(tmp_path: Path) -> None:
     payload = _big_payload()
     write_checkpoint(tmp_path / "c", payload)
-    peak, checkpoint = _peak(lambda: read_checkpoint(tmp_path / "c"))
+    peak, checkpoint = peak_allocated(lambda: read_checkpoint(tmp_path / "c"))
     assert peak < BIG + BIG // 8, f"{peak / 1e6:.1f} MB allocated to read {BIG / 1e6:.0f} MB"
     assert same(checkpoint.payload, payload)
 

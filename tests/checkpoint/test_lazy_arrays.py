@@ -4,14 +4,14 @@ add up or change between the checksum's pass and the file's."""
 
 from __future__ import annotations
 
-import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import v1_reference as reference
+from memory import peak_allocated
 
 from streamlearn.checkpoint.codec import (
     DeferredBytes,
@@ -154,19 +154,10 @@ def test_a_lazy_array_of_a_dtype_that_cannot_be_stored_is_refused() -> None:
         encode({"a": Unstorable(np.zeros(2), 1)}, created=0.0)
 
 
-def _peak(call: Callable[[], Any]) -> int:
-    tracemalloc.start()
-    try:
-        call()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def test_a_lazy_array_is_written_without_being_whole_in_memory(tmp_path: Path) -> None:
     rows = np.arange(64 * 100_000.0).reshape(64, 100_000)  # 51 MB
     columns = RingColumns(rows, first=40_000, count=100_000)
-    peak = _peak(lambda: write_checkpoint(tmp_path / "c", {"alphas": columns}))
+    peak, _ = peak_allocated(lambda: write_checkpoint(tmp_path / "c", {"alphas": columns}))
     assert peak < rows.nbytes / 10, f"{peak / 1e6:.1f} MB to write {rows.nbytes / 1e6:.0f} MB"
     np.testing.assert_array_equal(
         read_checkpoint(tmp_path / "c").payload["alphas"], columns.gather()

@@ -4,12 +4,12 @@ rebuilt with every label row allocated at once (``from_state``)."""
 
 from __future__ import annotations
 
-import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
+from memory import peak_allocated
 
 from streamlearn.errors import StateError
 from streamlearn.replay.shared import RingColumns, SharedReplayBuffer
@@ -95,34 +95,25 @@ def test_from_state_puts_back_the_rows_once_each(
     assert back.add_label() == 5 and back.signs.shape[0] == 10  # grows as before
 
 
-def _peak(call: Callable[[], Any]) -> int:
-    tracemalloc.start()
-    try:
-        call()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 LABELS, WIDTH = 300, 4000
 ROWS_BYTES = LABELS * WIDTH * 9  # signs (1 byte) and slack (8 bytes) per label and slot
 
 
 def test_state_dict_gathers_the_rows_in_one_copy() -> None:
     shared = wrapped_buffer(labels=LABELS, width=WIDTH, added=WIDTH + 1234)
-    peak = _peak(shared.state_dict)
+    peak, _ = peak_allocated(shared.state_dict)
     assert peak < 1.2 * ROWS_BYTES, f"{peak / ROWS_BYTES:.2f}x the rows"
 
 
 def test_state_to_write_copies_none_of_the_rows() -> None:
     shared = wrapped_buffer(labels=LABELS, width=WIDTH, added=WIDTH + 1234)
-    peak = _peak(shared.state_to_write)
+    peak, _ = peak_allocated(shared.state_to_write)
     assert peak < ROWS_BYTES / 20, f"{peak / ROWS_BYTES:.2f}x the rows"
 
 
 def test_from_state_allocates_the_rows_once() -> None:
     state = wrapped_buffer(labels=LABELS, width=WIDTH, added=WIDTH + 1234).state_dict()
-    peak = _peak(lambda: SharedReplayBuffer.from_state(state))
+    peak, _ = peak_allocated(lambda: SharedReplayBuffer.from_state(state))
     # the rows themselves and small blocks: no doubling copies, no whole-size checks
     assert peak < 1.2 * ROWS_BYTES, f"{peak / ROWS_BYTES:.2f}x the rows"
 
