@@ -12,9 +12,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import msgpack
 import numpy as np
 import pytest
+from group_forgery import forged
 from group_process import Member, group_examples, positions, records
 from services import Tansu
 from test_serve_kafka import svmlight_messages
@@ -46,18 +46,6 @@ def _group_view(member: Member) -> dict[str, Any]:
     return view
 
 
-def _forged(value: bytes, **changes: Any) -> bytes:
-    """A member's record with some fields changed (``share_*``: the share's)."""
-    data = msgpack.unpackb(value, raw=False, strict_map_key=False)
-    for name, changed in changes.items():
-        if name.startswith("share_"):
-            data["share"][name.removeprefix("share_")] = changed
-        else:
-            data[name] = changed
-    packed: bytes = msgpack.packb(data, use_bin_type=True)
-    return packed
-
-
 BEYOND = {p: [10**12, 10**12] for p in range(PARTITIONS)}
 
 
@@ -73,14 +61,14 @@ def _raw(i: int, key: str, real: bytes, sequence: int) -> dict[str, tuple[str, b
         "a bin of 200 kB": (key, b"\xc6\x00\x03\x0d\x40" + b"\x00" * 200_000),
         "a deletion": (key, None),
         "under another key": (f"spoof-{i}", real),
-        "naming another member": (key, _forged(real, member=f"x-{i}")),
-        "a phantom": (f"ghost-{i}", _forged(real, member=f"ghost-{i}")),
+        "naming another member": (key, forged(real, member=f"x-{i}")),
+        "a phantom": (f"ghost-{i}", forged(real, member=f"ghost-{i}")),
         "a phantom beyond the ends": (
             f"ghost-{i}",
-            _forged(real, member=f"ghost-{i}", partitions=BEYOND),
+            forged(real, member=f"ghost-{i}", partitions=BEYOND),
         ),
-        "sequence 2^62": (key, _forged(real, sequence=2**62)),
-        "sequence jumps": (key, _forged(real, sequence=sequence + 1000)),
+        "sequence 2^62": (key, forged(real, sequence=2**62)),
+        "sequence jumps": (key, forged(real, sequence=sequence + 1000)),
         "a copy": (key, real),
     }
 
@@ -117,7 +105,7 @@ def _forgery(i: int, key: str, real: bytes, sequence: int) -> tuple[str, bytes |
     if i % kinds < len(raw):
         return list(raw.values())[i % kinds]
     changes = list(following.values())[i % kinds - len(raw)]
-    return key, _forged(real, sequence=sequence + 1, **changes)
+    return key, forged(real, sequence=sequence + 1, **changes)
 
 
 class Forger:
@@ -230,7 +218,7 @@ def test_with_a_shared_secret_a_producer_without_it_cannot_speak_for_the_group(
     members[0].wait(lambda: set(records(broker, sync, secret=secret)) == names, "their records")
     # each member's next record, valid in every way but the signature
     for key, record in records(broker, sync, secret=secret).items():
-        value = _forged(encode_record(record), sequence=record.sequence + 1, examples=10**6)
+        value = forged(encode_record(record), sequence=record.sequence + 1, examples=10**6)
         broker.produce(sync, [value], key=key.encode())
     total += _produce(broker, topic, 30, seed=6)
     ends = broker.end_offsets(topic)

@@ -13,6 +13,7 @@ from typing import Any
 import msgpack
 import numpy as np
 import pytest
+from group_forgery import forged
 from test_member import MODEL, Reader, Ticks, Topic, _learn, _rows
 
 from streamlearn import PDM
@@ -79,18 +80,6 @@ def _latest(topic: Topic, key: str) -> bytes:
     return next(value for k, value in reversed(topic.log) if k == key and value is not None)
 
 
-def _forged(value: bytes, **changes: Any) -> bytes:
-    """A record written by a member with some fields changed (``share_*``: the share's)."""
-    data = msgpack.unpackb(value, raw=False, strict_map_key=False)
-    for name, changed in changes.items():
-        if name.startswith("share_"):
-            data["share"][name.removeprefix("share_")] = changed
-        else:
-            data[name] = changed
-    packed: bytes = msgpack.packb(data, use_bin_type=True)
-    return packed
-
-
 def _state(member: GroupMember) -> tuple[list[float], float]:
     state = member.learner.state
     return state.weights[: state.n_features].tolist(), state.beta
@@ -104,36 +93,36 @@ HOSTILE: dict[str, Callable[[bytes], bytes]] = {
     "an array of 2^26 declared": lambda _: b"\xdd\x04\x00\x00\x00",
     "a text of 2^31 declared": lambda _: b"\xdb\x80\x00\x00\x00",
     "nested 100000 deep": lambda _: b"\x91" * 100_000,
-    "exponent 10^6": lambda real: _forged(real, share_exponent=10**6),
-    "exponent -1": lambda real: _forged(real, share_exponent=-1),
-    "weights 1e300": lambda real: _forged(real, share_values=np.full(8, 1e300).tobytes()),
-    "a weight NaN": lambda real: _forged(
+    "exponent 10^6": lambda real: forged(real, share_exponent=10**6),
+    "exponent -1": lambda real: forged(real, share_exponent=-1),
+    "weights 1e300": lambda real: forged(real, share_values=np.full(8, 1e300).tobytes()),
+    "a weight NaN": lambda real: forged(
         real, share_values=np.array([np.nan] + [1.0] * 7).tobytes()
     ),
-    "beta infinite": lambda real: _forged(real, share_beta=float("inf")),
-    "t a text": lambda real: _forged(real, share_updates="1e300"),
-    "t negative": lambda real: _forged(real, share_updates=-1.0),
-    "margin NaN": lambda real: _forged(real, window=[10, 500, float("nan"), 1.0, 1.0]),
-    "time infinite": lambda real: _forged(real, time=float("inf")),
-    "sequence a bool": lambda real: _forged(real, sequence=True),
-    "sequence 2^62": lambda real: _forged(real, sequence=2**62),
-    "feature 2^26-1 in 429 bytes": lambda real: _forged(
+    "beta infinite": lambda real: forged(real, share_beta=float("inf")),
+    "t a text": lambda real: forged(real, share_updates="1e300"),
+    "t negative": lambda real: forged(real, share_updates=-1.0),
+    "margin NaN": lambda real: forged(real, window=[10, 500, float("nan"), 1.0, 1.0]),
+    "time infinite": lambda real: forged(real, time=float("inf")),
+    "sequence a bool": lambda real: forged(real, sequence=True),
+    "sequence 2^62": lambda real: forged(real, sequence=2**62),
+    "feature 2^26-1 in 429 bytes": lambda real: forged(
         real, share_indices=np.array([2**26 - 1]).tobytes(), share_values=np.ones(1).tobytes()
     ),
-    "feature 2^26": lambda real: _forged(
+    "feature 2^26": lambda real: forged(
         real,
         share_indices=np.arange(2**26 - 2**18, 2**26 + 1).tobytes(),
         share_values=np.ones(2**18 + 1).tobytes(),
     ),
-    "indices and values of other lengths": lambda real: _forged(
+    "indices and values of other lengths": lambda real: forged(
         real, share_values=np.ones(3).tobytes()
     ),
-    "an odd number of bytes": lambda real: _forged(real, share_indices=b"\x01" * 9),
-    "a partition of -1": lambda real: _forged(real, partitions={-1: [0, 0]}),
-    "a position of a text": lambda real: _forged(real, partitions={0: ["1", 0]}),
-    "window of 4": lambda real: _forged(real, window=[10, 500, 0.1, 1.0]),
-    "an ext type": lambda real: _forged(real, time=msgpack.ExtType(5, b"x")),
-    "another model": lambda real: _forged(real, model={**MODEL, "params": {"delta": 2.0}}),
+    "an odd number of bytes": lambda real: forged(real, share_indices=b"\x01" * 9),
+    "a partition of -1": lambda real: forged(real, partitions={-1: [0, 0]}),
+    "a position of a text": lambda real: forged(real, partitions={0: ["1", 0]}),
+    "window of 4": lambda real: forged(real, window=[10, 500, 0.1, 1.0]),
+    "an ext type": lambda real: forged(real, time=msgpack.ExtType(5, b"x")),
+    "another model": lambda real: forged(real, model={**MODEL, "params": {"delta": 2.0}}),
 }
 
 
@@ -142,8 +131,8 @@ def _next_of(topic: Topic, key: str) -> bytes:
     (see the first test), so that only what is changed in it can make it refused."""
     real = _latest(topic, "a")
     if key != "a":
-        return _forged(real, member=key)
-    return _forged(real, sequence=decode_record(real, MAX_FEATURES).sequence + 1)
+        return forged(real, member=key)
+    return forged(real, sequence=decode_record(real, MAX_FEATURES).sequence + 1)
 
 
 @pytest.mark.parametrize("key", ["x", "a"], ids=["a new member", "a member's next"])
@@ -177,7 +166,7 @@ def test_a_record_under_another_key_or_with_a_sequence_out_of_step_is_refused() 
     real = _latest(topic, "a")
     held = decode_record(real, MAX_FEATURES).sequence
     topic.log.append(("x", real))  # a's record under another key
-    topic.log.append(("a", _forged(real, sequence=held + 5)))  # a jump
+    topic.log.append(("a", forged(real, sequence=held + 5)))  # a jump
     topic.log.append(("a", real))  # a's record again
     b.turn()
     assert b.records_refused == 3 and "x" not in b.table.records
@@ -192,7 +181,7 @@ def test_a_record_under_a_members_key_it_did_not_write_is_refused_by_it() -> Non
     topic, a, _ = _group()
     mine = _latest(topic, "a")
     topic.log.append(("a", mine))  # a copy of its own record
-    topic.log.append(("a", _forged(mine, sequence=decode_record(mine, MAX_FEATURES).sequence + 1)))
+    topic.log.append(("a", forged(mine, sequence=decode_record(mine, MAX_FEATURES).sequence + 1)))
     a.turn()
     assert a.records_refused == 2
 
@@ -208,7 +197,7 @@ def test_a_deletion_of_a_members_record_is_refused() -> None:
 def test_a_member_the_group_does_not_know_is_refused_and_never_sets_a_start() -> None:
     brokers = Brokers({"a", "b"})
     topic, _, b = _group(brokers)
-    phantom = _forged(
+    phantom = forged(
         _latest(topic, "a"), member="ghost", partitions={0: [300, 10**6], 1: [300, 10**6]}
     )
     topic.log.append(("ghost", phantom))
@@ -228,8 +217,8 @@ def test_a_position_beyond_the_end_of_its_log_is_refused() -> None:
     topic, a, b = _group(brokers)
     real = _latest(topic, "a")
     held = decode_record(real, MAX_FEATURES).sequence
-    topic.log.append(("a", _forged(real, sequence=held + 1, partitions={0: [10**12, 300]})))
-    topic.log.append(("a", _forged(real, sequence=held + 1, partitions={7: [0, 0]})))
+    topic.log.append(("a", forged(real, sequence=held + 1, partitions={0: [10**12, 300]})))
+    topic.log.append(("a", forged(real, sequence=held + 1, partitions={7: [0, 0]})))
     b.turn()
     assert b.records_refused == 2 and b.table.records["a"].sequence == held
     # a log whose end a ListOffsets gives as its last batch's start + 1 (Tansu): a fetch
@@ -312,7 +301,7 @@ def test_a_share_scaled_further_than_the_reader_is_summed_exactly_in_its_units()
     real = _latest(topic, "a")
     held = decode_record(real, MAX_FEATURES).sequence
     scaled = share.at_exponent(60)  # a member that scaled its state down 60 times
-    topic.log.append(("a", _forged(
+    topic.log.append(("a", forged(
         real, sequence=held + 1, share_values=scaled.values.tobytes(), share_beta=scaled.beta,
         share_updates=scaled.updates, share_slack=scaled.slack, share_exponent=60,
     )))  # fmt: skip
@@ -360,10 +349,10 @@ def test_with_a_shared_secret_only_records_signed_with_it_are_taken() -> None:
     assert b.records_refused == 0 and b.table.records["a"].examples == 300
     real = _latest(topic, "a")
     unsigned = real[: -len(signed(b"", "a", b"s3cret"))]
-    following = _forged(unsigned, sequence=decode_record(unsigned, MAX_FEATURES).sequence + 1)
+    following = forged(unsigned, sequence=decode_record(unsigned, MAX_FEATURES).sequence + 1)
     topic.log.append(("a", following))  # a valid next record, without the secret
     topic.log.append(("a", signed(following, "a", b"other")))  # with another secret
-    topic.log.append(("x", signed(_forged(unsigned, member="x"), "x", b"other")))
+    topic.log.append(("x", signed(forged(unsigned, member="x"), "x", b"other")))
     topic.log.append(("c", real))  # a's signed record under another key
     b.turn()
     assert b.records_refused == 4 and b.table.records["a"].examples == 300
