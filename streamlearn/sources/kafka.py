@@ -295,7 +295,8 @@ def compacted_topic_reader(options: Mapping[str, Any], *, fetch_max_wait_ms: int
     (:class:`~streamlearn.sources.kafka_blocks.RecordsWithin`): anyone who can write to
     the topic could otherwise stop every reader of it."""
     consumer = KafkaConsumer(
-        enable_auto_commit=False, fetch_max_wait_ms=fetch_max_wait_ms,
+        enable_auto_commit=False, allow_auto_create_topics=False,
+        fetch_max_wait_ms=fetch_max_wait_ms,
         fetch_max_bytes=MAX_RECORD_BYTES, max_partition_fetch_bytes=MAX_RECORD_BYTES,
         **options,
     )  # fmt: skip
@@ -535,6 +536,9 @@ class KafkaSource:
             "auto_offset_reset": "earliest",
             # records of aborted transactions are never learned
             "isolation_level": "read_committed",
+            # a topic that does not exist (a typo, a broker that restarted empty) is
+            # waited for, never created by asking for its metadata
+            "allow_auto_create_topics": False,
             "session_timeout_ms": session_timeout_ms,
             "heartbeat_interval_ms": heartbeat_interval_ms,
             "request_timeout_ms": request_timeout_ms,
