@@ -1,9 +1,10 @@
 """The replay buffer: a bounded, first-in first-out store of examples and their slack.
 
 Capacity is fixed at construction both in examples and in stored nonzeros, so memory is
-bounded whatever the stream does. The nonzero arena grows geometrically up to its
-capacity, so a small stream costs little. The buffer copies what it stores. Each
-example keeps its own slack coordinate (the number of updates made with it, alpha_k).
+bounded whatever the stream does. The nonzero arena follows what the buffer holds (about
+twice it) up to its capacity, so a small stream or a small window costs little. The
+buffer copies what it stores. Each example keeps its own slack coordinate (the number
+of updates made with it, alpha_k).
 
 >>> import numpy as np
 >>> from streamlearn.types import MAX_FEATURE_INDEX, Batch
@@ -99,21 +100,37 @@ class ReplayBuffer:
         return slots
 
     def reserve_for(self, batch_nnz: int) -> None:
-        """Grow the arena so that ``batch_nnz`` more nonzeros fit without wrapping early.
+        """Make room for ``batch_nnz`` more nonzeros after the newest example.
 
-        The arena wraps around (and evicts by nonzeros) only once it has reached
-        ``max_nnz``; before that it grows, which keeps examples where they would be had
-        it been allocated in full from the start.
+        Until the arena reaches ``max_nnz`` the examples lie in one run from its start,
+        and the kernels never wrap or evict for room: when the run reaches the end, the
+        live examples move to the start (one copy of what the buffer holds), into an
+        arena grown to twice what they and the batch need if they would fill more than
+        two thirds of it. Memory thus follows what the buffer holds, not how much went
+        through it, and a nonzero stored is copied at most twice on average. Once the arena is
+        ``max_nnz`` long it is a ring that wraps and evicts by nonzeros.
+
+        >>> buf = ReplayBuffer(max_examples=2, max_nnz=10**6)
+        >>> buf.ring[:3] = [1, 1, 1000]; buf.slot_start[1] = 990; buf.slot_len[1] = 10
+        >>> buf.reserve_for(100)  # the run [990, 1000) moves to the start
+        >>> int(buf.slot_start[1]), int(buf.ring[2]), buf.arena_idx.shape[0]
+        (0, 10, 1024)
         """
         size = self.arena_idx.shape[0]
         if size >= self.max_nnz:
             return
-        needed = int(self.ring[_WRITE_POS]) + int(batch_nnz) + 1
-        if needed <= size:
+        write_pos = int(self.ring[_WRITE_POS])
+        if write_pos + int(batch_nnz) + 1 <= size:
             return
-        new_size = min(self.max_nnz, max(2 * size, needed))
-        self.arena_idx = _grown(self.arena_idx, new_size)
-        self.arena_val = _grown(self.arena_val, new_size)
+        slots = self.live_slots()
+        oldest = int(self.slot_start[slots[0]]) if slots.shape[0] else write_pos
+        held = write_pos - oldest  # cells the live examples reserve, in one run
+        needed = held + int(batch_nnz) + 1
+        new_size = size if 3 * needed <= 2 * size else min(self.max_nnz, 2 * needed)
+        self.arena_idx = _moved(self.arena_idx, oldest, write_pos, new_size)
+        self.arena_val = _moved(self.arena_val, oldest, write_pos, new_size)
+        self.slot_start[slots] -= oldest
+        self.ring[_WRITE_POS] = held
 
     def alpha(self) -> npt.NDArray[np.float64]:
         """Slack counts alpha_k of the buffered examples, oldest first (a copy)."""
@@ -246,10 +263,15 @@ def _check_examples(state: dict[str, Any], indptr: npt.NDArray[np.int64], count:
         raise StateError("replay buffer state: write position outside the arena")
 
 
-def _grown(array: npt.NDArray[Any], size: int) -> npt.NDArray[Any]:
-    # cells past the old end are written before they are ever read
+def _moved(array: npt.NDArray[Any], start: int, end: int, size: int) -> npt.NDArray[Any]:
+    """``array[start:end]`` at the start of an array of ``size`` cells (``array`` itself
+    when its size is ``size``); cells past ``end - start`` are written before they are
+    ever read."""
+    if size == array.shape[0]:
+        array[: end - start] = array[start:end]  # numpy copies overlapping runs safely
+        return array
     out = np.empty(size, dtype=array.dtype)
-    out[: array.shape[0]] = array
+    out[: end - start] = array[start:end]
     return out
 
 

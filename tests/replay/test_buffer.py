@@ -300,17 +300,41 @@ def test_capacities_must_be_positive(max_examples: int, max_nnz: int, name: str)
         ReplayBuffer(max_examples, max_nnz)
 
 
-def test_arena_grows_geometrically_up_to_its_capacity() -> None:
-    buf = ReplayBuffer(max_examples=10, max_nnz=5000)
+def test_arena_grows_to_twice_what_it_must_hold_up_to_its_capacity() -> None:
+    buf = ReplayBuffer(max_examples=10, max_nnz=10_000)
     assert buf.arena_idx.shape[0] == 1024
     small = buf.allocated_bytes
     buf.reserve_for(100)
     assert buf.arena_idx.shape[0] == 1024
     buf.reserve_for(1500)
-    assert buf.arena_idx.shape[0] == buf.arena_val.shape[0] == 2048
+    assert buf.arena_idx.shape[0] == buf.arena_val.shape[0] == 2 * 1501
+    buf.ring[:3] = [0, 1, 2000]  # one example of 2000 cells: moving it frees too little
+    buf.slot_len[0] = 2000
+    buf.reserve_for(1100)
+    assert buf.arena_idx.shape[0] == 2 * 3101
     buf.reserve_for(10**6)
-    assert buf.arena_idx.shape[0] == 5000
+    assert buf.arena_idx.shape[0] == 10_000
     assert buf.allocated_bytes > small
+
+
+def test_a_long_stream_through_a_small_window_keeps_a_small_arena_and_learns_the_same() -> None:
+    """Its examples move to the arena's start instead of the arena growing to its
+    capacity; the weights, slack and buffer equal those of an arena allocated whole."""
+    examples = random_examples(3000, seed=21)
+    moved = Perceptron(delta=0.5, buffer_size=50, buffer_nnz=10**6)
+    whole = Perceptron(delta=0.5, buffer_size=50, buffer_nnz=10**6)
+    whole.buffer.arena_idx = np.zeros(10**6, dtype=np.int32)
+    whole.buffer.arena_val = np.zeros(10**6, dtype=np.float64)
+    for start in range(0, len(examples), 100):
+        for learner in (moved, whole):
+            feed(learner, examples[start : start + 100])
+        moved.replay(max_passes=1)
+        whole.replay(max_passes=1)
+    assert moved.buffer.arena_idx.shape[0] <= 4 * 50 * 26
+    assert moved.buffer.evicted == whole.buffer.evicted == 3000 - 50
+    assert np.array_equal(moved.coef_, whole.coef_)
+    assert np.array_equal(moved.buffer.alpha(), whole.buffer.alpha())
+    assert_batches_equal(moved.buffer.examples(), whole.buffer.examples())
 
 
 def test_from_state_refuses_inconsistent_states() -> None:
