@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from streamlearn.errors import InvalidParameterError, StateError
 from streamlearn.sources.base import Message, MessageBatch, Positions
+from streamlearn.sources.files import widen_pipe
 
 log = logging.getLogger("streamlearn.source")
 _LF = 10
@@ -69,6 +70,8 @@ class StdinSource:
             self._fd: int | None = stream.fileno()
         except (OSError, AttributeError, io.UnsupportedOperation):
             self._fd = None
+        if self._fd is not None:
+            widen_pipe(self._fd)
         self._tail = b""  # the start of a line whose newline has not come yet
         self._ready: deque[Message] = deque()  # cut, not yet returned
         self._lines_cut = 0  # lines read from the stream so far (skipped ones too)
