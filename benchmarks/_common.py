@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -43,6 +44,18 @@ def adult() -> tuple[Any, Any]:
 
     X, y = load_svmlight_file(str(data_file("adult/a9a.train")))
     return X.tocsr(), np.where(y > 0, 1.0, -1.0)
+
+
+def command_env(jit: bool = False) -> dict[str, str]:
+    """The environment of a ``streamlearn`` command as a user's install runs it: the
+    kernels compiled at install (numba's JIT with ``jit``), and Python's bytecode written
+    as it is beside an installed package (a ``PYTHONDONTWRITEBYTECODE`` of the shell
+    would compile every edited module from source at each start)."""
+    skipped = ("STREAMLEARN_JIT", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in skipped}
+    if jit:
+        env["STREAMLEARN_JIT"] = "1"
+    return env
 
 
 def timed(function: Callable[[], Any]) -> tuple[float, Any]:

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from _common import data_file, interleaved, median
+from _common import command_env, data_file, interleaved, median
 
 STREAMLEARN = Path(sys.executable).with_name("streamlearn")
 
@@ -47,9 +46,7 @@ def write_inputs(copies: int, directory: Path) -> tuple[Path, Path, int]:
 
 def run_streamlearn(svm: Path, jit: bool = False) -> dict[str, object]:
     command = f"cat {svm} | {STREAMLEARN} learn --algo pdm --epochs 1 --quiet --json"
-    env = {k: v for k, v in os.environ.items() if k != "STREAMLEARN_JIT"}
-    if jit:
-        env["STREAMLEARN_JIT"] = "1"
+    env = command_env(jit)
     done = subprocess.run(command, shell=True, check=True, capture_output=True, text=True, env=env)
     result: dict[str, object] = json.loads(done.stdout)
     return result

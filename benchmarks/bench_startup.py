@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _common import median
+from _common import command_env, median
 
 NUMBA_FLOOR = (
     "import numba\n"
@@ -66,9 +66,7 @@ def _command() -> str:
 
 
 def _run(argv: list[str], stdin: Path | None = None, jit: bool = False) -> float:
-    env = {k: v for k, v in os.environ.items() if k != "STREAMLEARN_JIT"}
-    if jit:
-        env["STREAMLEARN_JIT"] = "1"
+    env = command_env(jit)
     began = time.perf_counter()
     with open(stdin or os.devnull, "rb") as source:
         subprocess.run(
