@@ -217,26 +217,37 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
 
     def _take_path(self, new_blocks: bool) -> None:
         """Keep what the hot loop reads of the path (it changed). The loop calls the
-        kernels through a local name: ``self._decide(...)`` would be a method call, which
+        kernels through a local name: ``self._answer(...)`` would be a method call, which
         CPython does not specialize for an attribute that holds a compiled function (about
         a tenth of an example's time), where it does a plain attribute load."""
         path = self._path
         self._F = path.F
         self._raw_at = path.raw_offset
         self._state = path.state
-        self._decide = path.kernels.decision
         self._learn = path.kernels.learn_one
-        self._learn_then_decide = path.kernels.learn_last_then_decide
-        self._decide_averaged = path.kernels.decision_averaged
-        self._learn_then_decide_averaged = path.kernels.learn_last_then_decide_averaged
         self._holding = path.watching
         # the averaged kernels read the example in the live blocks and dot it with the
         # averaged weights (as long as the live ones)
         self._average.resize(path.state[0].shape[0])
-        self._average_weights = self._average.weights
-        self._bias = self._average.bias
+        self._set_answer()
         if new_blocks:
             self._last_x = None
+
+    def _set_answer(self) -> None:
+        """The kernels that answer (the averaged or the live weights' decision value, and
+        the same after learning the deferred example) and what they take after the
+        example's size: the hot loop calls one of them with no branch on the mode."""
+        kernels, state = self._path.kernels, self._path.state
+        self._answer: Callable[..., float]
+        self._learn_then_answer: Callable[..., float]
+        if self._averaging:
+            self._answer = kernels.decision_averaged
+            self._learn_then_answer = kernels.learn_last_then_decide_averaged
+            self._answer_args: tuple[Any, ...] = (state, self._average.weights, self._average.bias)
+        else:
+            self._answer = kernels.decision
+            self._learn_then_answer = kernels.learn_last_then_decide
+            self._answer_args = (state,)
 
     def _sync(self) -> None:
         """Hand the fast path's counts (and a deferred example) to the learner."""
@@ -429,8 +440,8 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
                     self._path.settle(sign, status)
         if new_label:  # only now: a refused example leaves no label behind
             self._add_label(y, sign)
-        self._seen += 1
-        if self._seen >= self._next_event:
+        seen = self._seen = self._seen + 1
+        if seen >= self._next_event:
             self._count_events()
 
     def _count_events(self) -> None:
@@ -467,7 +478,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         if weights.shape[0] > average.weights.shape[0]:  # not reachable: _take_path sizes it
             self._path.refresh()
         average.add(self._seen, weights, self._rho * float(F[_BETA]), factor, self._names_room())
-        self._bias = average.bias
+        self._set_answer()
 
     # -- prediction ---------------------------------------------------------------------
 
@@ -488,21 +499,13 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         averaged one, in margin units, when averaging), learning first the example
         whose learning was deferred: one kernel call."""
         deferred = self._deferred
-        self._deferred = 0.0
-        if self._averaging:
-            weights, bias = self._average_weights, self._bias
-            if deferred:
-                learn_then_decide_averaged = self._learn_then_decide_averaged
-                f: float = learn_then_decide_averaged(deferred, n, self._state, weights, bias)
-            else:
-                decide_averaged = self._decide_averaged
-                f = decide_averaged(n, self._state, weights, bias)
-        elif deferred:
-            learn_then_decide = self._learn_then_decide  # a local: see _take_path
-            f = learn_then_decide(deferred, n, self._state)
+        if deferred:
+            self._deferred = 0.0
+            learn_then_answer = self._learn_then_answer  # a local: see _take_path
+            f: float = learn_then_answer(deferred, n, *self._answer_args)
         else:
-            decide = self._decide
-            f = decide(n, self._state)
+            answer = self._answer
+            f = answer(n, *self._answer_args)
         if f != f:
             f = self._decide_again(x, n, deferred)
         return f
@@ -514,12 +517,8 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         status = self._path.status
         if deferred and status in (RowStatus.NEED_ARENA, RowStatus.UNBUFFERED):
             self._path.settle(deferred, -status)  # the deferred example, then x
-            if self._averaging:
-                decide_averaged = self._decide_averaged
-                f: float = decide_averaged(n, self._state, self._average_weights, self._bias)
-            else:
-                decide = self._decide
-                f = decide(n, self._state)
+            answer = self._answer
+            f: float = answer(n, *self._answer_args)
             if f == f:
                 return f
         self._reject(x, int(self._path.status))
@@ -534,22 +533,13 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         except _PACK_ERRORS:
             return self._pos if self._decision(x) > 0.0 else self._neg
         deferred = self._deferred
-        if self._averaging:  # _decide_deferring, inlined
-            weights, bias = self._average_weights, self._bias
-            if deferred:
-                self._deferred = 0.0
-                learn_then_decide_averaged = self._learn_then_decide_averaged
-                f: float = learn_then_decide_averaged(deferred, n, self._state, weights, bias)
-            else:
-                decide_averaged = self._decide_averaged
-                f = decide_averaged(n, self._state, weights, bias)
-        elif deferred:
+        if deferred:  # _decide_deferring, inlined
             self._deferred = 0.0
-            learn_then_decide = self._learn_then_decide  # a local: see _take_path
-            f = learn_then_decide(deferred, n, self._state)
+            learn_then_answer = self._learn_then_answer
+            f: float = learn_then_answer(deferred, n, *self._answer_args)
         else:
-            decide = self._decide
-            f = decide(n, self._state)
+            answer = self._answer
+            f = answer(n, *self._answer_args)
         if f != f:
             f = self._decide_again(x, n, deferred)
         self._last_x = dict(x)
