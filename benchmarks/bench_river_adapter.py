@@ -17,10 +17,11 @@ Phishing: river's bundled ``datasets.Phishing`` (1250 examples), the accuracy of
 ``preprocessing.StandardScaler``.
 
 The rows: the adapters with their defaults (``average=True``: predictions from the
-weights averaged over the stream; ``replay_every=None``; ``delta='first'``), with the
-engine's Delta rule ``delta='auto'``, with the last weights (``average=False``: a pure
-online pass), with replays on the growing schedule (``replay_every='auto'``), and with
-the defaults before the averaged weights (``replay_every='auto', average=False``).
+weights averaged over the stream; ``replay_every=None``; ``delta='auto'``, the engine's
+Delta rule), with Delta from the first example alone (``delta='first'``), with the last
+weights (``average=False``: a pure online pass), with replays on the growing schedule
+(``replay_every='auto'``), and with the defaults before the averaged weights
+(``replay_every='auto', average=False``).
 
 Targets (issue 37), for ``PDMClassifier()``: at least 2x river's Perceptron's
 examples/s, a log loss on a9a.test within 10% of river's LogisticRegression's, and a
@@ -120,7 +121,7 @@ def main() -> None:
         PERCEPTRON: linear_model.Perceptron,
         LOGISTIC: linear_model.LogisticRegression,
         DEFAULTS: PDMClassifier,
-        "streamlearn PDMClassifier(delta='auto')": lambda: PDMClassifier(delta="auto"),
+        "streamlearn PDMClassifier(delta='first')": lambda: PDMClassifier(delta="first"),
         "streamlearn PDMClassifier(average=False)": lambda: PDMClassifier(average=False),
         "streamlearn PDMClassifier(replay_every='auto')": lambda: PDMClassifier(
             replay_every="auto"
