@@ -12,6 +12,7 @@ less to compile on a first run).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,10 +34,57 @@ RULE_TMARGITRON = 5
 RULE_AMARGITRON = 6
 #: ||a|| - a . y / ||a|| >= eps, convex-combination update. ``rule_params[0] = eps``.
 RULE_KOZINEC = 7
-#: the rules whose threshold is homogeneous of degree one in a (0, beta ||a||,
-#: (1 - eps) ||a||^2 / t): multiplying a, the slack counts and t by one positive factor
-#: changes none of their comparisons, only how much the next unit update weighs
-SCALE_FREE_RULES = (RULE_PERCEPTRON, RULE_PFM, RULE_PDM)
+
+
+@dataclass(frozen=True)
+class RuleFacts:
+    """What the Python side knows of a rule beside its kernels' branches.
+
+    scale_free
+        Its threshold is homogeneous of degree one in a (0, beta ||a||, (1 - eps)
+        ||a||^2 / t): multiplying a, the slack counts and t by one positive factor
+        changes none of its comparisons, only how much the next unit update weighs (a
+        state may be scaled down on an endless stream, a group's shares scaled).
+    convex_combination
+        a is a convex combination of the examples (Kozinec): the margin unit of
+        probabilities and decision scales is ||a||^2, not ||a||^2 / t.
+    """
+
+    name: str
+    scale_free: bool = False
+    convex_combination: bool = False
+
+
+#: every rule the kernels know, by code: a rule is added here, in :func:`threshold` (and
+#: :func:`multiplicity` for multiple updates) and in the plain-Python twin of the tests
+RULES: dict[int, RuleFacts] = {
+    RULE_PERCEPTRON: RuleFacts("perceptron", scale_free=True),
+    RULE_PAM: RuleFacts("perceptron with margin"),
+    RULE_PAUM: RuleFacts("perceptron with uneven margins"),
+    RULE_PFM: RuleFacts("perceptron with fixed margin", scale_free=True),
+    RULE_PDM: RuleFacts("perceptron with dynamic margin", scale_free=True),
+    RULE_TMARGITRON: RuleFacts("t-margitron"),
+    RULE_AMARGITRON: RuleFacts("a-margitron"),
+    RULE_KOZINEC: RuleFacts("Kozinec", convex_combination=True),
+}
+
+
+def rule_facts(code: int) -> RuleFacts:
+    """The facts of rule ``code``; an unknown code is an error (the kernels would answer
+    it with a threshold of NaN, an update condition never met).
+
+    >>> rule_facts(RULE_PDM).scale_free, rule_facts(RULE_KOZINEC).convex_combination
+    (True, True)
+    >>> rule_facts(99)
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown rule code 99: the kernels know 0, 1, 2, 3, 4, 5, 6, 7
+    """
+    try:
+        return RULES[code]
+    except KeyError:
+        known = ", ".join(str(c) for c in sorted(RULES))
+        raise ValueError(f"unknown rule code {code}: the kernels know {known}") from None
 
 
 @kernel()
@@ -56,8 +104,9 @@ def threshold(rule: int, rule_params: np.ndarray, label: float, sqnorm: float, t
         return rule_params[0] * t ** rule_params[1] if t > 0 else 0.0
     if rule == RULE_AMARGITRON:
         return rule_params[0] * math.sqrt(sqnorm) ** rule_params[1] if t > 0 else 0.0
-    # RULE_KOZINEC, in the units of a itself: ||a||^2 - eps ||a||
-    return sqnorm - rule_params[0] * math.sqrt(sqnorm)
+    if rule == RULE_KOZINEC:  # in the units of a itself: ||a||^2 - eps ||a||
+        return sqnorm - rule_params[0] * math.sqrt(sqnorm)
+    return math.nan  # an unknown code (refused by rule_facts where learners are made)
 
 
 @kernel()

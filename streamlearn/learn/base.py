@@ -28,7 +28,6 @@ from streamlearn._kernels import (
     values_all_one,
 )
 from streamlearn._kernels.engine import STAT_LEVEL1, CompactSet, Rule, replay_kernel
-from streamlearn._kernels.rules import SCALE_FREE_RULES
 from streamlearn.errors import (
     DivergenceError,
     InvalidInputError,
@@ -400,10 +399,13 @@ class LinearLearner:
     def replay(
         self, max_passes: int | None = None, interrupt: Callable[[], bool] | None = None
     ) -> Self:
-        """Cycle the buffer with the active sets until a full pass makes no update.
+        """Cycle the buffer with the active sets until it converges: a full pass makes no
+        update, or, for a learner with a target gap (PDM and PDM-succ: their eps), the
+        certified gap is at most that target, checked during a pass and after it.
 
         At most ``max_passes`` full passes (default: the ``max_passes`` parameter);
-        :attr:`converged` says whether the last full pass made no update. ``interrupt``,
+        :attr:`converged` says whether replay stopped converged, and ``stopped_by``
+        which rule stopped it (``'no update'`` or ``'certified gap'``). ``interrupt``,
         asked between the level-1 rounds of a pass, ends the replay there when it
         answers True (a daemon bounds the time a replay keeps the stream waiting); the
         full epoch each pass starts with always runs whole.
@@ -591,7 +593,7 @@ class LinearLearner:
         """Scale the state down when t has grown large, for the rules no common factor
         changes (see :meth:`LearnerState.scale_down`): on an endless stream t would
         otherwise overflow."""
-        if self.rule in SCALE_FREE_RULES:
+        if self.entry.scale_free:
             self.state.scale_down()
 
     @property

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from streamlearn._kernels.rules import SCALE_FREE_RULES
 from streamlearn.errors import InvalidParameterError, StateError
 from streamlearn.learn.state import BETA, SCALE_DOWN_FACTOR, SQNORM, UPDATES
 
@@ -307,7 +306,7 @@ class GroupShares:
         self.learner: LinearLearner = learner
         #: whether the learner's rule lets its state be scaled (shares then carry the
         #: exponent; the others' are all at exponent 0)
-        self.scales = learner.rule in SCALE_FREE_RULES
+        self.scales = learner.entry.scale_free
         #: the others' share, as last adopted (in the state's units then)
         self.external = Contribution.zero()
         #: the window's alpha_k when this learner last damped (oldest first), the

@@ -334,7 +334,7 @@ class LearnerState:
         """Multiply w, beta, the slack counts and t by ``SCALE_DOWN_FACTOR`` (and ||a||^2
         by its square) once t is above ``SCALE_DOWN_ABOVE``; returns whether it did.
 
-        Only for the rules of ``SCALE_FREE_RULES``, which no common factor changes: every
+        Only for the rules no common factor changes (``RuleFacts.scale_free``): every
         margin, ||a|| / t and the certificate stay exactly what they were, since the
         factor is a power of two. Without it t can grow geometrically on an endless
         stream under window semantics (each replay after an eviction adds updates in

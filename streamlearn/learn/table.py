@@ -38,6 +38,7 @@ from streamlearn._kernels import (
     RULE_PFM,
     RULE_TMARGITRON,
 )
+from streamlearn._kernels.rules import RULES, rule_facts
 from streamlearn.errors import InvalidParameterError
 from streamlearn.learn.base import LinearLearner
 from streamlearn.learn.params import (
@@ -87,9 +88,6 @@ class LearnerEntry:
     multiple_updates
         Replay can add an example several times at once (PDM, PFM); the learner then
         takes a ``multiple_updates`` flag.
-    convex_combination
-        a is a convex combination of the examples (Kozinec), so the margin unit of
-        probabilities and decision scales is ||a||^2, not ||a||^2 / t.
     behaviour
         The base class of the learner class (``SuccessiveRuns`` for PDM-succ).
     check
@@ -115,13 +113,27 @@ class LearnerEntry:
     details: str = ""
     output_factor: Callable[[Any], float] | None = None
     multiple_updates: bool = False
-    convex_combination: bool = False
     behaviour: type[LinearLearner] = LinearLearner
     check: Callable[[dict[str, Any]], None] | None = None
     target_gap: Callable[[Any], float] | None = None
     divergence_hint: str = "check the parameters"
     test_params: Mapping[str, Any] = field(default_factory=dict)
     module: str = "streamlearn.learn"
+
+    def __post_init__(self) -> None:
+        rule_facts(self.rule)  # an unknown rule code is an error here, not a NaN later
+
+    @property
+    def convex_combination(self) -> bool:
+        """Whether a is a convex combination of the examples (the rule's
+        :class:`~streamlearn._kernels.rules.RuleFacts`)."""
+        return RULES[self.rule].convex_combination
+
+    @property
+    def scale_free(self) -> bool:
+        """Whether no common positive factor of the state changes the rule's comparisons
+        (the rule's :class:`~streamlearn._kernels.rules.RuleFacts`)."""
+        return RULES[self.rule].scale_free
 
     @cached_property
     def all_params(self) -> tuple[Param, ...]:
@@ -412,7 +424,6 @@ LEARNERS = LearnerTable(
                 ),
             ),
             rule_values=lambda learner: (learner.eps, 0.0),
-            convex_combination=True,
             details="In the augmented, reflected (and extended) space a starts as the first "
             "example; while some y_j has ||a|| - (a / ||a||) . y_j >= eps, "
             "a <- (1 - c) a + c y_j with c = clip(a . (a - y_j) / ||a - y_j||^2, 0, 1).",

@@ -268,8 +268,9 @@ class ReferenceLearner:
             return float(P["b"]) * t ** (1.0 - float(P["zeta"])) if t > 0 else 0.0
         if name == "a-margitron":
             return float(P["b"]) * math.sqrt(A) ** (1.0 - float(P["zeta"])) if t > 0 else 0.0
-        # Kozinec: ||a|| - a . y / ||a|| >= eps, times ||a||
-        return A - float(P["eps"]) * math.sqrt(A)
+        if name == "kozinec":  # ||a|| - a . y / ||a|| >= eps, times ||a||
+            return A - float(P["eps"]) * math.sqrt(A)
+        raise ValueError(f"no threshold for {name!r}")
 
     def _multiplicity(self, p: float, q: float) -> float:
         """How many times to add the example so that it no longer meets the condition."""
