@@ -10,7 +10,7 @@ rejected messages, msgpack ones.
 **Ingestion first** (the default, ``replay=None``): every arriving example is learned
 before any replay. While messages keep arriving, replay passes take at most
 ``replay_share`` of the wall time, and none while the lag grows
-(:class:`~streamlearn.replay.ReplayPacer`); once the daemon has caught up, its idle time
+(:class:`~streamlearn.replay.policy.ReplayPolicy`); once the daemon has caught up, its idle time
 is replay time (``idle_replay``), until the window's replay converges: while replay is
 due the daemon polls without waiting, and replays whenever nothing has arrived. Its lag
 thus stays bounded whenever examples arrive more slowly than it learns them without
@@ -19,7 +19,8 @@ A count-based ``replay`` schedule (replay after every ``every`` examples, as ``l
 does) makes the model a function of the input alone, for reproducible runs; with
 ``idle_replay`` off too, it does not depend on arrival timing at all.
 
-Every ``checkpoint_interval`` seconds while the model changes (and after
+Every ``checkpoint_interval`` seconds while the model changes (new examples, or a
+replay that went on once they stopped coming; and after
 ``checkpoint_every`` new examples when that is set, but then not sooner than
 ``checkpoint_min_interval`` after the last one; on request at once) it writes a
 checkpoint holding the learner, its buffer and the source positions, and only then
@@ -105,7 +106,8 @@ from streamlearn.learn.answers import binary_answers
 from streamlearn.learn.bank import state_to_write
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.parse.messages import VALUE_LENGTH
-from streamlearn.replay import ReplayPacer, ReplaySchedule
+from streamlearn.replay import ReplaySchedule
+from streamlearn.replay.policy import ReplayPolicy, Turn
 from streamlearn.sources.base import (
     GuardsPositions,
     MessageBatch,
@@ -350,12 +352,17 @@ class Daemon:
         self._stop = False
         self._checkpoint_requested = False
         self._examples_at_checkpoint = 0
+        #: the model's version the last checkpoint holds (a replay changes it too)
+        self._version_at_checkpoint = 0
         self._checkpoint_clock = clock()
         self._mistakes_seen = 0
         self._presented_seen = 0
         self._summary_clock = -float("inf")
         self._summary_every = settings.summary_interval
-        self._pacer = ReplayPacer(settings.replay_share, pass_limit=settings.replay_slice)
+        self._replay_policy = ReplayPolicy(
+            idle_replay=settings.idle_replay, share=settings.replay_share,
+            pass_limit=settings.replay_slice, paced=settings.replay is None,
+        )  # fmt: skip
         #: whether the source had nothing waiting at the last look (unknown lag counts as
         #: caught up: then only an empty poll tells)
         self._caught_up = True
@@ -433,6 +440,7 @@ class Daemon:
         if self.group is not None:
             self.group.join()
             self.version += 1
+        self._version_at_checkpoint = self.version
         self.source.seek(dict(self.positions))
         if isinstance(self.source, GuardsPositions):
             if fallback:  # the committed offsets may come from the checkpoints skipped
@@ -552,8 +560,11 @@ class Daemon:
             # with a batch in flight, or replay to do while idle, only take what has
             # already arrived: a steady stream slower than the poll timeout still
             # leaves its gaps to replay
-            replay_due = self._idle_replay_due()
-            waits = self._in_flight is None and not replay_due
+            replayed = self._replayed
+            waits = self._replay_policy.poll_waits(
+                self._in_flight is not None, self._caught_up, len(replayed.buffer),
+                replayed.converged,
+            )  # fmt: skip
             timeout = self.settings.poll_timeout if waits else 0.0
             # a rebalance during the poll may learn the batch in flight (see
             # partitions_revoking): it is read again after the poll
@@ -573,16 +584,16 @@ class Daemon:
                 self._finish(in_flight)
             elif self.source.exhausted():
                 break
-            elif self._idle_replay_due():
-                examples = len(self._replayed.buffer)
-                self._pacer.timed(self._replay_pass(), examples)
             self._skip_unreadable()
             self._watch_held()
             lag = self.source.lag()
             now = self.clock()
             self._watch_progress(lag, now)
             self._caught_up = not any(lag.values())
-            self._pace_replay(behind, lag, now)
+            self._replay_if_due(Turn(
+                now, len(messages), sum(lag.values()) if lag else None, len(replayed.buffer),
+                replayed.converged, in_flight=in_flight is not None,
+            ))  # fmt: skip
             if self.group is not None and self.group.turn(idle=not behind and self._caught_up):
                 self.version += 1
             self._publish_if_due()
@@ -613,33 +624,19 @@ class Daemon:
         log.info("end of input: replayed the window for %.1f s, %s", seconds,
                  "converged" if replayed.converged else "stopped before it converged")  # fmt: skip
 
-    def _idle_replay_due(self) -> bool:
-        """Whether an empty poll means idle time to replay in: the window has not
-        converged, and the source has nothing waiting (an empty poll while messages wait
-        is a fetch still under way, not idle time)."""
-        learner = self._replayed
-        return (
-            self.settings.idle_replay
-            and self._caught_up
-            and len(learner.buffer) > 0
-            and not learner.converged
-        )
+    def _replay_if_due(self, turn: Turn) -> None:
+        """One replay pass when the policy asks for one after ``turn`` (see
+        :class:`~streamlearn.replay.policy.ReplayPolicy`)."""
+        decision = self._replay_policy.decide(turn)
+        if decision.action != "none":
+            seconds = self._replay_pass(decision.budget)
+            self._replay_policy.ran(decision, seconds, turn.buffered, turn)
 
-    def _pace_replay(self, behind: bool, lag: Mapping[int, int], now: float) -> None:
-        """Without a count-based schedule: while behind the stream, a replay pass when
-        the pacer allows one (see :class:`~streamlearn.replay.ReplayPacer`)."""
-        if self.settings.replay is not None:
-            return
-        self._pacer.tick(now, sum(lag.values()) if lag else None, behind)
-        examples = len(self._replayed.buffer)
-        if behind and not self._replayed.converged and self._pacer.may_replay(examples):
-            self._pacer.spent(self._replay_pass(), examples)
-
-    def _replay_pass(self) -> float:
-        """One replay pass, cut short after ``replay_slice`` seconds; returns (and
-        reports) the seconds it took."""
+    def _replay_pass(self, budget: float) -> float:
+        """One replay pass, cut short after ``budget`` seconds; returns (and reports)
+        the seconds it took."""
         started = self.clock()
-        slice_end = started + self.settings.replay_slice
+        slice_end = started + budget
         updates = self.group.learner.state.updates if self.group is not None else 0.0
         self._replayed.replay(
             max_passes=1, interrupt=lambda: self._stop or self.clock() >= slice_end
@@ -1091,7 +1088,8 @@ class Daemon:
         every = settings.checkpoint_every
         if every is not None and new >= every and elapsed >= settings.checkpoint_min_interval:
             return True
-        return new != 0 and elapsed >= settings.checkpoint_interval
+        changed = new != 0 or self.version != self._version_at_checkpoint
+        return changed and elapsed >= settings.checkpoint_interval
 
     def _checkpoint_or_carry_on(self) -> None:
         """A checkpoint during the run: one that fails (a full disk, say) is logged and
@@ -1105,6 +1103,7 @@ class Daemon:
                       "had been written", exc)  # fmt: skip
             self._checkpoint_clock = self.clock()
             self._examples_at_checkpoint = self.stream_examples
+            self._version_at_checkpoint = self.version
 
     def checkpoint(self) -> None:
         """Write the learner, buffer and positions; then commit the positions (without a
@@ -1133,6 +1132,7 @@ class Daemon:
             self.observer.observe_checkpoint(self.clock() - started, size, time.time())
             self.source.commit(dict(self.positions))
         self._examples_at_checkpoint = self.stream_examples
+        self._version_at_checkpoint = self.version
         self._checkpoint_clock = self.clock()
 
     def payload(self) -> dict[str, Any]:

@@ -55,6 +55,8 @@ class ReplayPacer:
     credit: float = 0.0
     #: how long the last replay pass took, per buffered example (None before the first)
     seconds_per_example: float | None = None
+    #: whether the lag grew at the last tick (the daemon is falling behind)
+    growing: bool = False
     _next_pass: float = 0.0
     _last_time: float | None = None
     _last_lag: int | None = None
@@ -67,8 +69,10 @@ class ReplayPacer:
         """Account the time since the last tick; ``lag`` is how many messages are
         waiting (None when the source cannot tell), ``behind`` whether messages arrived
         since the last tick."""
+        self.growing = False
         if self._last_time is not None:
             growing = lag is not None and self._last_lag is not None and lag > self._last_lag
+            self.growing = growing
             if behind and not growing:
                 gained = self.share * max(0.0, now - self._last_time)
                 cap = max(self.max_credit, self._next_pass)

@@ -5,11 +5,14 @@ grows), and all of its idle time once caught up."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from memory_source import MemorySource
 from test_daemon import decode, messages
 
+from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import LearnerSpec
 from streamlearn.daemon import Daemon, DaemonSettings
 from streamlearn.sources.base import MessageBatch, Positions
@@ -181,3 +184,42 @@ def test_idle_time_is_not_banked_for_the_next_burst() -> None:
         assert daemon.stream_examples == 300
         counts.append(replays.passes)
     assert counts[0] == counts[1]
+
+
+class PauseRecordingStore(CheckpointStore):
+    """A checkpoint store that notes, at each write, whether its source was pausing (every
+    message learned, the end not come) and whether the learner had converged."""
+
+    def __init__(self, directory: Path, source: Pausing) -> None:
+        super().__init__(directory, keep=1000)
+        self.source = source
+        self.daemon: Daemon | None = None
+        self.writes: list[tuple[bool, bool]] = []
+
+    def write(self, payload: Mapping[str, Any], created: float | None = None) -> Path:
+        assert self.daemon is not None
+        pausing = MemorySource.exhausted(self.source) and self.source.pause > 0
+        self.writes.append((pausing, bool(self.daemon.learner.summary()["converged"])))
+        return super().write(payload, created)
+
+
+def test_the_replays_after_the_last_example_are_checkpointed_while_the_model_changes(
+    tmp_path: Path,
+) -> None:
+    """A checkpoint is due every interval while the model changes, not only after new
+    examples: the idle replays that converge the window once the stream pauses are
+    written then (a restart would otherwise start from the unreplayed window), and once
+    the model stops changing no more checkpoints come."""
+    source = Pausing(messages(40, 5, seed=3), pause=400)
+    store = PauseRecordingStore(tmp_path, source)
+    ticks = itertools.count()
+    settings = DaemonSettings(replay_share=0.0, idle_replay=True, checkpoint_interval=0.5)
+    daemon = Daemon(
+        LearnerSpec.from_options("pdm", {"eps": 0.01, "delta": "0.5"}), source, decode=decode,
+        settings=settings, store=store, clock=lambda: next(ticks) * 0.05,
+    )  # fmt: skip
+    store.daemon = daemon
+    daemon.run()
+    during_pause = [converged for pausing, converged in store.writes if pausing]
+    assert during_pause and during_pause[-1], store.writes
+    assert len(during_pause) < 20  # none once the converged model was written
