@@ -140,7 +140,8 @@ class Model(Protocol):
     def replay(
         self, max_passes: int | None = None, interrupt: Callable[[], bool] | None = None
     ) -> Self:
-        """Replay the buffer until a full pass makes no update (at most ``max_passes``);
+        """Replay the buffer until it converges (a full pass makes no update, or the
+        certified gap reaches the learner's target; at most ``max_passes``);
         ``interrupt``, asked between the rounds of a pass, ends it early."""
         ...
 

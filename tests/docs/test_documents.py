@@ -21,6 +21,7 @@ from streamlearn._kernels._aot import CPU_VARIABLE, JIT_VARIABLE
 from streamlearn.cli import app
 from streamlearn.group.signing import SECRET_FILE_VARIABLE, SECRET_VARIABLE
 from streamlearn.http.auth import TOKEN_FILE_VARIABLE, TOKEN_VARIABLE
+from streamlearn.learn.params import COMMON_PARAMS
 from streamlearn.sources.kafka import SECURITY_VARIABLES
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -84,6 +85,27 @@ def test_every_documented_flag_is_an_option_of_its_command(document: str) -> Non
         if flag not in options(command)
     ]
     assert unknown == []
+
+
+@pytest.mark.parametrize("document", ["docs/algorithms.md", "docs/extending.md"])
+def test_the_common_parameters_are_all_named(document: str) -> None:
+    """Both pages list every parameter that every learner takes."""
+    page = text(document)
+    section = page[page.index("ommon parameters") :]
+    missing = [p.name for p in COMMON_PARAMS if f"`{p.name}`" not in section]
+    assert not missing, f"{document} does not name {missing}"
+
+
+def test_extending_names_every_member_of_the_source_protocols() -> None:
+    from streamlearn.sources import base
+
+    page = text("docs/extending.md")
+    section = page[page.index("## Add a source") : page.index("## Add a metric")]
+    for protocol in (base.Source, base.SkipsUnreadable, base.GuardsPositions):
+        members = {name for name in vars(protocol) if not name.startswith("_")}
+        members |= set(getattr(protocol, "__annotations__", {}))
+        missing = sorted(m for m in members if f"`{m}`" not in section)
+        assert not missing, f"docs/extending.md does not name {protocol.__name__}.{missing}"
 
 
 def test_the_pages_exist() -> None:
