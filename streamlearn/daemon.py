@@ -94,12 +94,14 @@ from streamlearn.config import (
 )
 from streamlearn.errors import (
     CheckpointError,
+    InvalidInputError,
     InvalidParameterError,
     StateError,
     UndeliveredError,
+    UnknownKeyError,
 )
 from streamlearn.group.member import GroupMember
-from streamlearn.http.live import Learned, LiveModel, Published, settle
+from streamlearn.http.live import Learned, LiveModel, Posted, Published, settle
 from streamlearn.keyed.models import KeyedBatch, KeyedModels
 from streamlearn.learn import Examples, Model, ModelLimits
 from streamlearn.learn.answers import binary_answers
@@ -808,17 +810,39 @@ class Daemon:
             return
         done = []
         for posted in live.take_posted():
-            batch, rejected = self.learner.admit(posted.rows, self.settings.limits)
-            self._learn(batch)
+            try:
+                learned, rejected = self._learn_post(posted)
+            except (UnknownKeyError, InvalidInputError) as exc:
+                settle(posted.done, error=exc)
+                continue
             if rejected:
                 self.observer.count_examples("rejected", len(rejected))
                 for item in rejected:
                     self.observer.count_rejected(item.reason, 1)
-            done.append((posted, batch.n_examples, rejected))
+            done.append((posted, learned, rejected))
         self._publish()
         held = self.learner.held_examples
         for posted, learned, rejected in done:
             settle(posted.done, Learned(learned, rejected, self._published_version, held))
+
+    def _learn_post(self, posted: Posted) -> tuple[int, list[Rejected]]:
+        """Learn one post by the model it names; how many examples it learned and those
+        refused. Raises :class:`UnknownKeyError` for a key without a model here, and
+        :class:`InvalidInputError` for a post that names no key to keyed models (or one
+        to the one model)."""
+        if self.keyed is not None:
+            if posted.key is None:
+                raise InvalidInputError("this daemon learns one model per key: name it")
+            started = self.clock()
+            applied = self.keyed.learn_posted(posted.key, posted.rows, self.settings.limits)
+            self.stream_examples += applied.learned
+            self._learned(applied.learned, started)
+            return applied.learned, applied.rejected
+        if posted.key is not None:
+            raise InvalidInputError("this daemon learns one model: drop the key")
+        batch, rejected = self.learner.admit(posted.rows, self.settings.limits)
+        self._learn(batch)
+        return batch.n_examples, rejected
 
     def _publish_if_due(self) -> None:
         """Publish a copy of the model when the HTTP API wants one (see

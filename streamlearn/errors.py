@@ -91,3 +91,15 @@ def missing_extra(
         raise MissingExtraError(
             f'{needed_by} needs {package}: pip install "streamlearn[{extra}]"', name=module
         ) from error
+
+
+class UnknownKeyError(StreamlearnError, LookupError):
+    """A daemon of keyed models has no model of the key (none has learned yet, or its
+    partition is another member's)."""
+
+    def __init__(self, key: bytes) -> None:
+        super().__init__(
+            f"no model of key {key.decode(errors='replace')!r} here: a key's model starts "
+            "with its messages on the topic, or its partition is another member's"
+        )
+        self.key = key

@@ -15,7 +15,8 @@ refused whole: a body with a line the parser rejects gets 400 and the rejected l
 - ``/model`` describes the model: algorithm, parameters, examples, the certificate.
 
 A daemon that learns one model per message key (``serve --model-key``) answers
-``/predict?key=K`` with the model of key ``K`` (its UTF-8 bytes), and ``/model?key=K``
+``/predict?key=K`` with the model of key ``K`` (its UTF-8 bytes), ``/learn?key=K``
+teaches it (a key's model starts with its messages on the topic) and ``/model?key=K``
 describes it; 404 when this daemon has no model of ``K``, 400 without a key. A daemon
 of one model refuses a key (400).
 
@@ -37,6 +38,7 @@ from typing import Any, Protocol
 import numpy as np
 from aiohttp import web
 
+from streamlearn.errors import InvalidInputError, UnknownKeyError
 from streamlearn.http.auth import authorized
 from streamlearn.http.live import BusyError, ClosedError, LiveModel, Published
 from streamlearn.http.openapi import openapi_document
@@ -165,7 +167,7 @@ class _Api:
             rejected = [Rejected(line, "no label", _line(lines, line)) for line in unlabelled]
             raise _error(web.HTTPBadRequest, "an example to learn needs a label", rejected)
         try:
-            future = self.live.post(rows)
+            future = self.live.post(rows, self._learning_key(request))
         except BusyError as exc:
             retry = {"Retry-After": "1"}
             raise _error(web.HTTPServiceUnavailable, str(exc), headers=retry) from None
@@ -182,6 +184,10 @@ class _Api:
             ) from None
         except ClosedError as exc:
             raise _error(web.HTTPServiceUnavailable, str(exc)) from None
+        except UnknownKeyError as exc:
+            raise _error(web.HTTPNotFound, str(exc)) from None
+        except InvalidInputError as exc:  # a key to the one model, none to keyed models
+            raise _error(web.HTTPBadRequest, str(exc)) from None
         document: dict[str, Any] = {"learned": learned.learned, "version": learned.version}
         if learned.held:
             document["held_examples"] = learned.held
@@ -189,6 +195,22 @@ class _Api:
             document["rejected"] = _rejected(learned.rejected)
             return _json(document, status=422)
         return _json(document)
+
+    def _learning_key(self, request: web.BaseRequest) -> bytes | None:
+        """The key whose model a POST /learn is for: required by a daemon of keyed
+        models, refused by a daemon of one (400)."""
+        key = request.query.get("key")
+        published = self.live.published()
+        if published is None:  # not loaded yet: the daemon refuses what does not fit
+            return None if key is None else key.encode()
+        if _keyed(published) and key is None:
+            raise _error(
+                web.HTTPBadRequest,
+                "this daemon learns one model per key: name it (/learn?key=...)",
+            )
+        if key is not None and not _keyed(published):
+            raise _error(web.HTTPBadRequest, _ONE_MODEL)
+        return None if key is None else key.encode()
 
     async def model(self, request: web.BaseRequest) -> web.Response:
         description = self.live.description()

@@ -80,6 +80,8 @@ class Posted:
 
     rows: ParsedRows
     done: Future[Learned] = field(default_factory=Future)
+    #: the key whose model learns them (``POST /learn?key=``; None: the one model)
+    key: bytes | None = None
 
 
 class LiveModel:
@@ -132,11 +134,12 @@ class LiveModel:
         """What the daemon last said of its model (algorithm, parameters, certificate)."""
         return self._description
 
-    def post(self, rows: ParsedRows) -> Future[Learned]:
-        """Queue labelled rows to learn; the future resolves once they are learned.
-        Raises :class:`BusyError` when ``max_pending`` examples would be waiting, and
-        :class:`ClosedError` once the daemon stops."""
-        posted = Posted(rows)
+    def post(self, rows: ParsedRows, key: bytes | None = None) -> Future[Learned]:
+        """Queue labelled rows to learn (by the model of ``key``, for a daemon of keyed
+        models); the future resolves once they are learned. Raises :class:`BusyError`
+        when ``max_pending`` examples would be waiting, and :class:`ClosedError` once
+        the daemon stops."""
+        posted = Posted(rows, key=key)
         with self._lock:
             if self._closed:
                 raise ClosedError("the daemon is stopping")

@@ -101,8 +101,8 @@ _KEY = {
     "in": "query",
     "required": False,
     "description": (
-        "serve --model-key: the message key whose model answers (its UTF-8 bytes); "
-        "required there, refused by a daemon of one model"
+        "serve --model-key: the message key whose model answers or learns (its UTF-8 "
+        "bytes); required there, refused by a daemon of one model"
     ),
     "schema": {"type": "string"},
 }
@@ -173,11 +173,12 @@ def openapi_document(max_body: int) -> dict[str, Any]:
             "/learn": {
                 "post": {
                     "summary": "Learn labelled examples, in order with the stream",
+                    "parameters": [_KEY],
                     "requestBody": body,
                     "responses": {
                         "200": _learned("every example learned"),
                         "422": _learned("the model refused some examples (listed)"),
-                        **_errors(400, 401, 403, 408, 413, 415, 503, 504),
+                        **_errors(400, 401, 403, 404, 408, 413, 415, 503, 504),
                     },
                 }
             },

@@ -235,13 +235,11 @@ class ServeConfig:
             "--one-vs-rest": self.one_vs_rest,
             "--sync-topic": self.sync_topic is not None,
             "--checkpoint-dir": bool(self.checkpoint_dir),
-            "--http-learn": self.http_learn,
         }
         why = {
             "--one-vs-rest": "each key's model is one binary learner",
             "--sync-topic": "a learning group learns one model for all keys",
             "--checkpoint-dir": "the models' records on the state topic are their checkpoints",
-            "--http-learn": "/learn names no key: keyed models learn from Kafka",
         }
         for option, given in refused.items():
             if given:

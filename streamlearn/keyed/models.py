@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from streamlearn.errors import StateError, StreamlearnError, UndeliveredError
+from streamlearn.errors import StateError, StreamlearnError, UndeliveredError, UnknownKeyError
 from streamlearn.keyed.copies import KeyCopy, KeyedPredictor
 from streamlearn.keyed.records import ModelRecord, decode_record, encode_record
 from streamlearn.keyed.registry import Resident, ResidentModels
@@ -67,6 +67,8 @@ FLUSH_TIMEOUT = 30.0
 WARN_INTERVAL = 60.0
 #: learning a batch without replay (the daemon paces replay itself)
 NO_REPLAY = ReplaySchedule(every=0)
+_NO_OWNERS = np.empty(0, dtype=np.int64)
+
 
 IntArray = npt.NDArray[np.int64]
 
@@ -235,6 +237,45 @@ class KeyedModels:
         done.answers = [(owner, answer) for _, owner, answer in answered]
         done.rejected.sort(key=lambda item: item.line)
         return done
+
+    def learn_posted(
+        self, key: bytes, rows: ParsedRows, limits: ModelLimits | None = None
+    ) -> Applied:
+        """Learn the labelled ``rows`` posted for ``key`` (``POST /learn?key=``) into its
+        model, which this daemon must hold (in memory, or on the state topic of one of
+        its partitions): a key's model starts with its messages, whose partition says
+        where the model's record goes. Posted rows have no offsets: none is skipped as
+        read before, and the key's positions stay where its messages left them.
+
+        Raises :class:`UnknownKeyError` when this daemon has no model of ``key``.
+        """
+        self._open_partitions()
+        resident = self._known(key)
+        if resident is None:
+            raise UnknownKeyError(key)
+        done = Applied()
+        self._learn(key, resident, rows, ParsedRows.empty(), _NO_OWNERS, limits, NO_REPLAY, done)
+        self._spill(self.resident.victims(keep=key))
+        self._flush_spills()
+        return done
+
+    def _known(self, key: bytes) -> Resident | None:
+        """The model of ``key`` in memory, or restored from its record at the partition
+        its messages last came from; None when this daemon has none."""
+        found = self.resident.get(key)
+        if found is not None:
+            return found
+        data = self.store.find(key)
+        if data is None:
+            return None
+        try:
+            positions = decode_record(data, key).positions
+        except (StreamlearnError, ValueError, TypeError, KeyError):
+            return None  # a record refused: the key's next message starts it afresh
+        if not positions:
+            return None
+        partition = max(positions, key=lambda p: positions[p])
+        return self._resident(key, partition, create=False)
 
     def _learn(
         self,

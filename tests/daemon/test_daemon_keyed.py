@@ -156,7 +156,7 @@ def served() -> Iterator[Served]:
     daemon = Daemon(SPEC, source, decode=decode, settings=settings, keyed=models, live=live)
     server = HttpServer()
     decoder = MessageDecoder()
-    handler = api_handler(live, decoder.decode_as)
+    handler = api_handler(live, decoder.decode_as, learn=True)
     port = server.serve_handler(handler, "127.0.0.1", 0)
     thread = threading.Thread(target=daemon.run)
     thread.start()
@@ -193,3 +193,26 @@ def test_the_api_says_which_key_is_missing_or_unknown(served: Served) -> None:
     assert status == 404 and "nobody" in answer["error"]
     status, answer = served.request("GET", "/model?key=nobody")
     assert status == 404
+
+
+def test_a_post_to_learn_teaches_the_model_it_names(served: Served) -> None:
+    """POST /learn?key=K learns by K's model (restored from its record when it left
+    memory: the daemon holds one model at most); the other key's model is left alone."""
+    status, before = served.request("GET", "/model?key=b")
+    assert status == 200, before
+    status, other = served.request("GET", "/model?key=a")
+    assert status == 200, other
+    lines = b"".join(b"+1 " + PROBE for _ in range(30))  # b says -1 on the probe: taught +1
+    status, answer = served.request("POST", "/learn?key=b", lines)
+    assert status == 200 and answer["learned"] == 30, answer
+    status, after = served.request("GET", "/model?key=b")
+    assert status == 200 and after["examples"] == before["examples"] + 30, after
+    status, a_after = served.request("GET", "/model?key=a")
+    assert status == 200 and a_after["examples"] == other["examples"], a_after
+
+
+def test_a_post_to_learn_names_a_key_this_daemon_has(served: Served) -> None:
+    status, answer = served.request("POST", "/learn", b"+1 " + PROBE)
+    assert status == 400 and "?key=" in answer["error"]
+    status, answer = served.request("POST", "/learn?key=nobody", b"+1 " + PROBE)
+    assert status == 404 and "nobody" in answer["error"], answer

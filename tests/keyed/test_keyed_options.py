@@ -22,7 +22,6 @@ KAFKA = {"source": "kafka", "bootstrap_servers": "127.0.0.1:9092", "topic": "exa
         ({"delta": 1.0}, {**KAFKA, "one_vs_rest": True}, "drop --one-vs-rest"),
         ({"delta": 1.0}, {**KAFKA, "sync_topic": "sync"}, "drop --sync-topic"),
         ({"delta": 1.0}, {**KAFKA, "checkpoint_dir": "/tmp/x"}, "drop --checkpoint-dir"),
-        ({"delta": 1.0}, {**KAFKA, "http_learn": True}, "drop --http-learn"),
         ({"delta": 1.0}, {**KAFKA, "group": "a group"}, "--state-topic"),
     ],
 )
@@ -42,6 +41,9 @@ def test_keyed_models_with_what_they_need_are_taken() -> None:
     assert named.state_topic == "models" and named.keyed is not None
     assert named.keyed.max_models == 5
     assert ServeConfig(LearnerSpec("pdm"), **KAFKA).state_topic is None  # type: ignore[arg-type]
+    taught = ServeConfig(LearnerSpec("pdm"), keyed=KeyedSettings(), http_learn=True,  # type: ignore[arg-type]
+                         http_addr="127.0.0.1:0", **KAFKA)  # fmt: skip
+    assert taught.http_learn  # POST /learn?key=K teaches K's model
     auto = ServeConfig(LearnerSpec("pdm"), keyed=KeyedSettings(), **KAFKA)  # type: ignore[arg-type]
     assert auto.learner.params.get("delta", "auto") == "auto"  # each key settles its own
 

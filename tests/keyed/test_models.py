@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from keyed_streams import FEATURES, batches, keyed_lines, same_state
 
-from streamlearn.errors import CheckpointError
+from streamlearn.errors import CheckpointError, UnknownKeyError
 from streamlearn.keyed import KeyedBatch, KeyedModels, MemoryStates, decode_record
 from streamlearn.keyed.records import ModelRecord, encode_record
 from streamlearn.learn import PDM, learner_from_state
@@ -301,3 +301,28 @@ def test_no_bytes_on_the_state_topic_stop_the_models(data: bytes) -> None:
     batch = next(iter(batches(keyed_lines(20, 1, seed=14), 20)))
     assert models.apply(batch, schedule=SCHEDULE).learned == 20
     assert models.refused == 1
+
+
+def test_posted_rows_teach_a_known_key_and_leave_its_positions() -> None:
+    """Rows posted for a key (POST /learn?key=) go to its model, restored from its
+    record when it left memory; they move none of its positions, so the key's next
+    messages are learned, and a key without a model here is refused."""
+    store = MemoryStates(partitions=2)
+    models = keyed(store, max_models=1)
+    pairs = keyed_lines(200, 3, seed=4)
+    for batch in batches(pairs[:100], 25, partition=1):
+        models.apply(batch)
+    positions = {key: dict(resident.positions) for key, resident in models.resident.items()}
+    key = next(k for k, _ in pairs[:100] if k not in positions)  # spilled: on the topic
+    rows = SvmlightParser().feed(b"".join(line + b"\n" for k, line in pairs[100:] if k == key))
+    states_before = final_states(models)[key]
+    done = models.learn_posted(key, rows)
+    assert done.learned == rows.n_rows > 0
+    resident = models.resident.get(key)
+    assert resident is not None and resident.partition == 1
+    assert resident.positions == decode_record(store.find(key), key).positions  # type: ignore[arg-type]
+    assert resident.model.state_dict()["examples_seen"] != states_before["examples_seen"]
+    with pytest.raises(UnknownKeyError, match="nobody"):
+        models.learn_posted(b"nobody", rows)
+    # the key's next messages are not taken for messages read before
+    assert sum(models.apply(b).learned for b in batches(pairs[100:], 25, 1, 100)) == 100
