@@ -645,6 +645,7 @@ class LinearLearner:
         """Room for ``batch`` (weights, buffer); its squared norms and the kernels' rule."""
         state = self.state
         state.grow_weights(batch.max_index + 1)
+        state.buffer.reserve_slots(batch.n_examples)
         state.buffer.reserve_for(batch.nnz + batch.n_examples)
         sqnorms = row_sqnorms(batch.indptr, batch.values)
         return state, sqnorms, self._kernel_rule(False, bool(all_ones(batch.values)))

@@ -382,6 +382,7 @@ class LearnerState:
         blocks for the per-example kernels, with workspaces for ``work`` entries; from
         then on this state's arrays are views into them."""
         buf = self.buffer
+        buf.reserve_slots(buf.max_examples)  # the blocks hold every slot: the ring unrolled
         F, Z = empty_blocks(buf.max_examples, work)
         views = block_views(F, Z)
         for name, source in self._packed_arrays().items():

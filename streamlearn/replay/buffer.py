@@ -26,6 +26,7 @@ from streamlearn.types import MAX_FEATURE_INDEX, Batch
 
 _FIRST, _COUNT, _WRITE_POS, _EVICTED, _UNBUFFERED = range(5)
 _MIN_ARENA = 1024
+_MIN_SLOTS = 64
 
 
 class ReplayBuffer:
@@ -36,18 +37,19 @@ class ReplayBuffer:
     (the nonzeros) and ``ring`` (first slot, count, write position, evicted, unbuffered).
     """
 
-    def __init__(self, max_examples: int, max_nnz: int) -> None:
+    def __init__(self, max_examples: int, max_nnz: int, *, grow_slots: bool = True) -> None:
         if int(max_examples) < 1:
             raise InvalidParameterError(f"buffer_size must be >= 1, got {max_examples}")
         if int(max_nnz) < 1:
             raise InvalidParameterError(f"buffer_nnz must be >= 1, got {max_nnz}")
         self.max_examples = int(max_examples)
         self.max_nnz = int(max_nnz)
-        self.slot_start = np.zeros(self.max_examples, dtype=np.int64)
-        self.slot_len = np.zeros(self.max_examples, dtype=np.int64)
-        self.slot_label = np.zeros(self.max_examples, dtype=np.int8)
-        self.slot_alpha = np.zeros(self.max_examples, dtype=np.float64)
-        self.slot_sqnorm = np.zeros(self.max_examples, dtype=np.float64)
+        slots = min(self.max_examples, _MIN_SLOTS) if grow_slots else self.max_examples
+        self.slot_start = np.zeros(slots, dtype=np.int64)
+        self.slot_len = np.zeros(slots, dtype=np.int64)
+        self.slot_label = np.zeros(slots, dtype=np.int8)
+        self.slot_alpha = np.zeros(slots, dtype=np.float64)
+        self.slot_sqnorm = np.zeros(slots, dtype=np.float64)
         size = min(self.max_nnz, _MIN_ARENA)
         self.arena_idx = np.zeros(size, dtype=np.int32)
         self.arena_val = np.zeros(size, dtype=np.float64)
@@ -55,6 +57,12 @@ class ReplayBuffer:
 
     def __len__(self) -> int:
         return int(self.ring[_COUNT])
+
+    @property
+    def capacity(self) -> int:
+        """Slots allocated now: ``max_examples`` at most, fewer while the buffer grows
+        towards it (a ring of this many slots)."""
+        return int(self.slot_start.shape[0])
 
     @property
     def evicted(self) -> int:
@@ -94,10 +102,39 @@ class ReplayBuffer:
     def live_slots(self) -> npt.NDArray[np.int64]:
         """Slot numbers of the buffered examples, oldest first."""
         first, count = int(self.ring[_FIRST]), int(self.ring[_COUNT])
-        slots: npt.NDArray[np.int64] = (
-            first + np.arange(count, dtype=np.int64)
-        ) % self.max_examples
+        slots: npt.NDArray[np.int64] = (first + np.arange(count, dtype=np.int64)) % self.capacity
         return slots
+
+    def reserve_slots(self, n_examples: int) -> None:
+        """Grow the slot arrays so that ``n_examples`` more examples fit without evicting
+        any, up to ``max_examples`` (a buffer evicts by count only once it holds that
+        many): they start small and double, so that a model that has seen few examples
+        (one of many keyed models, say) holds little. The live examples move to slots
+        0, 1, ... in order.
+
+        >>> buf = ReplayBuffer(max_examples=100_000, max_nnz=10**6)
+        >>> buf.capacity, buf.allocated_bytes < 20_000
+        (64, True)
+        >>> buf.reserve_slots(100); buf.capacity
+        128
+        >>> buf.reserve_slots(1500); buf.capacity
+        1500
+        >>> buf.reserve_slots(10**6); buf.capacity
+        100000
+        """
+        capacity = self.capacity
+        needed = int(self.ring[_COUNT]) + int(n_examples)
+        if needed <= capacity or capacity >= self.max_examples:
+            return
+        size = min(self.max_examples, max(2 * capacity, needed))
+        order = self.live_slots()
+        count = order.shape[0]
+        for name in ("slot_start", "slot_len", "slot_label", "slot_alpha", "slot_sqnorm"):
+            old = getattr(self, name)
+            new = np.zeros(size, dtype=old.dtype)
+            new[:count] = old[order]
+            setattr(self, name, new)
+        self.ring[_FIRST] = 0
 
     def reserve_for(self, batch_nnz: int) -> None:
         """Make room for ``batch_nnz`` more nonzeros after the newest example.
@@ -147,8 +184,8 @@ class ReplayBuffer:
         (10.0, 10.0)
         """
         first, count = int(self.ring[_FIRST]), int(self.ring[_COUNT])
-        head = self.slot_alpha[first : min(first + count, self.max_examples)]
-        tail = self.slot_alpha[: max(0, first + count - self.max_examples)]
+        head = self.slot_alpha[first : min(first + count, self.capacity)]
+        tail = self.slot_alpha[: max(0, first + count - self.capacity)]
         return float(head @ head) + float(tail @ tail)
 
     def examples(self, stride: int = 1) -> Batch:
@@ -199,14 +236,16 @@ class ReplayBuffer:
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> ReplayBuffer:
-        """Rebuild a buffer from :meth:`state_dict`, each example at its arena position."""
-        buf = cls(int(state["max_examples"]), int(state["max_nnz"]))
+    def from_state(cls, state: dict[str, Any], *, grow_slots: bool = True) -> ReplayBuffer:
+        """Rebuild a buffer from :meth:`state_dict`, each example at its arena position
+        (and in slots 0, 1, ... in order)."""
+        buf = cls(int(state["max_examples"]), int(state["max_nnz"]), grow_slots=grow_slots)
         indptr = np.asarray(state["indptr"], dtype=np.int64)
         count = indptr.shape[0] - 1
         arena_size = int(state["arena_size"])
         if count > buf.max_examples or arena_size > buf.max_nnz:
             raise StateError("replay buffer state holds more than its capacity")
+        buf.reserve_slots(count)
         positions = np.asarray(state["positions"], dtype=np.int64)
         lengths = np.diff(indptr)
         if (

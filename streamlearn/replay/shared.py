@@ -38,7 +38,8 @@ class SharedReplayBuffer:
     """A bounded FIFO store of examples (features once) with per-learner signs and slack."""
 
     def __init__(self, max_examples: int, max_nnz: int) -> None:
-        self.features = ReplayBuffer(max_examples, max_nnz)
+        # the rows of signs and slack are aligned with every slot: all of them from the start
+        self.features = ReplayBuffer(max_examples, max_nnz, grow_slots=False)
         self.n_labels = 0
         self.signs = np.zeros((1, self.features.max_examples), dtype=np.int8)
         self.alphas = np.zeros((1, self.features.max_examples), dtype=np.float64)
@@ -150,7 +151,7 @@ class SharedReplayBuffer:
             if not np.all(np.abs(signs[block]) == 1) or not np.all(np.isfinite(alphas[block])):
                 raise StateError("shared buffer state: signs must be +1 or -1 and slack finite")
         shared = cls(int(features["max_examples"]), int(features["max_nnz"]))
-        shared.features = ReplayBuffer.from_state(features)
+        shared.features = ReplayBuffer.from_state(features, grow_slots=False)
         # every row at once (no doubling through add_label), as many as the state holds
         shared.signs = np.zeros((max(n_labels, 1), shared.max_examples), dtype=np.int8)
         shared.alphas = np.zeros((max(n_labels, 1), shared.max_examples), dtype=np.float64)

@@ -326,3 +326,21 @@ def test_posted_rows_teach_a_known_key_and_leave_its_positions() -> None:
         models.learn_posted(b"nobody", rows)
     # the key's next messages are not taken for messages read before
     assert sum(models.apply(b).learned for b in batches(pairs[100:], 25, 1, 100)) == 100
+
+
+def test_a_key_with_few_examples_holds_little_so_the_default_bound_keeps_a_thousand() -> None:
+    """A key's model with the default window (100,000 examples) holds what its examples
+    need, not its window's room: a thousand keys of one example each stay in memory under
+    the default bounds, where 3.3 MB a model made the daemon spill and restore them at
+    every poll."""
+    from streamlearn.config import LearnerSpec, ModelSpec
+    from streamlearn.keyed import model_bytes
+
+    spec = ModelSpec(LearnerSpec.from_options("pdm", {}))
+    models = KeyedModels(spec.build, spec.restore, MemoryStates())  # the daemon's bounds
+    pairs = [(b"key-%d" % i, line) for i, (_, line) in enumerate(keyed_lines(1000, 1, seed=6))]
+    for batch in batches(pairs, 1000):
+        models.apply(batch)
+    sizes = [model_bytes(resident.model) for _, resident in models.resident.items()]
+    assert len(sizes) == 1000 and models.spilled == 0
+    assert max(sizes) < 64 * 1024

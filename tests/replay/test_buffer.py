@@ -373,3 +373,26 @@ def test_from_state_refuses_examples_the_kernels_could_not_read(change: Any, mes
     ReplayBuffer.from_state(state)
     with pytest.raises(StateError, match=message):
         ReplayBuffer.from_state(change(state))
+
+
+def test_slots_that_grow_learn_what_slots_allocated_whole_learn() -> None:
+    """A buffer starts with a few slots and doubles them up to its capacity, unrolling
+    its ring: the weights, slack, examples and evictions equal those of a buffer whose
+    slots were allocated whole, through evictions by count, a replay and a restore."""
+    examples = random_examples(1200, seed=23)
+    grown = PDM(eps=0.1, delta=0.5, buffer_size=300, buffer_nnz=10**6)
+    whole = PDM(eps=0.1, delta=0.5, buffer_size=300, buffer_nnz=10**6)
+    whole.state.buffer = ReplayBuffer(300, 10**6, grow_slots=False)
+    assert grown.buffer.capacity < 300 == whole.buffer.capacity
+    for start in range(0, len(examples), 70):
+        for learner in (grown, whole):
+            feed(learner, examples[start : start + 70])
+            learner.replay(max_passes=1)
+    assert grown.buffer.capacity == 300 and grown.buffer.evicted == whole.buffer.evicted == 900
+    assert np.array_equal(grown.coef_, whole.coef_)
+    assert np.array_equal(grown.buffer.alpha(), whole.buffer.alpha())
+    assert_batches_equal(grown.buffer.examples(), whole.buffer.examples())
+    restored = ReplayBuffer.from_state(whole.buffer.state_dict())
+    assert restored.capacity == 300 and np.array_equal(restored.alpha(), whole.buffer.alpha())
+    small = ReplayBuffer.from_state(PDM(delta=0.5).learn(np.eye(3), [1, -1, 1]).buffer.state_dict())
+    assert small.capacity < 100 and len(small) == 3
