@@ -61,6 +61,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_river_adapter.py
 	$(BIN)/python benchmarks/bench_river_multiclass.py
 	$(BIN)/python benchmarks/bench_multilabel.py
+	$(BIN)/python benchmarks/bench_keyed.py --keys 1000 10000
 	$(BIN)/python benchmarks/bench_serve_kafka.py --replay-every 0
 	$(BIN)/python benchmarks/bench_endless.py --plot benchmarks/endless.png
 	$(BIN)/python benchmarks/bench_http.py
