@@ -739,6 +739,16 @@ def serve(
             metavar="N",
         ),
     ] = None,
+    key_ttl: Annotated[
+        float | None,
+        _option(
+            "Remove a key's model idle this long (7d).",
+            "key_ttl",
+            panel=KEYED,
+            parser=_seconds,
+            metavar="DURATION",
+        ),
+    ] = None,
 ) -> None:
     """Learn continuously from standard input or a Kafka topic, with metrics and checkpoints."""
     with _errors_to_exit_codes():
@@ -796,7 +806,7 @@ def serve(
                 idle_after=sync_idle_after,
             ),
             member_id=member_id,
-            keyed=_keyed_settings(model_key, state_topic, max_models, max_model_bytes),
+            keyed=_keyed_settings(model_key, state_topic, max_models, max_model_bytes, key_ttl),
         )
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
         logging.getLogger("kafka").setLevel(logging.WARNING)  # its connection chatter
@@ -805,14 +815,18 @@ def serve(
 
 
 def _keyed_settings(
-    model_key: bool, state_topic: str | None, max_models: int | None, max_bytes: int | None
+    model_key: bool,
+    state_topic: str | None,
+    max_models: int | None,
+    max_bytes: int | None,
+    key_ttl: float | None,
 ) -> KeyedSettings | None:
     """``--model-key``'s settings (None without it; its options alone are refused)."""
     from streamlearn.keyed.settings import KeyedSettings
 
     if not model_key:
         given = {"--state-topic": state_topic, "--max-models": max_models,
-                 "--max-model-bytes": max_bytes}  # fmt: skip
+                 "--max-model-bytes": max_bytes, "--key-ttl": key_ttl}  # fmt: skip
         named = [option for option, value in given.items() if value is not None]
         if named:
             raise InvalidParameterError(f"{', '.join(named)} needs --model-key")
@@ -822,25 +836,26 @@ def _keyed_settings(
         state_topic=state_topic,
         max_models=defaults.max_models if max_models is None else max_models,
         max_model_bytes=defaults.max_model_bytes if max_bytes is None else max_bytes,
+        key_ttl=key_ttl,
     )
 
 
 def _seconds(text: str | float) -> float:
-    """A duration option's seconds: ``30s``, ``5m``, ``1h`` or a number of seconds (a
-    usage error otherwise).
+    """A duration option's seconds: ``30s``, ``5m``, ``1h``, ``7d`` or a number of seconds
+    (a usage error otherwise).
 
-    >>> _seconds("5m"), _seconds("2.5")
-    (300.0, 2.5)
+    >>> _seconds("5m"), _seconds("2.5"), _seconds("7d")
+    (300.0, 2.5, 604800.0)
     """
     if isinstance(text, int | float):
         return float(text)
-    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
     try:
         if text and text[-1] in units:
             return float(text[:-1]) * units[text[-1]]
         return float(text)
     except ValueError:
-        raise typer.BadParameter(f"not a duration: {text!r} (use 30s, 5m, 1h)") from None
+        raise typer.BadParameter(f"not a duration: {text!r} (use 30s, 5m, 1h, 7d)") from None
 
 
 def predict(

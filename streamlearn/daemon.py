@@ -598,6 +598,8 @@ class Daemon:
             ))  # fmt: skip
             if self.group is not None and self.group.turn(idle=not behind and self._caught_up):
                 self.version += 1
+            if self.keyed is not None and self.keyed.expire_due():
+                self.version += 1
             self._publish_if_due()
             self._report_undelivered()
             self.observer.set_ready(self.ready())

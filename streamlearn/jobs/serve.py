@@ -473,6 +473,7 @@ def _keyed(config: ServeConfig, budget: StopBudget) -> tuple[KeyedModels | None,
     keyed = KeyedModels(
         model.build, model.restore, store, max_models=config.keyed.max_models,
         max_bytes=config.keyed.max_model_bytes, writer=f"streamlearn {__version__}",
+        key_ttl=config.keyed.key_ttl,
     )  # fmt: skip
     log.info("one model per message key: %d in memory at most (%d bytes), the others on "
              "the state topic %s", config.keyed.max_models, config.keyed.max_model_bytes,

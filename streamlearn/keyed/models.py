@@ -45,7 +45,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from streamlearn.errors import StateError, StreamlearnError, UndeliveredError, UnknownKeyError
+from streamlearn.errors import (
+    InvalidParameterError,
+    StateError,
+    StreamlearnError,
+    UndeliveredError,
+    UnknownKeyError,
+)
 from streamlearn.keyed.copies import KeyCopy, KeyedPredictor
 from streamlearn.keyed.records import ModelRecord, decode_record, encode_record
 from streamlearn.keyed.registry import Resident, ResidentModels
@@ -157,7 +163,10 @@ class KeyedModels:
         writer: str | None = None,
         wall: Callable[[], float] = time.time,
         clock: Callable[[], float] = time.monotonic,
+        key_ttl: float | None = None,
     ) -> None:
+        if key_ttl is not None and not (math.isfinite(key_ttl) and key_ttl > 0):
+            raise InvalidParameterError(f"--key-ttl must be a duration > 0, got {key_ttl!r}")
         self._build = build
         self._restore = restore
         self.store = store
@@ -192,6 +201,11 @@ class KeyedModels:
         self.passes = 0
         self.stream_judged = 0
         self.stream_mistakes = 0
+        #: seconds a key's model may go without learning before it is removed (None:
+        #: never), the keys removed so far, and when the next look for them is due
+        self.key_ttl = key_ttl
+        self.expired = 0
+        self._next_expiry = -math.inf
 
     # -- learning and answering ----------------------------------------------------------
 
@@ -324,11 +338,52 @@ class KeyedModels:
         self.stream_judged += after.judged - before.judged
         self.stream_mistakes += after.mistakes - before.mistakes
         resident.dirty = True
+        resident.active_at = self.wall()
         self._tick += 1
         resident.version = self._tick
         self.resident.measure(key)
 
     # -- memory and the state topic --------------------------------------------------------
+
+    def expire_due(self) -> int:
+        """:meth:`expire` when it is due (a look every tenth of ``key_ttl``, once a
+        minute at most); the keys removed."""
+        if self.key_ttl is None:
+            return 0
+        now = self.wall()
+        if now < self._next_expiry:
+            return 0
+        self._next_expiry = now + min(self.key_ttl / 10, 60.0)
+        return self.expire(now)
+
+    def expire(self, now: float) -> int:
+        """Remove the models of the keys that have learned nothing for ``key_ttl``
+        seconds before ``now``: from memory, and from the state topic with a tombstone
+        (compaction then drops their records; a key that comes again starts a new
+        model). A spilled key counts from when its record was written. Returns the
+        keys removed."""
+        if self.key_ttl is None:
+            return 0
+        cutoff = now - self.key_ttl
+        removed = 0
+        for key, resident in self.resident.items():
+            if resident.active_at < cutoff:
+                self.resident.pop(key)
+                self.store.delete(resident.partition, key)
+                self._copies.pop(key, None)
+                removed += 1
+        for partition, key in self.store.stale(cutoff):
+            if key not in self.resident:
+                self.store.delete(partition, key)
+                self._copies.pop(key, None)
+                removed += 1
+        if removed:
+            self.expired += removed
+            self._written_since_flush = True
+            self._flush_spills()
+            log.info("removed the models of %d keys idle for %g s (%d so far)", removed,
+                     self.key_ttl, self.expired)  # fmt: skip
+        return removed
 
     def take(self, partitions: set[int]) -> None:
         """The consumer group gives this daemon ``partitions``: their keys' records are
@@ -362,6 +417,7 @@ class KeyedModels:
             self.created += 1
         self._tick += 1
         resident.version = self._tick
+        resident.active_at = self.wall()
         self.resident.add(key, resident)
         return resident
 
@@ -534,6 +590,7 @@ class KeyedModels:
                 "restored": self.restored,
                 "spilled": self.spilled,
                 "refused": self.refused,
+                "expired": self.expired,
                 "skipped_examples": self.skipped,
                 "records_written": store.records_written,
                 "bytes_written": store.bytes_written,

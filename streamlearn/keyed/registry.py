@@ -60,6 +60,8 @@ class Resident:
     size: int = 0
     #: a number that changes whenever the model does (copies for answers compare it)
     version: int = 0
+    #: when the model last learned, or came into memory (seconds since the epoch)
+    active_at: float = 0.0
 
     def skips(self, partition: int, offset: int) -> bool:
         """Whether the message at ``offset`` of ``partition`` is in the model already."""

@@ -18,6 +18,8 @@ an input partition finds its keys' models in the same partition of the state top
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -48,6 +50,16 @@ class StateStore(Protocol):
         :meth:`flush` waits for it."""
         ...
 
+    def delete(self, partition: int, key: bytes) -> None:
+        """Remove ``key``'s record from ``partition`` (a tombstone: compaction then drops
+        every record of the key); :meth:`find` gives None at once."""
+        ...
+
+    def stale(self, before: float) -> list[tuple[int, bytes]]:
+        """The (partition, key) of the records in the open partitions written before
+        ``before`` (seconds since the epoch)."""
+        ...
+
     def flush(self, timeout: float) -> int:
         """Wait, ``timeout`` seconds at most, for the records put to be written (those
         that failed are put again, here or at the next flush); the number of records
@@ -63,11 +75,15 @@ class MemoryStates:
     """A :class:`StateStore` in memory; every value written is kept, as a topic that is
     never compacted keeps them (``history``). ``failing`` makes writes fail (tests)."""
 
-    def __init__(self, partitions: int | None = None) -> None:
-        self.history: dict[int, list[tuple[bytes, bytes]]] = {}
+    def __init__(
+        self, partitions: int | None = None, wall: Callable[[], float] = time.time
+    ) -> None:
+        self.history: dict[int, list[tuple[bytes, bytes | None]]] = {}
         self._latest: dict[bytes, bytes] = {}
         self._partition_of: dict[bytes, int] = {}
-        self._waiting: dict[bytes, tuple[int, bytes]] = {}
+        self._written_at: dict[bytes, float] = {}
+        self._waiting: dict[bytes, tuple[int, bytes | None]] = {}
+        self.wall = wall
         self._open: set[int] = set()
         self.failing = False
         self.bytes_written = 0
@@ -98,15 +114,32 @@ class MemoryStates:
     def put(self, partition: int, key: bytes, value: bytes) -> None:
         self._waiting[key] = (partition, value)
 
+    def delete(self, partition: int, key: bytes) -> None:
+        self._waiting[key] = (partition, None)
+
+    def stale(self, before: float) -> list[tuple[int, bytes]]:
+        return [
+            (partition, key)
+            for key, partition in self._partition_of.items()
+            if partition in self._open and key not in self._waiting
+            and self._written_at[key] < before
+        ]  # fmt: skip
+
     def flush(self, timeout: float) -> int:
         if self.failing:
             return len(self._waiting)
         for key, (partition, value) in self._waiting.items():
             self.history.setdefault(partition, []).append((key, value))
+            self.records_written += 1
+            if value is None:
+                self._latest.pop(key, None)
+                self._partition_of.pop(key, None)
+                self._written_at.pop(key, None)
+                continue
             self._latest[key] = value
             self._partition_of[key] = partition
+            self._written_at[key] = self.wall()
             self.bytes_written += len(value)
-            self.records_written += 1
         self._waiting.clear()
         return 0
 

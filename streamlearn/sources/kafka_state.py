@@ -49,7 +49,8 @@ class _Write:
 
     key: bytes
     partition: int
-    value: bytes
+    #: None: a tombstone
+    value: bytes | None
     future: Any = None
 
 
@@ -88,8 +89,9 @@ class StateTopic:
                 f"state topic {topic}: the brokers do not answer ({exc!r}); keyed models "
                 "start once they do"
             ) from exc
-        #: key -> (partition, offset) of its latest record in the open partitions
-        self._index: dict[bytes, tuple[int, int]] = {}
+        #: key -> (partition, offset, seconds since the epoch) of its latest record in
+        #: the open partitions (the time the broker gave the record)
+        self._index: dict[bytes, tuple[int, int, float]] = {}
         self._open: set[int] = set()
         #: records put and not acknowledged, by key (the latest put of each)
         self._waiting: dict[bytes, _Write] = {}
@@ -162,12 +164,13 @@ class StateTopic:
                     if record.value is None:
                         self._index.pop(record.key, None)
                     else:
-                        self._index[record.key] = (tp.partition, record.offset)
+                        stamp = record.timestamp / 1000 if record.timestamp > 0 else time.time()
+                        self._index[record.key] = (tp.partition, record.offset, stamp)
                         self.bytes_read += len(record.value)
             if time.monotonic() > deadline:
                 raise InputError(f"state topic {self.topic}: its end was not reached in time")
         opened = {tp.partition for tp in partitions}
-        return sum(1 for partition, _ in self._index.values() if partition in opened)
+        return sum(1 for partition, _, _ in self._index.values() if partition in opened)
 
     def find(self, key: bytes) -> bytes | None:
         """The latest record of ``key`` (None: none in the open partitions)."""
@@ -178,7 +181,7 @@ class StateTopic:
         if where is None:
             return None
         try:
-            return self._fetch(*where, key)
+            return self._fetch(where[0], where[1], key)
         except KafkaError as exc:
             raise InputError(f"state topic {self.topic}: not readable ({exc!r})") from exc
 
@@ -221,9 +224,25 @@ class StateTopic:
 
     def put(self, partition: int, key: bytes, value: bytes) -> None:
         """Send ``value`` for ``key`` to ``partition`` (:meth:`flush` waits for it)."""
-        write = _Write(key, partition, value)
-        self._waiting[key] = write
+        self._put(_Write(key, partition, value))
+
+    def delete(self, partition: int, key: bytes) -> None:
+        """Send a tombstone for ``key`` to ``partition``: compaction drops the key's
+        records, and a reader of the topic finds none from it on."""
+        self._put(_Write(key, partition, None))
+
+    def _put(self, write: _Write) -> None:
+        self._waiting[write.key] = write
         self._send(write)
+
+    def stale(self, before: float) -> list[tuple[int, bytes]]:
+        """(partition, key) of the records written before ``before`` (seconds since
+        the epoch), by the broker's time of each, none on its way."""
+        return [
+            (partition, key)
+            for key, (partition, _, stamp) in self._index.items()
+            if stamp < before and key not in self._waiting
+        ]
 
     def _send(self, write: _Write) -> None:
         try:
@@ -255,12 +274,17 @@ class StateTopic:
             if future is None or not future.is_done or future.failed():
                 self._sent.append(write)  # sent again at the next flush, if still latest
                 continue
-            self.bytes_written += len(write.value)
+            self.bytes_written += len(write.value or b"")
             self.records_written += 1
             offset = int(future.value.offset)
             held = self._index.get(write.key)
             if held is None or held[0] != write.partition or held[1] < offset:
-                self._index[write.key] = (write.partition, offset)
+                if write.value is None:
+                    self._index.pop(write.key, None)
+                else:
+                    stamp = future.value.timestamp
+                    stamp = stamp / 1000 if stamp and stamp > 0 else time.time()
+                    self._index[write.key] = (write.partition, offset, stamp)
             if self._waiting.get(write.key) is write:
                 del self._waiting[write.key]
         return len(self._waiting)

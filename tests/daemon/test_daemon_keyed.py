@@ -216,3 +216,31 @@ def test_a_post_to_learn_names_a_key_this_daemon_has(served: Served) -> None:
     assert status == 400 and "?key=" in answer["error"]
     status, answer = served.request("POST", "/learn?key=nobody", b"+1 " + PROBE)
     assert status == 404 and "nobody" in answer["error"], answer
+
+
+def test_the_daemon_removes_keys_idle_for_the_ttl_while_it_turns() -> None:
+    """The serve loop looks for keys idle for ``--key-ttl`` at its turns, with or without
+    messages: once the stream has gone quiet for the TTL, both keys' models are removed
+    from memory and from the state topic."""
+    now = [5000.0]
+    store = MemoryStates(wall=lambda: now[0])
+    models = KeyedModels(SPEC.build, SPEC.restore, store, max_models=1,
+                         wall=lambda: now[0], key_ttl=600.0)  # fmt: skip
+    source = KeyedSource(keyed_values(100, seed=4), endless=True)
+    settings = dataclasses.replace(SETTINGS, poll_timeout=0.01)
+    daemon = Daemon(SPEC, source, decode=decode, settings=settings, keyed=models)
+    thread = threading.Thread(target=daemon.run)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while source.next[0] < len(source.keys) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert models.expired == 0
+        now[0] += 700.0  # the stream has been quiet for longer than the TTL
+        while models.expired < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        daemon.request_stop()
+        thread.join(30)
+    assert models.expired == 2 and len(models.resident) == 0
+    assert store.find(b"a") is None and store.find(b"b") is None

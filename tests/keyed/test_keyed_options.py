@@ -40,6 +40,9 @@ def test_keyed_models_with_what_they_need_are_taken() -> None:
                         keyed=KeyedSettings(state_topic="models", max_models=5))  # fmt: skip
     assert named.state_topic == "models" and named.keyed is not None
     assert named.keyed.max_models == 5
+    with pytest.raises(InvalidParameterError, match="--key-ttl must be a duration > 0"):
+        KeyedSettings(key_ttl=-1.0)
+    assert KeyedSettings(key_ttl=604800.0).key_ttl == 604800.0
     assert ServeConfig(LearnerSpec("pdm"), **KAFKA).state_topic is None  # type: ignore[arg-type]
     taught = ServeConfig(LearnerSpec("pdm"), keyed=KeyedSettings(), http_learn=True,  # type: ignore[arg-type]
                          http_addr="127.0.0.1:0", **KAFKA)  # fmt: skip
@@ -55,6 +58,7 @@ def test_keyed_models_with_what_they_need_are_taken() -> None:
         (["--max-models", "5", "--max-model-bytes", "9"], "--max-models, --max-model-bytes needs"),
         (["--model-key", "--max-models", "0", "--delta", "1"], "--max-models must be"),
         (["--model-key", "--delta", "1"], "--model-key needs --source kafka"),
+        (["--key-ttl", "7d"], "--key-ttl needs --model-key"),
     ],
 )
 def test_the_command_line_refuses_keyed_options_alone(arguments: list[str], says: str) -> None:

@@ -344,3 +344,34 @@ def test_a_key_with_few_examples_holds_little_so_the_default_bound_keeps_a_thous
     sizes = [model_bytes(resident.model) for _, resident in models.resident.items()]
     assert len(sizes) == 1000 and models.spilled == 0
     assert max(sizes) < 64 * 1024
+
+
+def test_keys_idle_for_their_ttl_are_removed_from_memory_and_the_state_topic() -> None:
+    """With a key TTL, a key whose model learned nothing for that long is removed: from
+    memory without a record, and from the state topic with a tombstone, whether it was
+    in memory or spilled; a key that comes again starts a new model, and the active keys
+    are left alone."""
+    now = [1000.0]
+    wall = lambda: now[0]  # noqa: E731
+    store = MemoryStates(wall=wall)
+    models = KeyedModels(lambda: PDM(delta=1.0, eps=0.1, buffer_size=60), PDM.from_state,
+                         store, max_models=2, wall=wall, key_ttl=100.0)  # fmt: skip
+    line = keyed_lines(1, 1, seed=2)[0][1]
+    for key in (b"a", b"b", b"c"):  # a is spilled: two models in memory at most
+        models.apply(batches([(key, line)], 1)[0])
+    assert store.find(b"a") is not None and b"a" not in models.resident
+    now[0] += 60
+    models.apply(batches([(b"c", line)], 1, offset=5)[0])  # c stays active
+    now[0] += 50  # a and b: 110 s idle; c: 50 s
+    assert models.expire_due() == 2
+    assert models.expired == 2 and models.summary()["keyed"]["expired"] == 2
+    assert sorted(models.resident) == [b"c"]
+    assert store.find(b"a") is None and store.find(b"b") is None
+    tombstones = [key for key, value in store.history[0] if value is None]
+    assert sorted(tombstones) == [b"a", b"b"]
+    assert models.expire_due() == 0  # not due again so soon, and nothing idle
+    created = models.created
+    models.apply(batches([(b"a", line)], 1, offset=9)[0])
+    assert models.created == created + 1  # a new model, not the removed one
+    with pytest.raises(ValueError, match="--key-ttl"):
+        KeyedModels(PDM, PDM.from_state, MemoryStates(), key_ttl=0.0)

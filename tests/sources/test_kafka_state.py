@@ -52,6 +52,37 @@ def test_records_are_found_by_key_in_their_partition(tansu: Tansu, topic_name: s
         again.close()
 
 
+def test_a_tombstone_removes_a_key_for_every_later_reader(tansu: Tansu, topic_name: str) -> None:
+    """``delete`` writes a tombstone: the key is gone at once, and for a daemon that
+    reads the partition afterwards; ``stale`` names the records written before a time,
+    by the broker's time of each."""
+    import time
+
+    tansu.create_topic(topic_name, 2)
+    store = state_topic(tansu, topic_name)
+    try:
+        store.open({0, 1})
+        store.put(0, b"old", b"x" * 100)
+        store.put(1, b"kept", b"y" * 100)
+        assert store.flush(10.0) == 0
+        assert sorted(store.stale(time.time() + 60)) == [(0, b"old"), (1, b"kept")]
+        assert store.stale(time.time() - 3600) == []
+        store.delete(0, b"old")
+        assert store.find(b"old") is None  # on its way: gone already
+        assert store.flush(10.0) == 0
+        assert store.find(b"old") is None and store.known() == 1
+        assert store.stale(time.time() + 60) == [(1, b"kept")]
+    finally:
+        store.close()
+    again = state_topic(tansu, topic_name, store.topic)
+    try:
+        again.open({0, 1})
+        assert again.find(b"old") is None and again.find(b"kept") == b"y" * 100
+        assert again.known() == 1
+    finally:
+        again.close()
+
+
 def test_a_state_topic_with_fewer_partitions_is_refused(tansu: Tansu, topic_name: str) -> None:
     tansu.create_topic(topic_name, 3)
     small = f"s-{uuid.uuid4().hex[:8]}"
