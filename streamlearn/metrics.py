@@ -275,10 +275,11 @@ def _keyed_metrics(keyed: Mapping[str, Any]) -> Iterator[Metric]:
     moves = CounterMetricFamily(
         "streamlearn_keyed_models",
         "Keyed models created (a new key), spilled from memory to the state topic, "
-        "restored from it, and records of it refused (the key then starts a new model).",
+        "restored from it, records of it refused (the key then starts a new model), and "
+        "models removed after --key-ttl without learning.",
         labels=["event"],
     )
-    for event in ("created", "spilled", "restored", "refused"):
+    for event in ("created", "spilled", "restored", "refused", "expired"):
         moves.add_metric([event], _number(keyed.get(event, 0)))
     yield moves
     yield CounterMetricFamily(

@@ -407,7 +407,7 @@ def test_post_checkpoint_without_a_directory_says_there_is_nothing_to_write(
 
 def test_keyed_models_export_counts_and_no_series_per_key(registry: CollectorRegistry) -> None:
     keyed = {"resident": 3, "resident_bytes": 4096, "max_models": 10, "max_bytes": 1 << 20,
-             "stored": 250, "created": 40, "restored": 12, "spilled": 15,
+             "stored": 250, "created": 40, "restored": 12, "spilled": 15, "expired": 3,
              "skipped_examples": 7, "records_written": 30, "bytes_written": 9000,
              "bytes_read": 3000, "unwritten": 0}  # fmt: skip
     state = {"update_events": 9, "passes": 2, "converged": False, "buffer_examples": 60,
@@ -419,6 +419,7 @@ def test_keyed_models_export_counts_and_no_series_per_key(registry: CollectorReg
     assert value(registry, "streamlearn_keyed_max_resident_bytes") == 1 << 20
     assert value(registry, "streamlearn_keyed_models_total", event="restored") == 12
     assert value(registry, "streamlearn_keyed_models_total", event="spilled") == 15
+    assert value(registry, "streamlearn_keyed_models_total", event="expired") == 3
     assert value(registry, "streamlearn_keyed_skipped_examples_total") == 7
     assert value(registry, "streamlearn_keyed_state_bytes_total", direction="read") == 3000
     assert value(registry, "streamlearn_updates_total") == 9
