@@ -325,6 +325,10 @@ class LearnerState:
         """Set ||a||^2 from w, beta and the slack counts, the buffered examples' and the
         external ones (rounding would otherwise drift in the incremental updates)."""
         w = self.weights
+        nonzero = np.flatnonzero(w)
+        # up to the last nonzero weight: the same sum whatever room the array has (a
+        # restored state has none beyond its features, a grown one up to twice that)
+        w = w[: int(nonzero[-1]) + 1] if nonzero.shape[0] else w[:0]
         beta = self.beta
         slack = self.buffered_slack() + self.external_slack
         own = float(w @ w) + beta * beta + self.delta_sq * slack

@@ -174,19 +174,17 @@ class ReplayBuffer:
         return self.slot_alpha[self.live_slots()].copy()
 
     def alpha_sqsum(self) -> float:
-        """sum alpha_k^2 over the buffered examples, from the ring's one or two runs of
-        slots (no copy: a learning group's member asks at every record it publishes
-        or folds in).
+        """sum alpha_k^2 over the buffered examples, summed oldest first in one run
+        whatever the slots' layout (where the ring wraps, which moves as the slots grow
+        or a buffer is restored, would otherwise change how the sum rounds).
 
-        >>> buf = ReplayBuffer(max_examples=3, max_nnz=100)
+        >>> buf = ReplayBuffer(max_examples=3, max_nnz=100, grow_slots=False)
         >>> buf.slot_alpha[:] = [1.0, 2.0, 3.0]; buf.ring[:2] = [2, 2]  # slots 2 then 0
         >>> buf.alpha_sqsum(), float(buf.alpha() @ buf.alpha())
         (10.0, 10.0)
         """
-        first, count = int(self.ring[_FIRST]), int(self.ring[_COUNT])
-        head = self.slot_alpha[first : min(first + count, self.capacity)]
-        tail = self.slot_alpha[: max(0, first + count - self.capacity)]
-        return float(head @ head) + float(tail @ tail)
+        alpha = self.alpha()  # a new array: the same summation wherever the slots sit
+        return float(alpha @ alpha)
 
     def examples(self, stride: int = 1) -> Batch:
         """The buffered examples, oldest first, as a new batch; with ``stride`` k, only
@@ -216,9 +214,23 @@ class ReplayBuffer:
         )  # fmt: skip
 
     def state_dict(self) -> dict[str, Any]:
-        """The buffer's contents and layout as plain numbers and arrays."""
+        """The buffer's contents and layout as plain numbers and arrays.
+
+        While the arena is shorter than ``max_nnz`` where its examples sit depends on
+        when it moved them (on the sizes of the batches that came), and nothing learned
+        does: the layout is then given as if the oldest example sat at the arena's
+        start, so that the same examples give the same state however they came. A full
+        arena is a ring whose layout decides evictions: it is given as it is."""
         slots = self.live_slots()
         batch = self.examples()
+        positions = self.slot_start[slots].copy()
+        write_pos = int(self.ring[_WRITE_POS])
+        arena_size = int(self.arena_idx.shape[0])
+        if arena_size < self.max_nnz:
+            oldest = int(positions[0]) if positions.shape[0] else write_pos
+            positions -= oldest
+            write_pos -= oldest
+            arena_size = max(write_pos, min(self.max_nnz, _MIN_ARENA))
         return {
             "max_examples": self.max_examples,
             "max_nnz": self.max_nnz,
@@ -228,9 +240,9 @@ class ReplayBuffer:
             "labels": batch.labels,
             "alpha": self.slot_alpha[slots].copy(),
             "sqnorm": self.slot_sqnorm[slots].copy(),
-            "positions": self.slot_start[slots].copy(),
-            "write_pos": int(self.ring[_WRITE_POS]),
-            "arena_size": int(self.arena_idx.shape[0]),
+            "positions": positions,
+            "write_pos": write_pos,
+            "arena_size": arena_size,
             "evicted": self.evicted,
             "unbuffered": self.unbuffered,
         }

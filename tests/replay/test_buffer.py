@@ -396,3 +396,60 @@ def test_slots_that_grow_learn_what_slots_allocated_whole_learn() -> None:
     assert restored.capacity == 300 and np.array_equal(restored.alpha(), whole.buffer.alpha())
     small = ReplayBuffer.from_state(PDM(delta=0.5).learn(np.eye(3), [1, -1, 1]).buffer.state_dict())
     assert small.capacity < 100 and len(small) == 3
+
+
+def _allocated_whole(learner: LinearLearner) -> LinearLearner:
+    """``learner`` with a buffer laid out as one allocated whole (every slot, the
+    arena at its capacity): the layout before buffers grew."""
+    held = learner.state.buffer
+    buf = ReplayBuffer(held.max_examples, held.max_nnz, grow_slots=False)
+    buf.arena_idx = np.zeros(held.max_nnz, dtype=np.int32)
+    buf.arena_val = np.zeros(held.max_nnz, dtype=np.float64)
+    learner.state.buffer = buf
+    return learner
+
+
+def test_fractional_slack_sums_the_same_whatever_the_layout_and_after_a_restore() -> None:
+    """Kozinec's slack counts are fractions and its step reads ||a||^2, recomputed from
+    sum alpha_k^2: summed where the ring wraps, that sum rounded differently when the
+    slots grew (they wrapped at 64 while whole ones did not) and after a restore (which
+    unrolls the ring); it is summed oldest first now, and the models stay equal."""
+    from streamlearn import Kozinec
+
+    rng = np.random.default_rng(0)
+    X = np.zeros((600, 40))
+    for i in range(600):
+        X[i, rng.choice(40, size=2, replace=False)] = rng.normal(size=2) + 2 * np.sign(
+            rng.normal(size=2)
+        )
+    y = rng.choice([-1, 1], size=600)
+    params = {"delta": 0.5, "buffer_size": 257, "buffer_nnz": 100}  # nonzeros evict
+    grown, whole = Kozinec(**params), _allocated_whole(Kozinec(**params))
+    for i in range(0, 600, 3):
+        for learner in (grown, whole):
+            learner.learn(X[i : i + 3], y[i : i + 3])
+            if i % 30 == 0:
+                learner.replay(max_passes=2)
+        if i == 300:
+            restored = Kozinec.from_state(grown.state_dict())
+            grown = restored  # type: ignore[assignment]
+    assert whole.buffer.evicted == grown.buffer.evicted > 400
+    assert np.array_equal(grown.coef_, whole.coef_)
+    assert np.array_equal(grown.buffer.alpha(), whole.buffer.alpha())
+
+
+def test_the_same_examples_give_the_same_state_in_batches_of_any_size() -> None:
+    """Where the arena holds its examples depends on the batches that brought them
+    (when it moved them), not what is learned: a state gives the layout as if the
+    oldest example sat at the start, so that it is the same however they came."""
+    examples = random_examples(900, seed=31)
+    states = []
+    for size in (7, 50, 300):
+        learner = PDM(eps=0.1, delta=0.5, buffer_size=80, buffer_nnz=10**6)
+        for start in range(0, len(examples), size):
+            feed(learner, examples[start : start + size])
+        states.append(learner.buffer.state_dict())
+    for other in states[1:]:
+        assert other.keys() == states[0].keys()
+        for name, value in states[0].items():
+            assert np.array_equal(np.asarray(other[name]), np.asarray(value)), name
