@@ -549,6 +549,8 @@ class KafkaSource:
         self._consumer: KafkaConsumer | None = None
         self._positions: Positions = {}  # next offset to return, per partition
         self._assigned: set[int] = set()
+        #: the offsets this member last committed, while it keeps their partitions
+        self._committed: Positions = {}
         self._failed = False
         self._failures = 0  # failed polls since the last log line about them
         self._failures_logged = -float("inf")
@@ -628,12 +630,16 @@ class KafkaSource:
         if self.before_revoke is not None:
             self.before_revoke({tp.partition for tp in revoked} & self._assigned)
         self._assigned -= {tp.partition for tp in revoked}
+        for tp in revoked:
+            self._committed.pop(tp.partition, None)
         self._drop_pending({tp.partition for tp in revoked})
         log.info("partitions revoked: %s", sorted(tp.partition for tp in revoked))
 
     def _on_assigned(self, assigned: list[TopicPartition]) -> None:
         consumer = self._consumer
         self._assigned |= {tp.partition for tp in assigned}  # eager or incremental alike
+        for tp in assigned:  # another member may have committed meanwhile
+            self._committed.pop(tp.partition, None)
         self._drop_pending({tp.partition for tp in assigned})
         if self.start_positions is not None:
             self._positions.update(self.start_positions({tp.partition for tp in assigned}))
@@ -867,10 +873,12 @@ class KafkaSource:
         The positions of partitions it no longer owns are left out: they are stale once
         another member reads those partitions, and committing them would move the
         group's offsets back. A failure is logged, not raised: the checkpoint holds the
-        positions, and the next commit carries them again.
+        positions, and the next commit carries them again. Offsets this member has
+        committed already are not sent again (the checkpoint of a replay, with no new
+        message, would otherwise wait on the broker for nothing).
         """
         owned = {p: offset for p, offset in positions.items() if p in self._assigned}
-        if not owned:
+        if not owned or all(self._committed.get(p) == o for p, o in owned.items()):
             return
         offsets = {
             TopicPartition(self.topic, partition): OffsetAndMetadata(offset, "", -1)
@@ -884,6 +892,8 @@ class KafkaSource:
             consumer.commit(offsets, timeout_ms=int(timeout * 1000))
         except KafkaError as error:
             log.warning("Kafka commit of %s failed: %r", owned, error)
+        else:
+            self._committed.update(owned)
 
     def assigned(self) -> set[int]:
         """The partitions the group assigns to this member now."""
@@ -942,5 +952,6 @@ class KafkaSource:
                 log.warning("Kafka consumer close failed: %r", error)
             self._consumer = None
             self._assigned = set()
+            self._committed = {}
             self._pending.clear()
             self._pending_count = self._pending_bytes = 0
