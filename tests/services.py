@@ -123,11 +123,17 @@ class Tansu:
         self._log.seek(0)
         return self._log.read().decode("utf-8", errors="replace")[-4000:]
 
-    def create_topic(self, name: str, partitions: int = 1) -> None:
-        """Create a topic and wait until every partition answers for its end offset."""
+    def create_topic(self, name: str, partitions: int = 1, exist_ok: bool = False) -> None:
+        """Create a topic and wait until every partition answers for its end offset;
+        with ``exist_ok``, a topic another client created meanwhile will do."""
         from kafka.admin import NewTopic
+        from kafka.errors import TopicAlreadyExistsError
 
-        self._admin.create_topics([NewTopic(name, partitions, 1)])
+        try:
+            self._admin.create_topics([NewTopic(name, partitions, 1)])
+        except TopicAlreadyExistsError:
+            if not exist_ok:
+                raise
         wait_for(
             lambda: len(self.end_offsets(name)) == partitions,
             timeout=60.0,
