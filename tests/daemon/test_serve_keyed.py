@@ -101,9 +101,9 @@ class Keyed(Serve):
         """Examples this process has learned (its metrics; 0 before they answer)."""
         return self.metric("streamlearn_examples_total", outcome="learned") or 0.0
 
-    def predict(self, key: str, body: bytes) -> tuple[int, dict[str, Any]]:
+    def predict(self, key: str, body: bytes, path: str = "/predict") -> tuple[int, dict[str, Any]]:
         request = urllib.request.Request(
-            f"http://127.0.0.1:{self.http_port}/predict?key={key}",
+            f"http://127.0.0.1:{self.http_port}{path}?key={key}",
             data=body,
             headers={"content-type": "text/plain"},
         )
@@ -221,6 +221,31 @@ def test_each_tenant_is_answered_by_its_own_model_and_spills_change_nothing(
     for key, _ in messages:
         by_key[key] = by_key.get(key, 0) + 1
     assert {key: record.examples for key, record in ours.items()} == by_key
+
+
+def test_examples_posted_for_a_key_reach_its_record_on_the_state_topic(
+    broker: Tansu, tmp_path: Path
+) -> None:
+    """``POST /learn?key=K`` on a real ``serve --model-key --http-learn``: K's model
+    learns the examples, its record on the state topic holds them after the stop, the
+    other keys' records do not, and a key without a model gets 404."""
+    topic, _ = topics(broker)
+    messages = tenant_messages(300, seed=5)
+    state = f"s-{uuid.uuid4().hex[:8]}"
+    serve = Keyed(broker, topic, f"g-{uuid.uuid4().hex[:8]}", state, tmp_path, "--http-learn")
+    produce(broker, topic, messages)
+    serve.until(lambda: serve.learned() >= 300, "the topic's examples learned")
+    posted = b"".join(b"+1 " + QUESTION + b"\n" for _ in range(25))
+    status, answer = serve.predict("tenant-3", posted, path="/learn")
+    assert status == 200 and answer["learned"] == 25, answer
+    status, answer = serve.predict("tenant-99", posted, path="/learn")
+    assert status == 404, answer
+    records = run_to_end(serve, broker, state, 325)
+    by_key: dict[bytes, int] = {}
+    for key, _ in messages:
+        by_key[key] = by_key.get(key, 0) + 1
+    by_key[b"tenant-3"] += 25
+    assert {key: record.examples for key, record in records.items()} == by_key
 
 
 def test_a_kill_9_loses_nothing_and_learns_nothing_twice(broker: Tansu, tmp_path: Path) -> None:
