@@ -47,6 +47,7 @@ from kafka.admin import NewTopic
 from kafka.errors import (
     KafkaConfigurationError,
     KafkaError,
+    KafkaTimeoutError,
     NoOffsetForPartitionError,
     TopicAlreadyExistsError,
 )
@@ -78,6 +79,9 @@ CLOSE_TIMEOUT_MS = 5000
 BOOTSTRAP_TIMEOUT_MS = 2000
 #: seconds between two log lines while the polls keep failing
 FAILING_LOG_INTERVAL = 60.0
+#: seconds a commit waits before it looks whether a stop began (and then waits only for
+#: what the stop's deadline leaves)
+COMMIT_STEP = 0.5
 #: the group session the source keeps unless told otherwise, in milliseconds
 SESSION_TIMEOUT_MS = 10000
 HEARTBEAT_INTERVAL_MS = 3000
@@ -887,13 +891,22 @@ class KafkaSource:
         consumer = self._consumer
         if consumer is None:
             return
-        timeout = self.budget.cap(timeout)
-        try:
-            consumer.commit(offsets, timeout_ms=int(timeout * 1000))
-        except KafkaError as error:
-            log.warning("Kafka commit of %s failed: %r", owned, error)
-        else:
-            self._committed.update(owned)
+        # in steps, so that a stop that begins meanwhile (a SIGTERM while the broker does
+        # not answer) cuts the wait to what the stop's deadline leaves
+        deadline = time.monotonic() + timeout
+        while True:
+            step = self.budget.cap(min(COMMIT_STEP, deadline - time.monotonic()))
+            try:
+                consumer.commit(offsets, timeout_ms=max(1, int(step * 1000)))
+            except KafkaTimeoutError as error:
+                if self.budget.cap(deadline - time.monotonic()) > 0:
+                    continue
+                log.warning("Kafka commit of %s failed: %r", owned, error)
+            except KafkaError as error:
+                log.warning("Kafka commit of %s failed: %r", owned, error)
+            else:
+                self._committed.update(owned)
+            return
 
     def assigned(self) -> set[int]:
         """The partitions the group assigns to this member now."""
