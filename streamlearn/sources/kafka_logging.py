@@ -119,7 +119,19 @@ TRANSPORT_LOGGER = "kafka.net.transport"
 class ClosedSocketReads(logging.Filter):
     """Drops kafka-python's error about a read on a connection it has just closed (its
     I/O loop still reading a socket that ``close`` set to None: an ``AttributeError``
-    with a traceback, logged as an error when a client closes, though nothing failed).
+    with a traceback, logged as an error when a client closes, though nothing failed),
+    and keeps a read that a broker's going away broke as one line, without the socket
+    call's traceback.
+
+    >>> import sys
+    >>> try:
+    ...     raise ConnectionResetError(104, "Connection reset by peer")
+    ... except ConnectionResetError:
+    ...     info = sys.exc_info()
+    >>> reset = logging.LogRecord(TRANSPORT_LOGGER, logging.ERROR, "", 0,
+    ...     "%s: Error receiving network data closing socket", ("<t>",), info)
+    >>> ClosedSocketReads().filter(reset), reset.exc_info, reset.getMessage()[-34:]
+    (True, None, "(104, 'Connection reset by peer'))")
 
     >>> import sys
     >>> try:
@@ -134,6 +146,13 @@ class ClosedSocketReads(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, ConnectionError):
+            # a broker gone mid-read (reset, refused): the line says so, and the client
+            # reconnects; a traceback of the socket call would only look like a crash
+            record.msg = f"{record.msg} ({error!r})"
+            record.exc_info = None
+            record.exc_text = None
+            return True
         return not (
             isinstance(error, AttributeError)
             and "'NoneType' object has no attribute 'recv'" in str(error)
