@@ -282,14 +282,12 @@ class KeyedModels:
         data = self.store.find(key)
         if data is None:
             return None
-        try:
-            positions = decode_record(data, key).positions
-        except (StreamlearnError, ValueError, TypeError, KeyError):
+        resident = self._restored_or_refused(key, data, None)
+        if resident is None:
             return None  # a record refused: the key's next message starts it afresh
-        if not positions:
-            return None
-        partition = max(positions, key=lambda p: positions[p])
-        return self._resident(key, partition, create=False)
+        self._spill(self.resident.victims(room=1))
+        self.restored += 1
+        return self._held(key, resident)
 
     def _learn(
         self,
@@ -365,18 +363,14 @@ class KeyedModels:
         if self.key_ttl is None:
             return 0
         cutoff = now - self.key_ttl
-        removed = 0
-        for key, resident in self.resident.items():
-            if resident.active_at < cutoff:
-                self.resident.pop(key)
-                self.store.delete(resident.partition, key)
-                self._copies.pop(key, None)
-                removed += 1
-        for partition, key in self.store.stale(cutoff):
-            if key not in self.resident:
-                self.store.delete(partition, key)
-                self._copies.pop(key, None)
-                removed += 1
+        idle = [(r.partition, key) for key, r in self.resident.items() if r.active_at < cutoff]
+        # spilled keys by their records' time (a resident key's record is older than it)
+        idle += [(p, key) for p, key in self.store.stale(cutoff) if key not in self.resident]
+        for partition, key in idle:
+            self.resident.pop(key)
+            self.store.delete(partition, key)
+            self._copies.pop(key, None)
+        removed = len(idle)
         if removed:
             self.expired += removed
             self._written_since_flush = True
@@ -415,13 +409,19 @@ class KeyedModels:
         else:
             resident = Resident(self._build(), partition)
             self.created += 1
+        return self._held(key, resident)
+
+    def _held(self, key: bytes, resident: Resident) -> Resident:
+        """``resident``, just made or restored, held in memory as the model of ``key``."""
         self._tick += 1
         resident.version = self._tick
         resident.active_at = self.wall()
         self.resident.add(key, resident)
         return resident
 
-    def _restored_or_refused(self, key: bytes, data: bytes, partition: int) -> Resident | None:
+    def _restored_or_refused(
+        self, key: bytes, data: bytes, partition: int | None
+    ) -> Resident | None:
         """The model of ``key`` from its record; None when the record is refused (not a
         model this daemon can go on with: damaged, foreign, not finite, too large...):
         counted, logged once a minute, and the key starts a new model. Whoever can write
@@ -437,10 +437,16 @@ class KeyedModels:
                           "model (%d refused so far)", key, exc, self.refused)  # fmt: skip
             return None
 
-    def _restored(self, key: bytes, data: bytes, partition: int) -> Resident:
+    def _restored(self, key: bytes, data: bytes, partition: int | None) -> Resident:
         """The model of ``key`` from its record (:class:`StateError` when it is not one
-        this daemon can go on with)."""
+        this daemon can go on with); its partition ``partition``, or with None the one
+        its messages last came from, as the record's positions say."""
         record = decode_record(data, key)
+        if partition is None:
+            positions = record.positions
+            if not positions:
+                raise StateError(f"the state record of key {key!r} holds no position")
+            partition = max(positions, key=positions.__getitem__)
         model = self._restore(record.state)
         params, ours = model.model_params(), self.empty.model_params()
         if params.get("one_vs_rest", False):
