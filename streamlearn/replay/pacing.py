@@ -69,14 +69,11 @@ class ReplayPacer:
         """Account the time since the last tick; ``lag`` is how many messages are
         waiting (None when the source cannot tell), ``behind`` whether messages arrived
         since the last tick."""
-        self.growing = False
-        if self._last_time is not None:
-            growing = lag is not None and self._last_lag is not None and lag > self._last_lag
-            self.growing = growing
-            if behind and not growing:
-                gained = self.share * max(0.0, now - self._last_time)
-                cap = max(self.max_credit, self._next_pass)
-                self.credit = min(self.credit + gained, cap)
+        self.growing = lag is not None and self._last_lag is not None and lag > self._last_lag
+        if self._last_time is not None and behind and not self.growing:
+            gained = self.share * max(0.0, now - self._last_time)
+            cap = max(self.max_credit, self._next_pass)
+            self.credit = min(self.credit + gained, cap)
         self._last_time = now
         self._last_lag = lag
 

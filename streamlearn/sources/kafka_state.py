@@ -164,7 +164,7 @@ class StateTopic:
                     if record.value is None:
                         self._index.pop(record.key, None)
                     else:
-                        stamp = record.timestamp / 1000 if record.timestamp > 0 else time.time()
+                        stamp = _seconds(record.timestamp)
                         self._index[record.key] = (tp.partition, record.offset, stamp)
                         self.bytes_read += len(record.value)
             if time.monotonic() > deadline:
@@ -282,8 +282,7 @@ class StateTopic:
                 if write.value is None:
                     self._index.pop(write.key, None)
                 else:
-                    stamp = future.value.timestamp
-                    stamp = stamp / 1000 if stamp and stamp > 0 else time.time()
+                    stamp = _seconds(future.value.timestamp)
                     self._index[write.key] = (write.partition, offset, stamp)
             if self._waiting.get(write.key) is write:
                 del self._waiting[write.key]
@@ -295,3 +294,8 @@ class StateTopic:
             self._producer.close(timeout=self.budget.cap(5.0))
         finally:
             self._consumer.close()
+
+
+def _seconds(timestamp_ms: int | None) -> float:
+    """A record's broker time in seconds since the epoch (now, when it has none)."""
+    return timestamp_ms / 1000 if timestamp_ms and timestamp_ms > 0 else time.time()

@@ -4,6 +4,7 @@ the models before the offsets are committed, the metrics, and the HTTP API by ke
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import http.client
 import json
@@ -158,17 +159,27 @@ def served() -> Iterator[Served]:
     decoder = MessageDecoder()
     handler = api_handler(live, decoder.decode_as, learn=True)
     port = server.serve_handler(handler, "127.0.0.1", 0)
+    try:
+        with turning(daemon, source):
+            yield Served(port)
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def turning(daemon: Daemon, source: KeyedSource) -> Iterator[None]:
+    """``daemon`` running on a thread of its own, once it has read ``source`` (60 s at
+    most); stopped at the end."""
     thread = threading.Thread(target=daemon.run)
     thread.start()
     try:
         deadline = time.monotonic() + 60
         while source.next[0] < len(source.keys) and time.monotonic() < deadline:
             time.sleep(0.01)
-        yield Served(port)
+        yield
     finally:
         daemon.request_stop()
         thread.join(30)
-        server.stop()
 
 
 def test_the_api_answers_with_the_model_a_request_names(served: Served) -> None:
@@ -229,18 +240,11 @@ def test_the_daemon_removes_keys_idle_for_the_ttl_while_it_turns() -> None:
     source = KeyedSource(keyed_values(100, seed=4), endless=True)
     settings = dataclasses.replace(SETTINGS, poll_timeout=0.01)
     daemon = Daemon(SPEC, source, decode=decode, settings=settings, keyed=models)
-    thread = threading.Thread(target=daemon.run)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 60
-        while source.next[0] < len(source.keys) and time.monotonic() < deadline:
-            time.sleep(0.01)
+    with turning(daemon, source):
         assert models.expired == 0
         now[0] += 700.0  # the stream has been quiet for longer than the TTL
+        deadline = time.monotonic() + 60
         while models.expired < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
-    finally:
-        daemon.request_stop()
-        thread.join(30)
     assert models.expired == 2 and len(models.resident) == 0
     assert store.find(b"a") is None and store.find(b"b") is None
