@@ -406,7 +406,7 @@ class ModelBank:
         delta = window.delta()
         if delta != self._delta_value:
             self._fix_delta(delta)
-            for learner in self._learners:
+            for learner in self.learners():  # bound: the norms read the buffer's slack
                 learner.state.recompute_sqnorm()
                 learner.state.converged = False
 
@@ -534,7 +534,7 @@ class ModelBank:
         nnz = indices.shape[0]
         if nnz:
             self._grow_features(int(indices[-1]) + 1)
-        self._buffer.features.reserve_for(nnz + 1)
+        self._reserve(1, nnz + 1)
         signs = np.full((1, max(n_labels, 1)), -1, dtype=np.int8)
         if n_labels == 0:
             signs = np.zeros((1, 0), dtype=np.int8)
@@ -559,7 +559,7 @@ class ModelBank:
             return
         feats = rows.features()
         self._grow_features(feats.max_index + 1)
-        self._buffer.features.reserve_for(feats.nnz + n)
+        self._reserve(n, feats.nnz + n)
         signs = self._example_signs(rows)
         n_labels = self.n_labels
         self._positives[:n_labels] += np.sum(signs > 0, axis=0)
@@ -573,6 +573,12 @@ class ModelBank:
             learner.state.examples_seen += n
             if changed[label] or self._evicted_since_replay(learner):
                 learner.state.converged = False  # the window changed: its replay is due
+
+    def _reserve(self, n_examples: int, nnz: int) -> None:
+        """Room in the shared buffer for ``n_examples`` more examples of ``nnz`` cells
+        (the learners' views are taken anew wherever they are used next)."""
+        self._buffer.reserve_slots(n_examples)
+        self._buffer.features.reserve_for(nnz)
 
     def _evicted_since_replay(self, learner: LinearLearner) -> bool:
         """Whether ``learner`` (bound or not) still holds examples the buffer evicted: its

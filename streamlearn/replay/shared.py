@@ -4,7 +4,9 @@ Features are stored once (a :class:`ReplayBuffer` whose own label and slack arra
 unused); each learner ``l`` owns a row of signs ``signs[l]`` (+1 where its label is in
 the example's label set, -1 elsewhere) and a row of slack counts ``alphas[l]``, both
 aligned with the buffer's slots. :meth:`SharedReplayBuffer.view` gives one learner's
-buffer: the shared arrays with its own two rows.
+buffer: the shared arrays with its own two rows. The slots start few and double as
+examples come (:meth:`SharedReplayBuffer.reserve_slots`), the rows with them, so that a
+bank that has seen few examples (one of many keyed models, say) holds little.
 
 >>> shared = SharedReplayBuffer(max_examples=4, max_nnz=100)
 >>> shared.add_label(), shared.add_label(), shared.n_labels
@@ -38,11 +40,11 @@ class SharedReplayBuffer:
     """A bounded FIFO store of examples (features once) with per-learner signs and slack."""
 
     def __init__(self, max_examples: int, max_nnz: int) -> None:
-        # the rows of signs and slack are aligned with every slot: all of them from the start
-        self.features = ReplayBuffer(max_examples, max_nnz, grow_slots=False)
+        self.features = ReplayBuffer(max_examples, max_nnz)
         self.n_labels = 0
-        self.signs = np.zeros((1, self.features.max_examples), dtype=np.int8)
-        self.alphas = np.zeros((1, self.features.max_examples), dtype=np.float64)
+        # the rows of signs and slack are aligned with the slots: as many columns
+        self.signs = np.zeros((1, self.features.capacity), dtype=np.int8)
+        self.alphas = np.zeros((1, self.features.capacity), dtype=np.float64)
 
     def __len__(self) -> int:
         return len(self.features)
@@ -66,6 +68,34 @@ class SharedReplayBuffer:
     def unbuffered(self) -> int:
         """Examples too large for the whole arena, learned from but never stored."""
         return self.features.unbuffered
+
+    def reserve_slots(self, n_examples: int) -> bool:
+        """:meth:`ReplayBuffer.reserve_slots` of the features, the rows' columns moved as
+        the slots are (the live examples to slots 0, 1, ... in order). Whether the slots
+        grew: the learners' views are stale then.
+
+        >>> shared = SharedReplayBuffer(max_examples=1000, max_nnz=100)
+        >>> shared.signs.shape, shared.reserve_slots(100), shared.signs.shape
+        ((1, 64), True, (1, 128))
+        """
+        features = self.features
+        capacity = features.capacity
+        order = features.live_slots()
+        features.reserve_slots(n_examples)
+        if features.capacity == capacity:
+            return False
+        count = order.shape[0]
+        for name in ("signs", "alphas"):
+            old = getattr(self, name)
+            new = np.zeros((old.shape[0], features.capacity), dtype=old.dtype)
+            new[:, :count] = old[:, order]
+            setattr(self, name, new)
+        return True
+
+    @property
+    def allocated_bytes(self) -> int:
+        """Bytes held by the features and the rows of every label room is kept for."""
+        return self.features.allocated_bytes + int(self.signs.nbytes + self.alphas.nbytes)
 
     def add_label(self) -> int:
         """Room for one more learner's rows (zeros); returns its number."""
@@ -151,10 +181,11 @@ class SharedReplayBuffer:
             if not np.all(np.abs(signs[block]) == 1) or not np.all(np.isfinite(alphas[block])):
                 raise StateError("shared buffer state: signs must be +1 or -1 and slack finite")
         shared = cls(int(features["max_examples"]), int(features["max_nnz"]))
-        shared.features = ReplayBuffer.from_state(features, grow_slots=False)
+        shared.features = ReplayBuffer.from_state(features)
         # every row at once (no doubling through add_label), as many as the state holds
-        shared.signs = np.zeros((max(n_labels, 1), shared.max_examples), dtype=np.int8)
-        shared.alphas = np.zeros((max(n_labels, 1), shared.max_examples), dtype=np.float64)
+        columns = shared.features.capacity
+        shared.signs = np.zeros((max(n_labels, 1), columns), dtype=np.int8)
+        shared.alphas = np.zeros((max(n_labels, 1), columns), dtype=np.float64)
         for block in blocks:
             shared.signs[block, :count] = signs[block]
             shared.alphas[block, :count] = alphas[block]

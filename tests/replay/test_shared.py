@@ -56,6 +56,7 @@ def test_ring_columns_refuse_slots_outside_the_ring() -> None:
 def wrapped_buffer(labels: int = 3, width: int = 6, added: int = 9) -> SharedReplayBuffer:
     """A buffer of ``labels`` rows whose ring has wrapped (slot ``added % width`` oldest)."""
     shared = SharedReplayBuffer(max_examples=width, max_nnz=1000)
+    shared.reserve_slots(width)  # every slot, as a buffer that has wrapped has
     for _ in range(labels):
         shared.add_label()
     shared.signs[:labels] = np.where(ring(labels, width) % 3 == 0, 1, -1)
