@@ -106,6 +106,7 @@ from streamlearn.keyed.models import KeyedBatch, KeyedModels
 from streamlearn.learn import Examples, Model, ModelLimits
 from streamlearn.learn.answers import binary_answers
 from streamlearn.learn.bank import state_to_write
+from streamlearn.learn.description import describe
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.parse.messages import VALUE_LENGTH
 from streamlearn.replay import ReplaySchedule
@@ -1202,40 +1203,9 @@ def _owners(first_lines: np.ndarray, lines: np.ndarray) -> np.ndarray:
 
 
 def live_description(model: Model, summary: dict[str, Any]) -> dict[str, Any]:
-    """What GET /model says of ``model`` and its ``summary``: algorithm, parameters,
-    examples and the certificate (for a bank, the worst gap and each label's)."""
-    window = {
-        "window_examples": summary["buffer_examples"],
-        "converged": summary["converged"],
-    }
-    if "per_label" in summary:
-        certificate = {
-            "worst_certified_gap": summary["worst_certified_gap"],
-            **window,
-            "per_label": [
-                {key: figures[key] for key in ("label", *_CERTIFICATE_KEYS)}
-                for figures in summary["per_label"]
-            ],
-        }
-        kind = "one-vs-rest"
-    else:
-        certificate = {**{key: summary[key] for key in _CERTIFICATE_KEYS}, **window,
-                       "stopped_by": summary["stopped_by"]}  # fmt: skip
-        kind = "binary"
-    described = {
-        "algorithm": model.algorithm,
-        "kind": kind,
-        "params": model.model_params(),
-        "examples": summary["stream_examples"],
-        "held_examples": summary["pending_examples"],
-        "updates": summary["updates"],
-        "update_events": summary["update_events"],
-        "passes": summary["passes"],
-        "certificate": certificate,
-    }
+    """What GET /model says of ``model`` and its ``summary`` (:func:`describe`), with a
+    learning group member's view of the group."""
+    described = describe(model, summary, summary["stream_examples"])
     if "group" in summary:  # a learning group's member (its certificate is its window's)
         described["group"] = summary["group"]
     return described
-
-
-_CERTIFICATE_KEYS = ("margin_achieved", "margin_upper_bound", "certified_gap")

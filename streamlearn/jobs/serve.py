@@ -223,8 +223,8 @@ class ServeConfig:
             )
 
     def _check_keyed(self) -> None:
-        """Keyed models: Kafka's message keys, binary learners that learn from their
-        first example, their state on the state topic (not in checkpoints)."""
+        """Keyed models: Kafka's message keys, models (binary or banks) that learn from
+        their first example, their state on the state topic (not in checkpoints)."""
         if self.keyed is None:
             return
         if self.source != "kafka":
@@ -232,12 +232,10 @@ class ServeConfig:
                 "--model-key needs --source kafka: the models are those of the message keys"
             )
         refused = {
-            "--one-vs-rest": self.one_vs_rest,
             "--sync-topic": self.sync_topic is not None,
             "--checkpoint-dir": bool(self.checkpoint_dir),
         }
         why = {
-            "--one-vs-rest": "each key's model is one binary learner",
             "--sync-topic": "a learning group learns one model for all keys",
             "--checkpoint-dir": "the models' records on the state topic are their checkpoints",
         }

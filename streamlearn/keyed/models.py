@@ -58,6 +58,7 @@ from streamlearn.keyed.registry import Resident, ResidentModels
 from streamlearn.keyed.rows import KeyGroups, key_ids
 from streamlearn.keyed.store import StateStore
 from streamlearn.learn import Model, ModelLimits
+from streamlearn.learn.description import describe
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.parse.messages import NO_KEY
 from streamlearn.replay import ReplaySchedule
@@ -449,8 +450,10 @@ class KeyedModels:
             partition = max(positions, key=positions.__getitem__)
         model = self._restore(record.state)
         params, ours = model.model_params(), self.empty.model_params()
-        if params.get("one_vs_rest", False):
-            raise StateError(f"the state record of key {key!r} holds a one-vs-rest bank")
+        held, asked = (bool(p.get("one_vs_rest", False)) for p in (params, ours))
+        if held != asked:
+            kind = "a one-vs-rest bank" if held else "a binary model"
+            raise StateError(f"the state record of key {key!r} holds {kind}")
         if (model.algorithm, params) != (self.empty.algorithm, ours) and not self._warned_params:
             self._warned_params = True
             log.warning("the state topic's models go on with their own algorithm and "
@@ -701,21 +704,9 @@ def _lined(
 
 def _copy(key: bytes, model: Model, examples: int, *, in_memory: bool) -> KeyCopy:
     """A frozen copy of ``model`` and what ``GET /model?key=`` says of it."""
-    summary = model.summary()
-    certificate = {name: summary[name] for name in
-                   ("margin_achieved", "margin_upper_bound", "certified_gap")}  # fmt: skip
     description = {
         "key": key.decode("utf-8", "replace"),
-        "algorithm": model.algorithm,
-        "kind": "binary",
-        "params": model.model_params(),
-        "examples": examples,
-        "held_examples": summary["pending_examples"],
-        "updates": summary["updates"],
-        "update_events": summary["update_events"],
-        "passes": summary["passes"],
+        **describe(model, model.summary(), examples),
         "in_memory": in_memory,
-        "certificate": {**certificate, "window_examples": summary["buffer_examples"],
-                        "converged": summary["converged"], "stopped_by": summary["stopped_by"]},
-    }  # fmt: skip
+    }
     return KeyCopy(model.predictor(), description)

@@ -22,25 +22,43 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from streamlearn.errors import InvalidParameterError
 from streamlearn.learn import Model
 
 
 def model_bytes(model: Model) -> int:
-    """Bytes a binary model holds in memory: its weights and its replay buffer (their
-    allocated room, not only what is filled).
+    """Bytes a model holds in memory: its weights and its replay buffer (their allocated
+    room, not only what is filled), each array once (a bank's learners share the buffer
+    and are rows of one array of weights).
 
     >>> import numpy as np
-    >>> from streamlearn.learn import PDM
+    >>> from streamlearn.learn import PDM, ModelBank
     >>> small, large = PDM(delta=1.0), PDM(delta=1.0).learn(np.eye(5000)[-3:], [1, -1, 1])
     >>> model_bytes(large) - model_bytes(small) >= 8 * (5000 - 16)
     True
+    >>> bank = ModelBank(PDM(delta=1.0)).learn(np.eye(3), [[1], [2], [3]])
+    >>> model_bytes(bank) < 3 * model_bytes(PDM(delta=1.0).learn(np.eye(3), [1, -1, -1]))
+    True
     """
-    return sum(
-        int(learner.state.weights.nbytes) + learner.state.buffer.allocated_bytes
-        for learner in model.learners()
-    )
+    held: dict[int, int] = {}
+    for learner in model.learners():
+        state = learner.state
+        for array in (state.weights, *state.buffer.arrays(), state.buffer.ring):
+            root = _root(array)
+            held[id(root)] = int(root.nbytes)
+    return sum(held.values())
+
+
+def _root(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """The array that owns ``array``'s memory (``array`` itself when it owns it)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
 
 
 @dataclass(eq=False)

@@ -32,17 +32,22 @@ DIRECTION = np.random.default_rng(0).normal(size=FEATURES)
 QUESTION = b"1:0.8 2:0.3 3:-0.4 4:1.1 5:0.2 6:-0.6"
 
 
-def tenant_messages(n: int, seed: int) -> list[tuple[bytes, bytes]]:
+def tenant_messages(n: int, seed: int, classes: int = 0) -> list[tuple[bytes, bytes]]:
     """``n`` (key, one svmlight line) messages of ``KEYS`` tenants: the label is the side
     of one hyperplane, flipped for the odd tenants (one model of all of them would be
-    right for half)."""
+    right for half); with ``classes``, one of that many classes (the nearest of as many
+    directions), numbered in a rotated order for each tenant."""
     rng = np.random.default_rng(seed)
+    directions = np.random.default_rng(1).normal(size=(max(classes, 1), FEATURES))
     out = []
     for _ in range(n):
         tenant = int(rng.integers(KEYS))
         x = rng.normal(size=FEATURES)
-        sign = (1 if x @ DIRECTION > 0 else -1) * (-1 if tenant % 2 else 1)
-        line = f"{sign:+d} " + " ".join(f"{j + 1}:{v:.5f}" for j, v in enumerate(x))
+        if classes:
+            label = f"{(int(np.argmax(directions @ x)) + tenant) % classes + 1}"
+        else:
+            label = f"{(1 if x @ DIRECTION > 0 else -1) * (-1 if tenant % 2 else 1):+d}"
+        line = f"{label} " + " ".join(f"{j + 1}:{v:.5f}" for j, v in enumerate(x))
         out.append((b"tenant-%d" % tenant, line.encode()))
     return out
 
@@ -248,24 +253,31 @@ def test_examples_posted_for_a_key_reach_its_record_on_the_state_topic(
     assert {key: record.examples for key, record in records.items()} == by_key
 
 
-def test_a_kill_9_loses_nothing_and_learns_nothing_twice(broker: Tansu, tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["binary", "one-vs-rest"])
+def test_a_kill_9_loses_nothing_and_learns_nothing_twice(
+    broker: Tansu, tmp_path: Path, kind: str
+) -> None:
     """The victim commits no offset (no checkpoint before it dies) and is killed once it
     has spilled a model: its successor reads the topic from the start, restores the
-    models the victim spilled and skips exactly the examples their records hold."""
+    models the victim spilled and skips exactly the examples their records hold. The
+    same with each key's model a one-vs-rest bank of three classes."""
     topic, _ = topics(broker)
-    messages = tenant_messages(3000, seed=2)
+    banks = kind == "one-vs-rest"
+    messages = tenant_messages(3000, seed=2, classes=3 if banks else 0)
     ends = produce(broker, topic, messages)
     state, reference_state = f"s-{uuid.uuid4().hex[:8]}", f"s-{uuid.uuid4().hex[:8]}"
     group = f"g-{uuid.uuid4().hex[:8]}"
-    reference = Keyed(broker, topic, f"g-{uuid.uuid4().hex[:8]}", reference_state, tmp_path)
+    model = ("--one-vs-rest",) if banks else ()
+    reference = Keyed(broker, topic, f"g-{uuid.uuid4().hex[:8]}", reference_state, tmp_path,
+                      *model)  # fmt: skip
     victim = Keyed(broker, topic, group, state, tmp_path, "--max-models", "5",
-                   "--checkpoint-interval", "1h")  # fmt: skip
+                   "--checkpoint-interval", "1h", *model)  # fmt: skip
     victim.until(lambda: learned(broker, state) > 0, "a model spilled")
     victim.kill()
     held = learned(broker, state)  # the models in memory died with it
     assert 0 < held < 3000
     assert broker.committed(topic, group, PARTITIONS) == dict.fromkeys(range(PARTITIONS))
-    restarted = Keyed(broker, topic, group, state, tmp_path, "--max-models", "5")
+    restarted = Keyed(broker, topic, group, state, tmp_path, "--max-models", "5", *model)
     restarted.until(lambda: learned(broker, state) >= 3000, "every example learned")
     assert restarted.learned() == 3000 - held
     skipped = "streamlearn_keyed_skipped_examples_total"  # read from the last snapshot
@@ -274,6 +286,8 @@ def test_a_kill_9_loses_nothing_and_learns_nothing_twice(broker: Tansu, tmp_path
     assert sum(record.examples for record in ours.values()) == 3000
     same(ours, run_to_end(reference, broker, reference_state, 3000))
     assert broker.committed(topic, group, PARTITIONS) == ends
+    formats = {record.state["format"] for record in ours.values()}
+    assert formats == {"streamlearn.bank" if banks else "streamlearn.learner"}
 
 
 def test_two_members_share_the_keys_by_partition_and_hand_them_over(

@@ -19,7 +19,6 @@ KAFKA = {"source": "kafka", "bootstrap_servers": "127.0.0.1:9092", "topic": "exa
     ("params", "options", "says"),
     [
         ({"delta": 1.0}, {"source": "stdin"}, "--source kafka"),
-        ({"delta": 1.0}, {**KAFKA, "one_vs_rest": True}, "drop --one-vs-rest"),
         ({"delta": 1.0}, {**KAFKA, "sync_topic": "sync"}, "drop --sync-topic"),
         ({"delta": 1.0}, {**KAFKA, "checkpoint_dir": "/tmp/x"}, "drop --checkpoint-dir"),
         ({"delta": 1.0}, {**KAFKA, "group": "a group"}, "--state-topic"),
@@ -49,6 +48,8 @@ def test_keyed_models_with_what_they_need_are_taken() -> None:
     assert taught.http_learn  # POST /learn?key=K teaches K's model
     auto = ServeConfig(LearnerSpec("pdm"), keyed=KeyedSettings(), **KAFKA)  # type: ignore[arg-type]
     assert auto.learner.params.get("delta", "auto") == "auto"  # each key settles its own
+    banks = ServeConfig(LearnerSpec("pdm"), keyed=KeyedSettings(), one_vs_rest=True, **KAFKA)  # type: ignore[arg-type]
+    assert banks.one_vs_rest  # each key's model is a one-vs-rest bank
 
 
 @pytest.mark.parametrize(
