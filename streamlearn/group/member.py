@@ -462,6 +462,7 @@ class GroupMember:
                 slope=slope if math.isfinite(slope) else 1.0,
             ),
             members=tuple(self.table.in_model()),
+            delta=float(self.learner.state.delta or 0.0),
         )
         value = encode_record(record)
         if self.secret is not None:
@@ -525,7 +526,7 @@ class GroupMember:
             weights, (beta, updates, slack) = summed(shares, self.learner.state.scale_exponent)
             self._common = self.learner.predictor_of(
                 weights, beta=float(beta), updates=float(updates), slack=float(slack),
-                calibration=self._calibration(),
+                calibration=self._calibration(), delta=self._group_delta(),
             )  # fmt: skip
         return self._common
 
@@ -549,7 +550,8 @@ class GroupMember:
         published = self._shares(self._published)[0]  # this member's own as published
         weights, (beta, updates, slack) = summed(published, state.scale_exponent)
         if updates > 0 and not any(share.evicted for share in published):
-            hull = math.sqrt(float(weights @ weights) + beta * beta + state.delta_sq * slack)
+            delta_sq = self._group_delta() ** 2
+            hull = math.sqrt(float(weights @ weights) + beta * beta + delta_sq * slack)
             bounds.append(hull / updates)
         return min(bounds) if bounds else math.nan
 
@@ -826,6 +828,7 @@ class GroupMember:
             own = self.shares.own() if self._dirty else self._published
         shares, own_at = self._shares(own)
         self.shares.adopt(shares, own_at)
+        self.learner.agree_delta(self._group_delta())
         self.learner.fix_calibration(self._calibration())
         self._common = None
         if self._idle:
@@ -847,6 +850,18 @@ class GroupMember:
         bound = self.upper_bound(found.upper_bound)
         if found.achieved >= (1.0 - target) * bound:
             learner.state.converged, learner.state.stopped_by = True, "certified gap"
+
+    def _group_delta(self) -> float:
+        """The group's Delta: the largest of the records in the model (this member's as
+        it published it), which members holding the same records agree on; this
+        learner's own before any record has one. With ``--delta auto`` (or ``first``)
+        each member settles Delta from its own first examples: the largest is R/10 over
+        the first examples of them all."""
+        deltas = [self.table.records[member].delta for member in self.table.in_model()
+                  if member != self.me and member in self.table.records]  # fmt: skip
+        if self._last_record is not None:
+            deltas.append(self._last_record.delta)
+        return max(deltas, default=0.0) or float(self.learner.state.delta or 0.0)
 
     def _calibration(self) -> Platt:
         """The group's Platt scaling: the members' slopes, each fitted on its window when

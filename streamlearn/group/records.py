@@ -92,6 +92,9 @@ class MemberRecord:
     #: the members whose shares were in the writer's model (itself included): a member
     #: the consumer group no longer lists is known to the group through them
     members: tuple[str, ...] = ()
+    #: the Delta the member learned under when it wrote (0: none yet); with
+    #: ``--delta auto`` or ``first`` the group's Delta is the largest of them
+    delta: float = 0.0
     #: anything newer writers add, kept as read
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -117,6 +120,7 @@ def encode_record(record: MemberRecord) -> bytes:
             record.window.slope,
         ],
         "members": list(record.members),
+        "delta": record.delta,
     }
     packed: bytes = msgpack.packb(data, use_bin_type=True)
     return packed
@@ -162,6 +166,7 @@ def decode_record(
             released=_positions(data["released"], "released"),
             window=_window(data["window"]),
             members=_members(data.get("members", [])),
+            delta=_delta(data.get("delta", 0.0)),
         )
     except KeyError as exc:
         raise StateError(f"sync record: {exc} is missing") from exc
@@ -232,6 +237,13 @@ def _window(data: Any) -> WindowView:
         _finite(margin, "window margin"), _finite(bound, "window bound"),
         _finite(slope, "window slope"),
     )  # fmt: skip
+
+
+def _delta(data: Any) -> float:
+    delta = _finite(data, "delta")
+    if delta < 0.0:
+        raise StateError(f"delta must be >= 0, got {delta!r}")
+    return delta
 
 
 def _members(data: Any) -> tuple[str, ...]:

@@ -191,8 +191,9 @@ class ServeConfig:
             )
 
     def _check_group(self) -> None:
-        """A learning group: Kafka, one binary learner with a fixed Delta, its state on
-        the sync topic (not in checkpoints)."""
+        """A learning group: Kafka, one binary learner (any Delta: with ``auto`` or
+        ``first`` the members agree on the largest they settle), its state on the sync
+        topic (not in checkpoints)."""
         if self.sync_topic is None:
             if self.member_id is not None:
                 raise InvalidParameterError("--member-id needs --sync-topic")
@@ -202,12 +203,6 @@ class ServeConfig:
         if self.one_vs_rest:
             raise InvalidParameterError(
                 "a learning group learns one binary model: drop --one-vs-rest"
-            )
-        delta = self.learner.params.get("delta")
-        if not isinstance(delta, int | float) or isinstance(delta, bool):
-            raise InvalidParameterError(
-                "a learning group needs --delta as a number: every member must use the same "
-                "Delta, which 'auto' and 'first' would each fix from its own examples"
             )
         if self.checkpoint_dir:
             raise InvalidParameterError(

@@ -380,8 +380,8 @@ class LinearLearner:
         self._release_held()  # what the state of an older version held back
         window = self.window
         if window.room and batch.n_examples:
-            if self.state.delta is None:  # the first example: a provisional Delta
-                self.state.delta = window.provisional(batch)
+            if window.seen == 0:  # the first example: a provisional Delta
+                self._rescale_to(max(window.provisional(batch), self.delta_floor))
             taken = window.observe(batch)
             if window.room:
                 self._present_stream(batch)
@@ -583,11 +583,43 @@ class LinearLearner:
             return
         if final:
             window.close()
-        delta = window.delta()
-        if delta != self.state.delta:
-            self.state.delta = delta
-            self.state.recompute_sqnorm()
+        if self._rescale_to(max(window.delta(), self.delta_floor)):
             self.state.converged = False
+
+    #: the smallest Delta ``'auto'`` and ``'first'`` settle on: a learning group's Delta,
+    #: the largest its members settled (see :meth:`agree_delta`)
+    delta_floor = 0.0
+
+    def agree_delta(self, floor: float) -> bool:
+        """With ``delta='auto'`` or ``'first'``: Delta at least ``floor`` from now on (a
+        learning group's members each settle Delta from their own first examples and
+        agree on the largest), the state rescaled to it exactly when that raises it (as
+        when ``'auto'`` settles: see :mod:`streamlearn.learn.window`). Returns whether
+        Delta changed.
+
+        >>> from streamlearn import PDM
+        >>> learner = PDM(delta="first").learn(np.array([[1.0, 0.0]]), np.array([1]))
+        >>> learner.state.delta, learner.agree_delta(0.5), learner.state.delta
+        (0.1414213562373095, True, 0.5)
+        >>> learner.learn(np.array([[9.0, 0.0]]), np.array([-1])).state.delta
+        0.5
+        """
+        if self.delta not in AUTO_DELTAS or not floor > self.delta_floor:
+            return False
+        self.delta_floor = float(floor)
+        if self.state.delta is not None and self.state.delta >= floor:
+            return False
+        self._rescale_to(float(floor))
+        self.state.converged = False
+        return True
+
+    def _rescale_to(self, delta: float) -> bool:
+        """Delta = ``delta``, ||a||^2 computed again under it; whether it changed."""
+        if delta == self.state.delta:
+            return False
+        self.state.delta = delta
+        self.state.recompute_sqnorm()
+        return True
 
     def keep_in_range(self) -> None:
         """Scale the state down when t has grown large, for the rules no common factor
@@ -794,11 +826,13 @@ class LinearLearner:
         updates: float,
         slack: float,
         calibration: Platt,
+        delta: float | None = None,
     ) -> BinaryPredictor:
         """A frozen copy of another model held in this learner's units: the dual
         combination with w = ``weights``, beta, t = ``updates`` and sum alpha_k^2 =
         ``slack`` (a learning group's common model, the sum of its members' shares),
-        answering with ``calibration``. Its margin unit is that model's ||a||^2 / t.
+        answering with ``calibration``. Its margin unit is that model's ||a||^2 / t,
+        under ``delta`` (default: this learner's Delta).
 
         >>> from streamlearn import PDM
         >>> learner = PDM(delta=1.0).learn(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([1, -1]))
@@ -811,10 +845,9 @@ class LinearLearner:
         True
         """
         state = self.state
+        delta_sq = state.delta_sq if delta is None else delta * delta
         sqnorm = (
-            state.scale
-            * state.scale
-            * (float(weights @ weights) + beta * beta + state.delta_sq * slack)
+            state.scale * state.scale * (float(weights @ weights) + beta * beta + delta_sq * slack)
         )
         unit = sqnorm / updates if updates > 0.0 and sqnorm > 0.0 else math.nan
         scale = self.output_scale

@@ -42,13 +42,16 @@ def _all_learned(broker: Tansu, topic: str, sync: str) -> bool:
 QUESTIONS = b"1:0.5 3:-1.2 7:0.3\n2:1.5 9:0.1\n4:-0.7 12:2.0 19:0.4\n"
 
 
+@pytest.mark.parametrize("delta", ["1", "auto"])
 def test_two_members_learn_every_example_once_and_answer_alike(
-    broker: Tansu, tmp_path: Path
+    broker: Tansu, tmp_path: Path, delta: str
 ) -> None:
+    """With ``--delta auto`` too: each member settles its own, and the group agrees on
+    the largest (written in the records)."""
     topic, sync, total = _topics(broker, 120)
     group = f"g-{uuid.uuid4().hex[:8]}"
-    members = [Member(broker, topic, sync, group, tmp_path, "--sync-every", "200")
-               for _ in range(2)]  # fmt: skip
+    options = ("--sync-every", "200", "--delta", delta)  # the last --delta given counts
+    members = [Member(broker, topic, sync, group, tmp_path, *options) for _ in range(2)]
     members[0].wait(lambda: _all_learned(broker, topic, sync), "every partition learned")
     latest = records(broker, sync)
     assert sum(record.examples for record in latest.values()) == total
@@ -62,6 +65,10 @@ def test_two_members_learn_every_example_once_and_answer_alike(
     )
     scores = [answer["score"] for answer in members[0].predict(QUESTIONS)]
     assert np.all(np.isfinite(scores)) and any(score != 0 for score in scores)
+    # each record holds the Delta its member learned under when it wrote: with 'auto',
+    # its own R/10 (the other member's larger one once it read it), the group's the largest
+    deltas = {record.delta for record in records(broker, sync).values()}
+    assert 0 < max(deltas) < 10 if delta == "auto" else deltas == {1.0}, deltas
     for member in members:
         assert member.stop() == 0, member.log_tail()
         assert "Traceback" not in member.log_path.read_text(), member.log_tail()
