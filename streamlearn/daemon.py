@@ -381,6 +381,7 @@ class Daemon:
         self._in_flight: _InFlight | None = None
         #: this daemon as a member of a learning group (see :mod:`streamlearn.group`)
         self.group = group(self.learner) if group is not None else None
+        self._group_of = group
         #: one model per message key (see :mod:`streamlearn.keyed`); ``learner`` then
         #: only says which algorithm and parameters a new key's model gets
         self.keyed = keyed
@@ -438,11 +439,16 @@ class Daemon:
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise StateError(f"{path}: malformed daemon checkpoint ({exc})") from exc
             log.info("restored %s: %d examples", path, self.stream_examples)
+            if self._group_of is not None:  # the sync topic says where partitions resume
+                self.positions, log_ends = {}, {}
+                self.group = self._group_of(self.learner)
+                self.group.resume_from(payload.get("group"), self.spec.build)
         self._examples_at_checkpoint = self.stream_examples
-        self._presented_seen, self._mistakes_seen = self._progressive()
         if self.group is not None:
             self.group.join()
+            self.learner = self.group.learner  # a new one, when the checkpoint's is not taken
             self.version += 1
+        self._presented_seen, self._mistakes_seen = self._progressive()
         self._version_at_checkpoint = self.version
         self.source.seek(dict(self.positions))
         if isinstance(self.source, GuardsPositions):
@@ -1144,15 +1150,29 @@ class Daemon:
         self._deliver_sent()
         if self.store is not None:
             started = self.clock()
-            path = self.store.write(self.payload())
+            group_state = None
+            if self.group is not None:  # the window and share as the last record has them
+                group_state = self.group.checkpoint_state()
+                if group_state is None:
+                    log.warning("checkpoint skipped: this member's record could not be "
+                                "published, which the checkpoint must match")  # fmt: skip
+                    return
+            payload = self.payload()
+            if group_state is not None:
+                payload["group"] = group_state
+            path = self.store.write(payload)
             seconds = self.clock() - started
             size = path.stat().st_size
             self.observer.observe_checkpoint(seconds, size, time.time())
             log.info("checkpoint %s: %d examples, %d bytes, %.2f s",
                      path, self.stream_examples, size, seconds)  # fmt: skip
             # only positions a checkpoint on disk holds: without checkpoints, none (a
-            # restart in the same group would otherwise skip what a lost model learned)
-            self.source.commit(dict(self.positions))
+            # restart in the same group would otherwise skip what a lost model learned);
+            # a group's member commits those of the record its checkpoint matches
+            if self.group is not None:
+                self.group.commit_published()
+            else:
+                self.source.commit(dict(self.positions))
         elif self.keyed is not None:  # the keyed models' records are their checkpoint
             started = self.clock()
             size = self.keyed.save()

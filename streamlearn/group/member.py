@@ -197,6 +197,8 @@ class GroupMember:
         self.learner.before_replay(self._read_before_replay)
         #: the common model's frozen copy, made again after each fold
         self._common: BinaryPredictor | None = None
+        #: what :meth:`resume_from` was given, until :meth:`join` decides
+        self._resuming: tuple[Mapping[str, Any] | None, Callable[[], Model]] | None = None
 
     @property
     def learner(self) -> LinearLearner:
@@ -224,8 +226,71 @@ class GroupMember:
             log.info("group %s: takes over the records of a former process with this id "
                      "(its last, %d, stands at %s)", self.me, former.sequence,
                      {p: pos.offset for p, pos in sorted(former.partitions.items())})  # fmt: skip
+        self._resume(former)
         self._check_models(self._members_now())
         self._fold()
+
+    # -- checkpoints ---------------------------------------------------------------------
+
+    def resume_from(self, state: Mapping[str, Any] | None, fresh: Callable[[], Model]) -> None:
+        """Before :meth:`join`: the learner was restored from a checkpoint that holds
+        ``state`` (:meth:`checkpoint_state`; None: one without it). :meth:`join` goes on
+        from it when this member's last record on the sync topic is the one the
+        checkpoint was written with: the window and the share are then exactly those
+        the group holds, and the partitions resume where that record stands, so that
+        nothing is learned twice or lost. Otherwise (the member published since, or the
+        record is gone) the learner is replaced by ``fresh()``: a new window, as a member
+        without a checkpoint starts."""
+        self._resuming = (state, fresh)
+
+    def checkpoint_state(self) -> dict[str, Any] | None:
+        """What a checkpoint holds beside the learner so that :meth:`resume_from` can go
+        on from it: this member's last record's sequence, its count of examples and the
+        shares the learner holds. Publishes first when the learner moved since the last
+        record; None when the learner is not what the last record says (a record that
+        could not be written): no checkpoint should be written then."""
+        if not self._said_all():
+            self.publish()
+        if self._last_record is None or self._dirty:
+            return None
+        return {
+            "member": self.me,
+            "sequence": self._last_record.sequence,
+            "examples": self.examples,
+            "shares": self.shares.state_dict(),
+        }
+
+    def _resume(self, former: MemberRecord | None) -> None:
+        """:meth:`resume_from`'s decision, once the former records are read."""
+        resuming, self._resuming = self._resuming, None
+        if resuming is None:
+            return
+        state, fresh = resuming
+        why = None
+        if not isinstance(state, Mapping) or state.get("member") != self.me:
+            why = "it holds no state of this member"
+        elif former is None or state.get("sequence") != former.sequence:
+            last = "none" if former is None else former.sequence
+            why = (f"it was written with record {state.get('sequence')}, the sync topic's "
+                   f"last of this member is {last}")  # fmt: skip
+        if why is None:
+            assert isinstance(state, Mapping) and former is not None
+            try:
+                self.shares.load(state["shares"], self.max_features)
+                self.examples = int(state["examples"])
+            except (KeyError, TypeError, ValueError, StateError) as exc:
+                why = f"its group state is unreadable ({exc})"
+        if why is not None:
+            log.warning("group %s: the checkpoint's window is not taken (%s): a new "
+                        "window starts", self.me, why)  # fmt: skip
+            self.shares = GroupShares(fresh())
+            self.learner.before_replay(self._read_before_replay)
+            self.examples = 0
+            return
+        assert former is not None
+        self._last_record = former
+        log.info("group %s: goes on from its checkpoint (record %d, a window of %d "
+                 "examples)", self.me, former.sequence, len(self.learner.buffer))  # fmt: skip
 
     def _wait_for_the_id(self) -> None:
         """Wait until no process with this member's id is in the consumer group, at

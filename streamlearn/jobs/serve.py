@@ -192,8 +192,8 @@ class ServeConfig:
 
     def _check_group(self) -> None:
         """A learning group: Kafka, one binary learner (any Delta: with ``auto`` or
-        ``first`` the members agree on the largest they settle), its state on the sync
-        topic (not in checkpoints)."""
+        ``first`` the members agree on the largest they settle), its share on the sync
+        topic (and its window in ``--checkpoint-dir``, when given)."""
         if self.sync_topic is None:
             if self.member_id is not None:
                 raise InvalidParameterError("--member-id needs --sync-topic")
@@ -203,11 +203,6 @@ class ServeConfig:
         if self.one_vs_rest:
             raise InvalidParameterError(
                 "a learning group learns one binary model: drop --one-vs-rest"
-            )
-        if self.checkpoint_dir:
-            raise InvalidParameterError(
-                "a member of a learning group keeps its state on the sync topic: drop "
-                "--checkpoint-dir"
             )
         if self.http_learn:
             raise InvalidParameterError(

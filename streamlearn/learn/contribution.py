@@ -457,6 +457,66 @@ class GroupShares:
             slack=float(external_slack), exponent=exponent,
         )  # fmt: skip
 
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint of a group's member holds beside its learner's state: the
+        others' share as last adopted (and as the state holds it, in its units now), and
+        the window's alpha_k and share when it last damped.
+
+        >>> from streamlearn import PDM
+        >>> learner = PDM(delta=1.0).learn(np.array([[1.0, 0.0]]), np.array([1]))
+        >>> shares = GroupShares(learner)
+        >>> theirs = Contribution.of(np.array([0.0, 0.5]), beta=0.5, updates=1.0, slack=1.0)
+        >>> shares.adopt([shares.own(), theirs], own_at=0)
+        >>> back = GroupShares(PDM.from_state(learner.state_dict()))
+        >>> back.load(shares.state_dict(), max_features=2)
+        >>> back.own() == shares.own(), back.learner.state.external_slack
+        (True, 1.0)
+        """
+        state = self.learner.state
+        return {
+            "external": self.external.to_plain(),
+            "in_state": {
+                "indices": state.external_indices.copy(),
+                "values": state.external_values.copy(),
+                "beta": state.external_beta,
+                "updates": state.external_updates,
+                "slack": state.external_slack,
+            },
+            "damped_alpha": self._damped_alpha.copy(),
+            "damped_first": self._damped_first,
+            "damped_exponent": self._damped_exponent,
+            "damped_share": self._damped_share.to_plain(),
+        }
+
+    def load(self, state: Mapping[str, Any], max_features: int) -> None:
+        """Go on from :meth:`state_dict`'s values, the learner restored from the state
+        of the same moment; :class:`StateError` for values that are not such a state."""
+        try:
+            external = Contribution.from_plain(state["external"], max_features)
+            damped_share = Contribution.from_plain(state["damped_share"], max_features)
+            held = state["in_state"]
+            indices = np.asarray(held["indices"], dtype=np.int64)
+            values = np.asarray(held["values"], dtype=np.float64)
+            scalars = [_float(held[name], name) for name in ("beta", "updates", "slack")]
+            damped_alpha = np.asarray(state["damped_alpha"], dtype=np.float64)
+            damped_first = _int(state["damped_first"], "damped_first", 0, 1 << 62)
+            damped_exponent = _int(state["damped_exponent"], "damped_exponent", 0, MAX_EXPONENT)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StateError(f"group shares: malformed state ({exc!r:.200})") from exc
+        if indices.ndim != 1 or indices.shape != values.shape or damped_alpha.ndim != 1:
+            raise StateError("group shares: the external weights do not match")
+        if indices.shape[0] and (indices.min() < 0 or indices.max() >= max_features):
+            raise StateError("group shares: an external weight is out of range")
+        learner_state = self.learner.state
+        learner_state.external_indices, learner_state.external_values = indices, values
+        learner_state.external_beta, learner_state.external_updates = scalars[0], scalars[1]
+        learner_state.external_slack = scalars[2]
+        self.external = external
+        self._damped_alpha = damped_alpha
+        self._damped_first = damped_first
+        self._damped_exponent = damped_exponent
+        self._damped_share = damped_share
+
 
 def _scale_down(state: LearnerState, steps: int) -> None:
     """Scale ``state`` down ``steps`` times at once, as :meth:`LearnerState.scale_down`

@@ -145,3 +145,53 @@ def test_a_member_killed_mid_stream_and_one_started_later_lose_and_repeat_nothin
         assert member.stop() == 0, member.log_tail()
         assert "Traceback" not in member.log_path.read_text(), member.log_tail()
     assert sum(record.examples for record in records(broker, sync).values()) == total
+
+
+def _checkpointed_sequence(directory: Path) -> int | None:
+    """The sync record the newest checkpoint in ``directory`` was written with."""
+    from streamlearn.checkpoint.store import CheckpointStore
+
+    latest = CheckpointStore(directory).latest() if directory.exists() else None
+    return None if latest is None else int(latest[1].payload["group"]["sequence"])
+
+
+def test_a_member_with_a_checkpoint_directory_comes_back_with_its_window(
+    broker: Tansu, tmp_path: Path
+) -> None:
+    """kill -9 a member whose checkpoint matches its last record, start it again with
+    the same --member-id and --checkpoint-dir: it goes on from its window and share
+    (none of its examples learned again), and every example is learned once."""
+    topic, sync, total = _topics(broker, 60, seed=11)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    options = ("--sync-every", "100", "--buffer-size", "400", "--checkpoint-interval", "1s")
+    dirs = {name: tmp_path / f"ckpt-{name}" for name in ("a", "b")}
+
+    def member(name: str) -> Member:
+        return Member(broker, topic, sync, group, tmp_path, *options, "--checkpoint-dir",
+                      str(dirs[name]), name=f"{name}-{group}")  # fmt: skip
+
+    a, b = member("a"), member("b")
+    a.wait(lambda: _all_learned(broker, topic, sync), "every partition learned")
+    a.wait(
+        lambda: _checkpointed_sequence(dirs["a"]) == records(broker, sync)[a.name].sequence,
+        "a checkpoint of a's last record",
+    )
+    held = records(broker, sync)[a.name]
+    window = _model(a)["certificate"]["window_examples"]
+    a.kill()
+    again = member("a")
+    again.wait(lambda: again.metric("streamlearn_ready") == 1.0, "the restarted member ready")
+    assert "goes on from its checkpoint" in again.log_path.read_text(), again.log_tail()
+    assert _model(again)["certificate"]["window_examples"] == window > 0
+    total += _produce(broker, topic, 120, seed=12)
+    again.wait(lambda: _all_learned(broker, topic, sync), "the new examples learned")
+    latest = records(broker, sync)
+    assert latest[again.name].examples >= held.examples  # its count went on from its record
+    assert group_examples(latest) == total
+    assert sum(record.examples for record in latest.values()) == total
+    again.wait(
+        lambda: again.predict(QUESTIONS) == b.predict(QUESTIONS), "the same answers from both"
+    )
+    for live in (again, b):
+        assert live.stop() == 0, live.log_tail()
+        assert "Traceback" not in live.log_path.read_text(), live.log_tail()

@@ -17,7 +17,6 @@ KAFKA = {"source": "kafka", "bootstrap_servers": "127.0.0.1:9092", "topic": "exa
     [
         ({"delta": 1.0}, {"source": "stdin"}, "--source kafka"),
         ({"delta": 1.0}, {**KAFKA, "one_vs_rest": True}, "one binary model"),
-        ({"delta": 1.0}, {**KAFKA, "checkpoint_dir": "/tmp/x"}, "drop --checkpoint-dir"),
         ({"delta": 1.0}, {**KAFKA, "sync_topic": "bad name!"}, "--sync-topic"),
         ({"delta": 1.0}, {**KAFKA, "http_learn": True}, "drop --http-learn"),
     ],
@@ -38,5 +37,8 @@ def test_a_member_id_needs_a_group() -> None:
 def test_a_group_with_what_it_needs_is_taken() -> None:
     config = ServeConfig(LearnerSpec("pdm", {"delta": 1.0}), sync_topic="sync", **KAFKA)  # type: ignore[arg-type]
     assert config.sync.mode == "dynamic"
+    kept = ServeConfig(LearnerSpec("pdm", {"delta": 1.0}), sync_topic="sync",  # type: ignore[arg-type]
+                       checkpoint_dir="/tmp/x", **KAFKA)  # fmt: skip
+    assert kept.checkpoint_dir  # a member's window survives its restarts
     for delta in ({"delta": "auto"}, {"delta": "first"}, {}):  # the members agree on one
         assert ServeConfig(LearnerSpec("pdm", delta), sync_topic="sync", **KAFKA).sync_topic  # type: ignore[arg-type]
