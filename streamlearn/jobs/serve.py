@@ -47,6 +47,7 @@ from streamlearn.jobs.systemd import notify as notify_systemd
 from streamlearn.keyed.models import KeyedModels
 from streamlearn.keyed.settings import KeyedSettings
 from streamlearn.learn import LabelledRows, Model
+from streamlearn.learn.contribution import shareable
 from streamlearn.metrics import DaemonMetrics, new_registry
 from streamlearn.parse import ParsedRows
 from streamlearn.parse.messages import FORMATS as MESSAGE_FORMATS
@@ -200,10 +201,7 @@ class ServeConfig:
             return
         if self.source != "kafka":
             raise InvalidParameterError("--sync-topic needs --source kafka")
-        if self.one_vs_rest:
-            raise InvalidParameterError(
-                "a learning group learns one binary model: drop --one-vs-rest"
-            )
+        shareable(ModelSpec(self.learner, self.one_vs_rest, self.tau_pos_kappa).build())
         if self.http_learn:
             raise InvalidParameterError(
                 "a member of a learning group learns from its partitions only: examples "

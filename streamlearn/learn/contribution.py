@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from streamlearn.learn.model import Model
     from streamlearn.learn.state import LearnerState
 
-__all__ = ["Contribution", "GroupShares"]
+__all__ = ["Contribution", "GroupShares", "shareable"]
 
 #: log2 of the factor one scale-down divides by (``SCALE_DOWN_FACTOR`` is 2^-20)
 SCALE_DOWN_BITS = 1 - math.frexp(SCALE_DOWN_FACTOR)[1]
@@ -281,29 +281,37 @@ def summed(shares: Sequence[Contribution], exponent: int) -> tuple[npt.NDArray[n
     return weights, scalars
 
 
+def shareable(model: Model) -> LinearLearner:
+    """``model`` if a learning group can learn it by exchanging shares: a binary learner
+    with window semantics whose model is a sum (:class:`InvalidParameterError` saying
+    why not otherwise)."""
+    from streamlearn.learn.base import LinearLearner
+
+    if not isinstance(model, LinearLearner):
+        raise InvalidParameterError(
+            "a learning group learns one binary model, not a one-vs-rest bank: its "
+            "members exchange the shares of one binary model"
+        )
+    if model.forget != "window":
+        raise InvalidParameterError(
+            "a learning group needs window semantics (forget='window'): with 'never' "
+            "a member's share would not be the combination of the examples its window holds"
+        )
+    if model.entry.convex_combination:
+        raise InvalidParameterError(
+            f"{model.algorithm} keeps a convex combination, which shares cannot sum"
+        )
+    return model
+
+
 class GroupShares:
     """A learner of a learning group: its state holds every member's share, its buffer
     only its own examples. Only for window semantics (the model is then exactly the
     combination of the buffer) and rules whose scale is 1 (not Kozinec)."""
 
     def __init__(self, model: Model) -> None:
-        from streamlearn.learn.base import LinearLearner
-
-        if not isinstance(model, LinearLearner):
-            raise InvalidParameterError(
-                "a learning group learns one binary model, not a one-vs-rest bank"
-            )
-        learner = model
-        if learner.forget != "window":
-            raise InvalidParameterError(
-                "a learning group needs window semantics (forget='window'): with 'never' "
-                "a model is not the combination of the examples its window holds"
-            )
-        if learner.entry.convex_combination:
-            raise InvalidParameterError(
-                f"{learner.algorithm} keeps a convex combination, which shares cannot sum"
-            )
-        self.learner: LinearLearner = learner
+        self.learner: LinearLearner = shareable(model)
+        learner = self.learner
         #: whether the learner's rule lets its state be scaled (shares then carry the
         #: exponent; the others' are all at exponent 0)
         self.scales = learner.entry.scale_free
