@@ -25,17 +25,15 @@ from streamlearn._kernels import (
     learn_stream_answering,
     present_unbuffered,
     row_sqnorms,
-    values_all_one,
 )
-from streamlearn._kernels.engine import STAT_LEVEL1, CompactSet, Rule, replay_kernel
+from streamlearn._kernels.engine import STAT_LEVEL1, Rule
 from streamlearn.errors import (
-    DivergenceError,
     InvalidInputError,
     InvalidParameterError,
     StateError,
     check_state_header,
 )
-from streamlearn.learn import answers
+from streamlearn.learn import answers, replay_driver
 from streamlearn.learn.calibration import Platt, fit_platt
 from streamlearn.learn.certificate import certificate
 from streamlearn.learn.inputs import as_batch, as_rows
@@ -55,7 +53,7 @@ from streamlearn.learn.predictor import BinaryPredictor, calibrated, scaled_deci
 from streamlearn.learn.state import LearnerState, require_finite
 from streamlearn.learn.window import AutoDeltaWindow
 from streamlearn.parse import ParsedRows, Rejected, binary_batch
-from streamlearn.replay import ActiveSetSchedule, ReplayBuffer, ReplaySchedule, pass_permutation
+from streamlearn.replay import ActiveSetSchedule, ReplayBuffer, ReplaySchedule
 from streamlearn.types import Batch, RowStatus
 
 if TYPE_CHECKING:
@@ -202,23 +200,22 @@ class LinearLearner:
         """The kernel's two float64 rule parameters for the current state."""
         return np.array(self.entry.rule_values(self), dtype=np.float64)
 
-    def _kernel_rule(
-        self, multi: bool, unit: bool
-    ) -> tuple[int, npt.NDArray[np.float64], float, float, bool, bool]:
+    def kernel_rule(self, multi: bool, unit: bool) -> Rule:
         """The engine's ``(code, rule_params, rho, delta_sq, multi, unit)``; ``unit``: every
         value of the examples to present is 1.0."""
         return (self.rule, self.rule_values(), self.rho, self.state.delta_sq, multi, unit)
 
-    def _buffer_values_all_one(self, slots: npt.NDArray[np.int64]) -> bool:
-        buf = self.state.buffer
-        return bool(values_all_one(slots, buf.slot_start, buf.slot_len, buf.arena_val))
-
-    def _multiple_updates(self) -> bool:
+    def uses_multiple_updates(self) -> bool:
+        """Whether replay passes make multiple updates (PDM's option)."""
         return bool(self.supports_multiple_updates and getattr(self, "multiple_updates", False))
 
-    @property
-    def _schedule(self) -> ActiveSetSchedule:
+    def pass_schedule(self) -> ActiveSetSchedule:
+        """The active sets of a replay pass (the default schedule unless given)."""
         return self.active_sets if self.active_sets is not None else ActiveSetSchedule()
+
+    def divergence_hint(self) -> str:
+        """What to change when the weights overflow, said by the rule."""
+        return str(self.entry.divergence_hint.format(**self.get_params()))
 
     # -- state ---------------------------------------------------------------------------
 
@@ -447,23 +444,7 @@ class LinearLearner:
             self._before_replay()
         self._release_held()
         self._settle_delta(final=False)  # a replay runs under Delta from all that came
-        state = self.state
-        slots = state.buffer.live_slots()
-        if slots.shape[0] == 0:
-            return True
-        level1, level2, level3 = _level_workspaces(slots.shape[0], state.buffer.nnz)
-        self._renormalize()
-        self.keep_in_range()
-        rule = self._kernel_rule(False, self._buffer_values_all_one(slots))
-        events = replay_kernel(rule)(
-            slots, state.buffer.arrays(), state.weights, state.scalars, rule,
-            ActiveSetSchedule(enabled=False).as_array(first_pass=False), state.stats,
-            level1, level2, level3,
-        )  # fmt: skip
-        state.passes += 1
-        state.converged = events == 0
-        state.stopped_by = "no update" if state.converged else None
-        return state.converged
+        return replay_driver.epoch_pass(self)
 
     def fit(self, X: Any, y: Any) -> Self:
         """Learn X, y once and replay to convergence: batch use, as in the papers. A
@@ -476,83 +457,9 @@ class LinearLearner:
         return self.flush().replay()
 
     def _run_passes(self, budget: int, interrupt: Callable[[], bool] | None = None) -> int:
-        """Up to ``budget`` full replay passes; stops at convergence. Returns passes run."""
-        state = self.state
-        buf = state.buffer
-        slots = buf.live_slots()
-        if slots.shape[0] == 0:
-            state.converged = True
-            return 0
-        multi = self._multiple_updates()
-        self._renormalize()
-        levels = _level_workspaces(slots.shape[0], buf.nnz)
-        rule = self._kernel_rule(multi, self._buffer_values_all_one(slots))
-        replay = replay_kernel(rule)
-        target = self.target_gap()
-        for done in range(budget):
-            self.keep_in_range()
-            order = slots[pass_permutation(self.seed, state.passes, slots.shape[0])]
-            schedule = self._schedule.as_array(first_pass=state.passes == 0)
-            events, certified = self._one_pass(
-                replay, order, rule, schedule, target, levels, interrupt
-            )
-            state.passes += 1
-            if not math.isfinite(state.sqnorm):
-                raise DivergenceError(
-                    f"{self.algorithm}: the weights overflowed during replay pass "
-                    f"{state.passes}; {self.entry.divergence_hint.format(**self.get_params())}"
-                )
-            if events == 0:
-                state.converged, state.stopped_by = True, "no update"
-                return done + 1
-            if certified or (target is not None and self._certified(target)):
-                state.converged, state.stopped_by = True, "certified gap"
-                return done + 1
-            state.converged = False
-            if interrupt is not None and interrupt():
-                return done + 1
-        return budget
-
-    def _one_pass(
-        self,
-        replay: Any,
-        order: npt.NDArray[np.int64],
-        rule: tuple[Any, ...],
-        schedule: npt.NDArray[np.float64],
-        target: float | None,
-        levels: tuple[CompactSet, CompactSet, CompactSet],
-        interrupt: Callable[[], bool] | None,
-    ) -> tuple[int, bool]:
-        """One full replay pass: the epoch, then its level-1 rounds one kernel call each,
-        so that a learner with a target gap stops between two rounds once its
-        certificate reaches it, and ``interrupt`` can end the pass there. Returns the
-        epoch's update events and whether the certificate stopped the pass."""
-        state = self.state
-        arrays = state.buffer.arrays()
-        epoch = schedule.copy()
-        epoch[3] = 0.0  # no rounds: they follow one call at a time
-        events = replay(
-            order, arrays, state.weights, state.scalars, rule, epoch, state.stats, *levels
-        )
-        if events == 0 or schedule[0] == 0.0:
-            return int(events), False
-        one_round = schedule.copy()
-        one_round[3], one_round[7] = 1.0, 1.0
-        for _ in range(int(schedule[3])):
-            updated = replay(
-                order, arrays, state.weights, state.scalars, rule, one_round, state.stats,
-                *levels,
-            )  # fmt: skip
-            if updated == 0:
-                break
-            if target is not None and self._certified(target):
-                return int(events), True
-            if interrupt is not None and interrupt():
-                break
-        return int(events), False
-
-    def _certified(self, target: float) -> bool:
-        return certificate(self.state, self.rho).gap <= target
+        """Up to ``budget`` full replay passes (:func:`replay_driver.run_passes`); a
+        learner class may run them its own way (PDM-succ's successive runs)."""
+        return replay_driver.run_passes(self, budget, interrupt)
 
     def target_gap(self) -> float | None:
         """The certified gap at which replay stops, converged, even while passes still
@@ -646,7 +553,7 @@ class LinearLearner:
             return False
         return self.state.begin_replay(self.rho, convex=self.entry.convex_combination)
 
-    def _renormalize(self) -> None:
+    def renormalize(self) -> None:
         """Before replay, with ``forget='window'``: make a the combination of the buffered
         examples (taking out the evicted ones still in it), or once the buffer has evicted
         recompute ||a||^2 from w, beta and the buffered slack counts, so that the rounding
@@ -680,7 +587,7 @@ class LinearLearner:
         state.buffer.reserve_slots(batch.n_examples)
         state.buffer.reserve_for(batch.nnz + batch.n_examples)
         sqnorms = row_sqnorms(batch.indptr, batch.values)
-        return state, sqnorms, self._kernel_rule(False, bool(all_ones(batch.values)))
+        return state, sqnorms, self.kernel_rule(False, bool(all_ones(batch.values)))
 
     def _present_unbuffered(
         self, batch: Batch, sqnorms: npt.NDArray[np.float64], rule: Rule, row: int
@@ -1173,25 +1080,6 @@ def _binary_rows(rows: LabelledRows) -> Batch:
         raise InvalidInputError("a binary learner takes rows with one label of +1 or -1 (or 0)")
     labels = np.where(rows.labels == 1.0, 1, -1).astype(np.int8)
     return Batch.from_csr(rows.indptr, rows.indices, rows.values, labels)
-
-
-def _level_workspaces(n_examples: int, nnz: int) -> tuple[CompactSet, CompactSet, CompactSet]:
-    """Room for the three active-set levels of a replay pass, each a compact copy of up
-    to ``n_examples`` examples and ``nnz`` nonzeros (so up to three times the buffer's
-    nonzeros, for the length of a replay; the operating system commits only the pages
-    a pass writes, and a pass without active sets writes only the second)."""
-
-    def compact() -> CompactSet:
-        return (
-            np.zeros(n_examples + 1, dtype=np.int64),
-            np.empty(nnz, dtype=np.int32),
-            np.empty(nnz, dtype=np.float64),
-            np.empty(n_examples, dtype=np.int8),
-            np.empty(n_examples, dtype=np.float64),
-            np.empty(n_examples, dtype=np.int64),
-        )
-
-    return compact(), compact(), compact()
 
 
 __all__ = [

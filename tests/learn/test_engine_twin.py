@@ -152,13 +152,13 @@ def test_binary_path_equals_the_general_path_bit_for_bit(
 
     fast = run()
     unit_rules: list[bool] = []
-    general_rule = base.LinearLearner._kernel_rule
+    general_rule = base.LinearLearner.kernel_rule
 
     def spy(self: LinearLearner, multi: bool, unit: bool) -> Any:
         unit_rules.append(unit)
         return general_rule(self, multi, False)
 
-    monkeypatch.setattr(base.LinearLearner, "_kernel_rule", spy)
+    monkeypatch.setattr(base.LinearLearner, "kernel_rule", spy)
     general = run()
     assert unit_rules and all(unit_rules)  # the binary path was the one taken before
     assert np.array_equal(fast.coef_, general.coef_)
