@@ -431,6 +431,12 @@ class Daemon:
             payload = checkpoint.payload
             fallback = self.store is not None and path != self.store.paths()[0]
             self._check_stream(payload, path)
+            if "group" in payload and self._group_of is None:
+                # its model holds the other members' shares, which only a member can take out
+                raise StateError(
+                    f"checkpoint {path} is a learning group member's: start serve with its "
+                    "--sync-topic and --member-id, or with another --checkpoint-dir"
+                )
             self.learner = self._model_of_kind(self.spec.restore(payload["learner"]), str(path))
             try:
                 self.stream_examples = int(payload["job"]["stream_examples"])

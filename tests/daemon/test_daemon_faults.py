@@ -17,7 +17,7 @@ from test_daemon import SETTINGS, decode, messages
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import LearnerSpec
 from streamlearn.daemon import Daemon
-from streamlearn.errors import CheckpointError
+from streamlearn.errors import CheckpointError, StateError
 from streamlearn.sources.base import MessageBatch, SkipsUnreadable, Unreadable
 
 SPEC = LearnerSpec.from_options("pdm", {"eps": 0.1, "delta": "1"})
@@ -178,3 +178,17 @@ def test_the_stall_timeout_is_checked() -> None:
     for bad in (0.0, -1.0, float("nan")):
         with pytest.raises(InvalidParameterError, match="--stall-timeout"):
             DaemonSettings(stall_timeout=bad)
+
+
+def test_a_group_members_checkpoint_is_refused_by_a_daemon_of_one_model(tmp_path: Path) -> None:
+    """A member's checkpoint holds the other members' shares in its model: a daemon that
+    is no member could not take them out, and refuses to start from it."""
+    store = CheckpointStore(tmp_path / "member")
+    learner = SPEC.build()
+    store.write({"kind": "streamlearn.daemon", "learner": learner.state_dict(), "positions": {},
+                 "stream": "memory", "job": {"stream_examples": 0},
+                 "group": {"member": "m", "sequence": 1}})  # fmt: skip
+    source = MemorySource({0: messages(2, 2, seed=3)})
+    daemon = Daemon(SPEC, source, decode=decode, settings=SETTINGS, store=store)
+    with pytest.raises(StateError, match="learning group member"):
+        daemon.restore()
