@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn.errors import InvalidParameterError
-from streamlearn.learn import Model
+from streamlearn.learn import LinearLearner, Model
 
 
 def model_bytes(model: Model) -> int:
@@ -45,6 +45,11 @@ def model_bytes(model: Model) -> int:
     >>> model_bytes(bank) < 3 * model_bytes(PDM(delta=1.0).learn(np.eye(3), [1, -1, -1]))
     True
     """
+    if isinstance(model, LinearLearner):  # its own arrays: no two are one (at every key)
+        state = model.state
+        return int(
+            _root(state.weights).nbytes + state.buffer.allocated_bytes + state.buffer.ring.nbytes
+        )
     held: dict[int, int] = {}
     for learner in model.learners():
         state = learner.state
