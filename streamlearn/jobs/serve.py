@@ -43,6 +43,15 @@ from streamlearn.http.ops import ops_app
 from streamlearn.http.server import HttpServer
 from streamlearn.jobs.allocator import keep_freed_memory
 from streamlearn.jobs.blas import one_blas_thread
+from streamlearn.jobs.sources import (
+    ANSWERS_ON_STDOUT,
+    BROKER,
+    FORMATS,
+    KEYS,
+    REBALANCES,
+    needs,
+    source_kind,
+)
 from streamlearn.jobs.systemd import notify as notify_systemd
 from streamlearn.keyed.models import KeyedModels
 from streamlearn.keyed.settings import KeyedSettings
@@ -53,7 +62,7 @@ from streamlearn.parse import ParsedRows
 from streamlearn.parse.messages import FORMATS as MESSAGE_FORMATS
 from streamlearn.parse.messages import MessageDecoder, decode_message
 from streamlearn.replay import ReplaySchedule
-from streamlearn.sources.base import Message, MessageBatch, Sink, Source
+from streamlearn.sources.base import Message, MessageBatch, Rebalances, Sink, Source
 from streamlearn.sources.kafka_codecs import (
     DEFAULT_MAX_BATCH_BYTES,
     DEFAULT_MAX_RECORD_BYTES,
@@ -62,7 +71,6 @@ from streamlearn.sources.kafka_codecs import (
 )
 from streamlearn.sources.kafka_codecs import REASONS as UNREADABLE_REASONS
 from streamlearn.sources.log_guard import POLICIES as OFFSET_RESET_POLICIES
-from streamlearn.sources.stdin import StdinSource
 from streamlearn.sources.stdout import StdoutSink
 from streamlearn.sources.stopping import StopBudget
 
@@ -138,12 +146,13 @@ class ServeConfig:
     def __post_init__(self) -> None:
         ModelSpec(self.learner, self.one_vs_rest, self.tau_pos_kappa)  # checks its options
         check_max_features(self.max_features)
-        if self.source not in ("stdin", "kafka"):
-            raise InvalidParameterError(f"--source must be stdin or kafka, got {self.source!r}")
-        if self.source == "kafka" and not (self.bootstrap_servers and self.topic):
-            raise InvalidParameterError("--source kafka needs --bootstrap-servers and --topic")
-        if self.consumer_options and self.source != "kafka":
-            raise InvalidParameterError("--consumer-option needs --source kafka")
+        kind = source_kind(self.source)
+        if kind.offers(BROKER) and not (self.bootstrap_servers and self.topic):
+            raise InvalidParameterError(
+                f"--source {self.source} needs --bootstrap-servers and --topic"
+            )
+        if self.consumer_options and not kind.offers(BROKER):
+            raise InvalidParameterError(needs("--consumer-option", BROKER))
         if self.on_offset_reset not in OFFSET_RESET_POLICIES:
             raise InvalidParameterError(
                 f"--on-offset-reset must be one of {', '.join(OFFSET_RESET_POLICIES)}, got "
@@ -184,11 +193,11 @@ class ServeConfig:
                 f"--hash-features must be in [1, --max-features ({self.max_features})], "
                 f"got {self.hash_features}"
             )
-        if self.message_format != "svmlight" and self.source == "stdin":
+        if self.message_format != "svmlight" and not kind.offers(FORMATS):
             # standard input is cut into messages at newlines
             raise InvalidParameterError(
-                f"--format {self.message_format} needs --source kafka: standard input is "
-                "read as svmlight lines"
+                f"{needs(f'--format {self.message_format}', FORMATS)}: --source "
+                f"{self.source} is read as svmlight lines"
             )
 
     def _check_group(self) -> None:
@@ -199,8 +208,8 @@ class ServeConfig:
             if self.member_id is not None:
                 raise InvalidParameterError("--member-id needs --sync-topic")
             return
-        if self.source != "kafka":
-            raise InvalidParameterError("--sync-topic needs --source kafka")
+        if not source_kind(self.source).offers(REBALANCES):
+            raise InvalidParameterError(needs("--sync-topic", REBALANCES))
         shareable(ModelSpec(self.learner, self.one_vs_rest, self.tau_pos_kappa).build())
         if self.http_learn:
             raise InvalidParameterError(
@@ -215,9 +224,9 @@ class ServeConfig:
         their first example, their state on the state topic (not in checkpoints)."""
         if self.keyed is None:
             return
-        if self.source != "kafka":
+        if not source_kind(self.source).offers(KEYS):
             raise InvalidParameterError(
-                "--model-key needs --source kafka: the models are those of the message keys"
+                f"{needs('--model-key', KEYS)}: the models are those of the message keys"
             )
         refused = {
             "--sync-topic": self.sync_topic is not None,
@@ -243,7 +252,7 @@ class ServeConfig:
         was otherwise found at its first use, in a traceback, and again at every start)."""
         topics = {"--predictions-topic": self.predictions_topic,
                   "--dead-letter-topic": self.dead_letter_topic}  # fmt: skip
-        if self.source == "kafka":
+        if source_kind(self.source).offers(BROKER):
             topics["--topic"] = self.topic
         if self.sync_topic is not None:
             topics["--sync-topic"] = self.sync_topic
@@ -320,7 +329,7 @@ def _serve(config: ServeConfig, token: str | None, stopper: _Stopper) -> None:
         new_registry(),
         lambda: holder["daemon"].snapshot if holder else None,
         per_label=config.per_label_metrics,
-        unreadable_reasons=UNREADABLE_REASONS if config.source == "kafka" else (),
+        unreadable_reasons=UNREADABLE_REASONS if source_kind(config.source).offers(BROKER) else (),
     )
     live = LiveModel() if config.http_addr is not None else None
     settings = config.settings
@@ -334,12 +343,8 @@ def _serve(config: ServeConfig, token: str | None, stopper: _Stopper) -> None:
         budget=budget,
     )  # fmt: skip
     holder["daemon"] = daemon
-    if group is not None or keyed is not None:
-        from streamlearn.sources.kafka import KafkaSource
-
-        assert isinstance(source, KafkaSource)  # a group and keyed models need Kafka
-        source.start_positions = daemon.partitions_assigned
-        source.before_revoke = daemon.partitions_revoking
+    if isinstance(source, Rebalances):  # a group's member, keyed models: partitions move
+        source.listen(daemon)
     asked = info(daemon.learner)
     metrics.set_info(*asked, version=__version__)
     # the daemon takes the signals before its endpoint answers: once it does, a SIGTERM
@@ -422,7 +427,7 @@ def _with_member_id(config: ServeConfig) -> ServeConfig:
     return replace(config, member_id=new_member_id())
 
 
-def _member_consumer(config: ServeConfig, options: dict[str, Any]) -> dict[str, Any]:
+def member_consumer(config: ServeConfig, options: dict[str, Any]) -> dict[str, Any]:
     """The consumer options of a learning group's member: its client id names the
     member, so that the others tell from the consumer group who is in it (unless
     ``--consumer-option client_id`` says otherwise)."""
@@ -588,28 +593,13 @@ def _warmed_source(config: ServeConfig, budget: StopBudget | None = None) -> Sou
 
 
 def _source(config: ServeConfig, budget: StopBudget | None = None) -> Source:
-    if config.source == "stdin":
-        return StdinSource(sys.stdin.buffer, lines_per_message=config.lines_per_message)
-    from streamlearn.sources.kafka import KafkaSource, consumer_options, security_from_env
-
-    assert config.bootstrap_servers is not None and config.topic is not None
-    return KafkaSource(
-        config.bootstrap_servers,
-        config.topic,
-        config.group,
-        security=security_from_env(os.environ),
-        max_batch_bytes=config.max_batch_bytes,
-        max_record_bytes=config.max_record_bytes,
-        budget=budget,
-        on_offset_reset=config.on_offset_reset,
-        **_member_consumer(config, consumer_options(config.consumer_options)),
-    )
+    return source_kind(config.source).make(config, budget)
 
 
 def _sinks(
     config: ServeConfig, budget: StopBudget | None = None
 ) -> tuple[Sink | None, Sink | None]:
-    if config.source == "stdin" and config.predictions_topic is None:
+    if source_kind(config.source).offers(ANSWERS_ON_STDOUT) and config.predictions_topic is None:
         return StdoutSink(), None
     if config.bootstrap_servers is None:
         return None, None

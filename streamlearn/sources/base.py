@@ -341,6 +341,32 @@ class GuardsPositions(Protocol):
         ...
 
 
+class RebalanceListener(Protocol):
+    """What a source that hands partitions over tells of it (the daemon: a learning
+    group's member, keyed models)."""
+
+    def partitions_assigned(self, partitions: set[int]) -> Positions:
+        """Partitions given to this process: where to resume each of those whose
+        position lives elsewhere (a learning group's sync topic; the others resume where
+        the source would)."""
+        ...
+
+    def partitions_revoking(self, partitions: set[int]) -> None:
+        """Partitions about to be taken away, before they are (what was learned from
+        them is handed on for their next owner)."""
+        ...
+
+
+@runtime_checkable
+class Rebalances(Protocol):
+    """A source whose partitions a consumer group hands over between processes (Kafka),
+    which tells a listener as it does."""
+
+    def listen(self, listener: RebalanceListener) -> None:
+        """Tell ``listener`` of every assignment and revocation from now on."""
+        ...
+
+
 @dataclass(frozen=True)
 class Undelivered:
     """A message a sink could not deliver: where the input message it answers or

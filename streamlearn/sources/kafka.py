@@ -30,7 +30,7 @@ import inspect
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,7 @@ from kafka.future import Future
 from kafka.util import ensure_valid_topic_name
 
 from streamlearn.errors import InputError, InvalidParameterError
-from streamlearn.sources.base import MessageBatch, Positions, Unreadable
+from streamlearn.sources.base import MessageBatch, Positions, RebalanceListener, Unreadable
 from streamlearn.sources.kafka_blocks import (
     PassedRecords,
     RecordBlock,
@@ -580,12 +580,14 @@ class KafkaSource:
         self._others_from_earliest = False
         #: whether the consumer hands over record batches (False: records one by one)
         self.block_records = False
-        #: where to resume partitions the group assigns, when their positions live
-        #: elsewhere (a learning group's sync topic): asked before seeking them
-        self.start_positions: Callable[[set[int]], Positions] | None = None
-        #: told of partitions about to be revoked, before they are (a learning group
-        #: publishes where it stopped in them, for their next owner)
-        self.before_revoke: Callable[[set[int]], None] | None = None
+        #: told of the partitions the group assigns (asked where to resume them, before
+        #: they are sought) and of those about to be revoked, before they are
+        self._listener: RebalanceListener | None = None
+
+    def listen(self, listener: RebalanceListener) -> None:
+        """Tell ``listener`` of every assignment and revocation (see
+        :class:`~streamlearn.sources.base.Rebalances`)."""
+        self._listener = listener
 
     def _connected_consumer(self) -> Any:
         """The consumer, created (and subscribed) on first use; raises if unreachable."""
@@ -631,8 +633,8 @@ class KafkaSource:
         self._pending_bytes = sum(b.value_bytes() for b in kept if isinstance(b, MessageBatch))
 
     def _on_revoked(self, revoked: list[TopicPartition]) -> None:
-        if self.before_revoke is not None:
-            self.before_revoke({tp.partition for tp in revoked} & self._assigned)
+        if self._listener is not None:
+            self._listener.partitions_revoking({tp.partition for tp in revoked} & self._assigned)
         self._assigned -= {tp.partition for tp in revoked}
         for tp in revoked:
             self._committed.pop(tp.partition, None)
@@ -645,8 +647,9 @@ class KafkaSource:
         for tp in assigned:  # another member may have committed meanwhile
             self._committed.pop(tp.partition, None)
         self._drop_pending({tp.partition for tp in assigned})
-        if self.start_positions is not None:
-            self._positions.update(self.start_positions({tp.partition for tp in assigned}))
+        if self._listener is not None:
+            starts = self._listener.partitions_assigned({tp.partition for tp in assigned})
+            self._positions.update(starts)
         for tp in assigned:
             offset = self._positions.get(tp.partition)
             if consumer is None:
