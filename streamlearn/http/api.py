@@ -201,14 +201,13 @@ class _Api:
         models, refused by a daemon of one (400)."""
         key = request.query.get("key")
         published = self.live.published()
-        if published is None:  # not loaded yet: the daemon refuses what does not fit
-            return None if key is None else key.encode()
-        if _keyed(published) and key is None:
+        # not loaded yet: the daemon refuses what does not fit
+        if published is not None and _keyed(published) and key is None:
             raise _error(
                 web.HTTPBadRequest,
                 "this daemon learns one model per key: name it (/learn?key=...)",
             )
-        if key is not None and not _keyed(published):
+        if published is not None and key is not None and not _keyed(published):
             raise _error(web.HTTPBadRequest, _ONE_MODEL)
         return None if key is None else key.encode()
 
