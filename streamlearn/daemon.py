@@ -71,9 +71,8 @@ state topic, and only then commits the offsets.
 from __future__ import annotations
 
 import logging
-import math
 import time
-from collections.abc import Callable, Mapping, Sized
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,9 +103,8 @@ from streamlearn.group.member import GroupMember
 from streamlearn.http.live import Learned, LiveModel, Posted, Published, settle
 from streamlearn.keyed.models import KeyedBatch, KeyedModels
 from streamlearn.learn import Examples, Model, ModelLimits
-from streamlearn.learn.answers import binary_answers
 from streamlearn.learn.bank import state_to_write
-from streamlearn.learn.description import describe
+from streamlearn.modes import GroupMode, KeyedMode, Mode, Replayable, SingleModel
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.parse.messages import VALUE_LENGTH
 from streamlearn.replay import ReplaySchedule
@@ -154,18 +152,6 @@ class Observer(Protocol):
     def set_ready(self, ready: bool) -> None: ...
     def set_stalled(self, partitions: int) -> None: ...
     def set_held(self, partitions: int) -> None: ...
-
-
-class Replayable(Protocol):
-    """What replay passes go over: the model, or a keyed daemon's models in memory."""
-
-    @property
-    def buffer(self) -> Sized: ...
-    @property
-    def converged(self) -> bool: ...
-    def replay(
-        self, max_passes: int | None = None, interrupt: Callable[[], bool] | None = None
-    ) -> object: ...
 
 
 class _Silent:
@@ -348,7 +334,13 @@ class Daemon:
         self.dead_letters = dead_letters
         self.observer: Observer = observer if observer is not None else _Silent()
         self.clock = clock
-        self.learner: Model = self.spec.build()
+        learner = self.spec.build()
+        #: what the loop learns: one model, a learning group's member, keyed models
+        self.mode: Mode = (
+            KeyedMode(learner, keyed) if keyed is not None
+            else GroupMode(learner, group) if group is not None
+            else SingleModel(learner)
+        )  # fmt: skip
         self.stream_examples = 0
         self.positions: Positions = {}
         self.restored = False
@@ -379,12 +371,6 @@ class Daemon:
         self._publish_every = settings.publish_interval
         #: a polled batch being decoded ahead (see :meth:`_turn_until_stopped`)
         self._in_flight: _InFlight | None = None
-        #: this daemon as a member of a learning group (see :mod:`streamlearn.group`)
-        self.group = group(self.learner) if group is not None else None
-        self._group_of = group
-        #: one model per message key (see :mod:`streamlearn.keyed`); ``learner`` then
-        #: only says which algorithm and parameters a new key's model gets
-        self.keyed = keyed
         #: the deadline of a stop, shared with the parts that wait on brokers
         self.budget = budget if budget is not None else StopBudget(clock)
         self._unreadable_log = UnreadableLog(log)
@@ -414,6 +400,21 @@ class Daemon:
         """Restored, connected to the source, and no partition stalled."""
         return self.restored and self.source.ready() and not self.stalled
 
+    @property
+    def learner(self) -> Model:
+        """The model (for keyed models: what a new key's model is)."""
+        return self.mode.learner
+
+    @property
+    def group(self) -> GroupMember | None:
+        """This daemon as a member of a learning group (see :mod:`streamlearn.group`)."""
+        return self.mode.member if isinstance(self.mode, GroupMode) else None
+
+    @property
+    def keyed(self) -> KeyedModels | None:
+        """The models of the message keys (see :mod:`streamlearn.keyed`)."""
+        return self.mode.keyed if isinstance(self.mode, KeyedMode) else None
+
     # -- the loop ----------------------------------------------------------------------------
 
     def restore(self) -> None:
@@ -431,13 +432,11 @@ class Daemon:
             payload = checkpoint.payload
             fallback = self.store is not None and path != self.store.paths()[0]
             self._check_stream(payload, path)
-            if "group" in payload and self._group_of is None:
-                # its model holds the other members' shares, which only a member can take out
-                raise StateError(
-                    f"checkpoint {path} is a learning group member's: start serve with its "
-                    "--sync-topic and --member-id, or with another --checkpoint-dir"
-                )
-            self.learner = self._model_of_kind(self.spec.restore(payload["learner"]), str(path))
+            restored = self._model_of_kind(self.spec.restore(payload["learner"]), str(path))
+            try:
+                positions_stand = self.mode.restored(restored, payload, self.spec.build)
+            except StateError as exc:
+                raise StateError(f"checkpoint {path}: {exc}") from exc
             try:
                 self.stream_examples = int(payload["job"]["stream_examples"])
                 self.positions = {int(p): int(o) for p, o in payload["positions"].items()}
@@ -445,14 +444,10 @@ class Daemon:
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise StateError(f"{path}: malformed daemon checkpoint ({exc})") from exc
             log.info("restored %s: %d examples", path, self.stream_examples)
-            if self._group_of is not None:  # the sync topic says where partitions resume
+            if not positions_stand:  # where partitions resume lives elsewhere
                 self.positions, log_ends = {}, {}
-                self.group = self._group_of(self.learner)
-                self.group.resume_from(payload.get("group"), self.spec.build)
         self._examples_at_checkpoint = self.stream_examples
-        if self.group is not None:
-            self.group.join()
-            self.learner = self.group.learner  # a new one, when the checkpoint's is not taken
+        if self.mode.join():
             self.version += 1
         self._presented_seen, self._mistakes_seen = self._progressive()
         self._version_at_checkpoint = self.version
@@ -469,11 +464,9 @@ class Daemon:
     def partitions_assigned(self, partitions: set[int]) -> Positions:
         """Where to resume partitions the consumer group gave this daemon: where the
         learning group's model ends in them."""
-        if self.keyed is not None:  # their keys' models are found from the next turn on
-            self.keyed.take(partitions)
-        if self.group is None:
+        starts = self.mode.assigned(partitions)
+        if starts is None:
             return {}
-        starts = self.group.take(partitions)
         self.version += 1
         return starts
 
@@ -481,15 +474,12 @@ class Daemon:
         """The consumer group takes ``partitions`` away: learn what was polled from
         them, then publish where this daemon stopped (a group member), or write their
         keys' models (keyed models), for their next owner."""
-        if self.group is None and self.keyed is None:
+        if not self.mode.hands_over:
             return
         if self._in_flight is not None:
             in_flight, self._in_flight = self._in_flight, None
             self._finish(in_flight)
-        if self.group is not None:
-            self.group.release(partitions, self.positions)
-        if self.keyed is not None:  # their next owner restores their keys' models
-            self.keyed.release(partitions)
+        self.mode.revoking(partitions, self.positions)
 
     def _latest(self) -> tuple[Path, Checkpoint] | None:
         """The newest readable checkpoint; None when there is none at all."""
@@ -524,9 +514,6 @@ class Daemon:
         if not self.restored:
             self.restore()
         self._publish()
-        if self.group is not None:
-            log.info("learning group member %s, sync every %d examples (%s)",
-                     self.group.me, self.group.policy.every, self.group.policy.mode)  # fmt: skip
         try:
             if self.settings.decode_ahead:
                 with ThreadPoolExecutor(1, thread_name_prefix="streamlearn-decode") as worker:
@@ -542,9 +529,7 @@ class Daemon:
             self.learner.flush()
             self.version += 1
             self._replay_at_the_end()
-        if self.group is not None:  # the last word of this member
-            self.group.publish_last_word()
-            self.group.commit_published()
+        self.mode.finishing()
         try:
             self.checkpoint()
         except UndeliveredError as exc:
@@ -609,9 +594,7 @@ class Daemon:
                 now, len(messages), sum(lag.values()) if lag else None, len(replayed.buffer),
                 replayed.converged, in_flight=in_flight is not None,
             ))  # fmt: skip
-            if self.group is not None and self.group.turn(idle=not behind and self._caught_up):
-                self.version += 1
-            if self.keyed is not None and self.keyed.expire_due():
+            if self.mode.turned(idle=not behind and self._caught_up):
                 self.version += 1
             self._publish_if_due()
             self._report_undelivered()
@@ -654,13 +637,8 @@ class Daemon:
         the seconds it took."""
         started = self.clock()
         slice_end = started + budget
-        updates = self.group.learner.state.updates if self.group is not None else 0.0
-        self._replayed.replay(
-            max_passes=1, interrupt=lambda: self._stop or self.clock() >= slice_end
-        )
+        self.mode.replay(1, interrupt=lambda: self._stop or self.clock() >= slice_end)
         self.version += 1
-        if self.group is not None and self.group.learner.state.updates != updates:
-            self.group.changed()  # a pass without updates leaves the share as it was
         seconds = self.clock() - started
         self.observer.observe_replay(seconds)
         return seconds
@@ -668,7 +646,7 @@ class Daemon:
     @property
     def _replayed(self) -> Replayable:
         """What replay passes go over: the model, or the keyed models in memory."""
-        return self.keyed if self.keyed is not None else self.learner
+        return self.mode.replayed
 
     def _finish(self, in_flight: _InFlight) -> None:
         self._apply(in_flight.messages, in_flight.decoded.result(), in_flight.positions)
@@ -766,8 +744,7 @@ class Daemon:
                 )  # fmt: skip
         if self._in_flight is None:  # every message the source returned is applied
             self.positions = self.source.position()
-            if self.group is not None:
-                self.group.learned({}, self.positions)
+            self.mode.stands_at(self.positions)
 
     def _watch_held(self) -> None:
         """Count the partitions the source holds back (the source logs why)."""
@@ -797,19 +774,9 @@ class Daemon:
     def take_snapshot(self) -> None:
         """Store the learner's summary for readers on other threads."""
         started = self.clock()
-        summary = self.learner.summary() if self.keyed is None else self.keyed.summary()
-        self.snapshot = {**summary, "stream_examples": self.stream_examples}
-        if self.group is not None:
-            self.snapshot["group"] = self.group.summary(
-                float(self.snapshot.get("margin_achieved", math.nan)),
-                float(self.snapshot.get("margin_upper_bound", math.nan)),
-            )
+        self.snapshot = self.mode.snapshot(self.stream_examples)
         if self.live is not None:
-            self.live.describe(
-                live_description(self.learner, self.snapshot)
-                if self.keyed is None
-                else self.keyed.description(self.snapshot)
-            )
+            self.live.describe(self.mode.description(self.snapshot))
         self._summary_clock = self.clock()
         took = self._summary_clock - started
         settings = self.settings
@@ -870,13 +837,7 @@ class Daemon:
         if self.live is None:
             return
         started = self.clock()
-        predictor: Any
-        if self.keyed is not None:
-            predictor = self.keyed.predictor(self.live.take_asked_keys())
-        elif self.group is not None:
-            predictor = self.group.predictor()  # the common model
-        else:
-            predictor = self.learner.predictor()
+        predictor = self.mode.predictor(self.live.take_asked_keys)
         self.live.publish(Published(self.version, predictor))
         self._published_version = self.version
         took = self.clock() - started
@@ -1020,8 +981,7 @@ class Daemon:
 
     def _progressive(self) -> tuple[int, int]:
         """Examples judged before learning them so far, and the mistakes among them."""
-        model = self.learner if self.keyed is None else self.keyed
-        return model.stream_judged, model.stream_mistakes
+        return self.mode.progressive()
 
     def _model_of_kind(self, model: Model, path: str) -> Model:
         """``model`` if it is the kind (bank or binary) this daemon was started for."""
@@ -1047,11 +1007,7 @@ class Daemon:
             return
         if answers is None:
             features = (rows.indptr, rows.indices, rows.values)
-            answers = (
-                self.learner.answers(features)
-                if self.group is None
-                else binary_answers(self.group.predictor().scores(features))
-            )
+            answers = self.mode.answers(features)
         owners = _owners(first_lines, rows.line_numbers).tolist()
         send = self.sink.send
         headers = [("content-type", self.learner.answer_type.encode())]
@@ -1156,34 +1112,24 @@ class Daemon:
         self._deliver_sent()
         if self.store is not None:
             started = self.clock()
-            group_state = None
-            if self.group is not None:  # the window and share as the last record has them
-                group_state = self.group.checkpoint_state()
-                if group_state is None:
-                    log.warning("checkpoint skipped: this member's record could not be "
-                                "published, which the checkpoint must match")  # fmt: skip
-                    return
-            payload = self.payload()
-            if group_state is not None:
-                payload["group"] = group_state
-            path = self.store.write(payload)
+            extra = self.mode.checkpoint_extra()
+            if extra is None:
+                log.warning("checkpoint skipped: this member's record could not be "
+                            "published, which the checkpoint must match")  # fmt: skip
+                return
+            path = self.store.write({**self.payload(), **extra})
             seconds = self.clock() - started
             size = path.stat().st_size
             self.observer.observe_checkpoint(seconds, size, time.time())
             log.info("checkpoint %s: %d examples, %d bytes, %.2f s",
                      path, self.stream_examples, size, seconds)  # fmt: skip
-            # only positions a checkpoint on disk holds: without checkpoints, none (a
-            # restart in the same group would otherwise skip what a lost model learned);
-            # a group's member commits those of the record its checkpoint matches
-            if self.group is not None:
-                self.group.commit_published()
-            else:
-                self.source.commit(dict(self.positions))
-        elif self.keyed is not None:  # the keyed models' records are their checkpoint
+            self.mode.commit(self.source, self.positions)
+        else:  # keyed models' records on the state topic are their checkpoint
             started = self.clock()
-            size = self.keyed.save()
-            self.observer.observe_checkpoint(self.clock() - started, size, time.time())
-            self.source.commit(dict(self.positions))
+            saved = self.mode.save()
+            if saved is not None:
+                self.observer.observe_checkpoint(self.clock() - started, saved, time.time())
+                self.source.commit(dict(self.positions))
         self._examples_at_checkpoint = self.stream_examples
         self._version_at_checkpoint = self.version
         self._checkpoint_clock = self.clock()
@@ -1226,12 +1172,3 @@ def _admitted_lines(decoded: _Decoded, rejected: list[Rejected]) -> npt.NDArray[
 def _owners(first_lines: np.ndarray, lines: np.ndarray) -> np.ndarray:
     """Index of the message each line number belongs to (messages start at first_lines)."""
     return np.searchsorted(first_lines, lines, side="right") - 1
-
-
-def live_description(model: Model, summary: dict[str, Any]) -> dict[str, Any]:
-    """What GET /model says of ``model`` and its ``summary`` (:func:`describe`), with a
-    learning group member's view of the group."""
-    described = describe(model, summary, summary["stream_examples"])
-    if "group" in summary:  # a learning group's member (its certificate is its window's)
-        described["group"] = summary["group"]
-    return described
