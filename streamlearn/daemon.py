@@ -1115,7 +1115,11 @@ class Daemon:
             extra = self.mode.checkpoint_extra()
             if extra is None:
                 log.warning("checkpoint skipped: this member's record could not be "
-                            "published, which the checkpoint must match")  # fmt: skip
+                            "published, which the checkpoint must match; the next one is "
+                            "due as if it had been written")  # fmt: skip
+                self._checkpoint_clock = self.clock()
+                self._examples_at_checkpoint = self.stream_examples
+                self._version_at_checkpoint = self.version
                 return
             path = self.store.write({**self.payload(), **extra})
             seconds = self.clock() - started

@@ -197,6 +197,10 @@ class GroupMember:
         self.learner.before_replay(self._read_before_replay)
         #: the common model's frozen copy, made again after each fold
         self._common: BinaryPredictor | None = None
+        #: the CRC of this member's last record written, and of the former process's
+        #: last (a checkpoint resumes only from the very record it was written with)
+        self._last_crc: int | None = None
+        self._former_crc: int | None = None
         #: what :meth:`resume_from` was given, until :meth:`join` decides
         self._resuming: tuple[Mapping[str, Any] | None, Callable[[], Model]] | None = None
 
@@ -256,6 +260,7 @@ class GroupMember:
         return {
             "member": self.me,
             "sequence": self._last_record.sequence,
+            "crc": self._last_crc,
             "examples": self.examples,
             "shares": self.shares.state_dict(),
         }
@@ -273,6 +278,8 @@ class GroupMember:
             last = "none" if former is None else former.sequence
             why = (f"it was written with record {state.get('sequence')}, the sync topic's "
                    f"last of this member is {last}")  # fmt: skip
+        elif state.get("crc") not in (None, self._former_crc):
+            why = f"its record {former.sequence} is not the sync topic's record of that number"
         if why is None:
             assert isinstance(state, Mapping) and former is not None
             try:
@@ -289,6 +296,12 @@ class GroupMember:
             return
         assert former is not None
         self._last_record = former
+        # where it stopped in the partitions its window holds examples of, for whoever
+        # takes them (those it is given again leave the list)
+        evicted = self.learner.buffer.evicted
+        self.released = {partition: (position, evicted)
+                         for partition, position in {**former.released,
+                                                     **former.partitions}.items()}  # fmt: skip
         log.info("group %s: goes on from its checkpoint (record %d, a window of %d "
                  "examples)", self.me, former.sequence, len(self.learner.buffer))  # fmt: skip
 
@@ -540,7 +553,7 @@ class GroupMember:
             self.sequence -= 1
             self._warn(f"group {self.me}: record not published, tried again later ({exc})")
             return
-        self._written[record.sequence] = zlib.crc32(value)
+        self._written[record.sequence] = self._last_crc = zlib.crc32(value)
         if len(self._written) > WRITTEN_KEPT:
             del self._written[min(self._written)]
         self.records_written += 1
@@ -743,6 +756,7 @@ class GroupMember:
         if record.model != self.table.model:
             raise StateError(f"a former process with this id learned {record.model}")
         self._former = record
+        self._former_crc = zlib.crc32(value)
 
     def _admit_all(self, records: list[MemberRecord]) -> bool:
         """Apply ``records`` in their order, those of members the group knows: members

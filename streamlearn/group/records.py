@@ -29,6 +29,7 @@ import msgpack
 
 from streamlearn.errors import StateError
 from streamlearn.learn.contribution import MAX_EXPONENT, Contribution
+from streamlearn.learn.params import MAX_AUGMENTATION
 
 FORMAT = "streamlearn.group"
 VERSION = 1
@@ -241,8 +242,8 @@ def _window(data: Any) -> WindowView:
 
 def _delta(data: Any) -> float:
     delta = _finite(data, "delta")
-    if delta < 0.0:
-        raise StateError(f"delta must be >= 0, got {delta!r}")
+    if not 0.0 <= delta <= MAX_AUGMENTATION:  # as any member's Delta is, given or settled
+        raise StateError(f"delta must be in [0, {MAX_AUGMENTATION:g}], got {delta!r}")
     return delta
 
 

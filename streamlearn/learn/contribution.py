@@ -482,6 +482,14 @@ class GroupShares:
         """
         state = self.learner.state
         return {
+            # what the learner's own state does not keep: its units (the power of two
+            # its scale-downs took), the part damping left outside the window, and
+            # the Delta a group agreed on
+            "learner": {
+                "scale_exponent": state.scale_exponent,
+                "outside_window": state.outside_window,
+                "delta_floor": self.learner.delta_floor,
+            },
             "external": self.external.to_plain(),
             "in_state": {
                 "indices": state.external_indices.copy(),
@@ -509,6 +517,12 @@ class GroupShares:
             damped_alpha = np.asarray(state["damped_alpha"], dtype=np.float64)
             damped_first = _int(state["damped_first"], "damped_first", 0, 1 << 62)
             damped_exponent = _int(state["damped_exponent"], "damped_exponent", 0, MAX_EXPONENT)
+            own = state["learner"]
+            scale_exponent = _int(own["scale_exponent"], "scale_exponent", 0, MAX_EXPONENT)
+            outside_window = own["outside_window"]
+            delta_floor = _float(own["delta_floor"], "delta_floor")
+            if not isinstance(outside_window, bool):
+                raise StateError("group shares: outside_window is not a bool")
         except (KeyError, TypeError, ValueError) as exc:
             raise StateError(f"group shares: malformed state ({exc!r:.200})") from exc
         if indices.ndim != 1 or indices.shape != values.shape or damped_alpha.ndim != 1:
@@ -516,6 +530,9 @@ class GroupShares:
         if indices.shape[0] and (indices.min() < 0 or indices.max() >= max_features):
             raise StateError("group shares: an external weight is out of range")
         learner_state = self.learner.state
+        learner_state.scale_exponent = scale_exponent
+        learner_state.outside_window = outside_window
+        self.learner.delta_floor = delta_floor
         learner_state.external_indices, learner_state.external_values = indices, values
         learner_state.external_beta, learner_state.external_updates = scalars[0], scalars[1]
         learner_state.external_slack = scalars[2]

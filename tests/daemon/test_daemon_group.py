@@ -5,6 +5,8 @@ run real processes on a real broker)."""
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,8 +14,10 @@ import pytest
 from memory_source import ListSink, MemorySource
 from test_daemon import decode, messages
 
+from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import LearnerSpec
 from streamlearn.daemon import Daemon, DaemonSettings, Observer
+from streamlearn.errors import InputError
 from streamlearn.group.member import GroupMember
 from streamlearn.group.policy import SyncPolicy
 from streamlearn.group.records import MemberRecord, decode_record
@@ -189,3 +193,38 @@ def test_a_members_progressive_accuracy_is_that_of_the_common_model() -> None:
     assert progress.correct + progress.mistakes == rows.n_rows == 300
     assert progress.mistakes == mistakes
     assert mistakes < 150  # it learns
+
+
+class Refusing(Topic):
+    """A sync topic that takes no record (a broker that refuses the writes)."""
+
+    def write(self, key: str, value: bytes | None) -> None:
+        raise InputError("the sync topic refused the record")
+
+
+def test_a_checkpoint_the_last_record_cannot_match_is_skipped_until_the_next_is_due(
+    tmp_path: Path,
+) -> None:
+    """A member's checkpoint must match its last record: when the record cannot be
+    written, no checkpoint is, and the next is due an interval later (not at every
+    turn, each forcing a publish and a read of the sync topic)."""
+    store = CheckpointStore(tmp_path / "member")
+    source = MemorySource({0: messages(4, 5, seed=4)})
+
+    def member(model: Model) -> GroupMember:
+        return GroupMember(
+            model, Refusing(), member_id="m", model={"algorithm": "pdm", "params": {}},
+            policy=SyncPolicy("periodic", every=10**6, share=1.0), max_features=1 << 20,
+        )  # fmt: skip
+
+    every_example = dataclasses.replace(SETTINGS, checkpoint_every=1, checkpoint_min_interval=0.0)
+    daemon = Daemon(SPEC, source, decode=decode, settings=every_example, group=member,
+                    store=store)  # fmt: skip
+    daemon.restore()
+    daemon.partitions_assigned(set(source.partitions))
+    daemon.process(source.poll(0.0, 1000))
+    assert daemon._checkpoint_due()
+    daemon.checkpoint()
+    assert store.paths() == []  # nothing written: the record was not
+    assert daemon.group is not None and daemon.group.records_failed >= 1
+    assert not daemon._checkpoint_due()

@@ -15,6 +15,7 @@ from streamlearn.group.member import GroupMember
 from streamlearn.group.policy import SyncPolicy
 from streamlearn.learn import LinearLearner
 from streamlearn.learn.bank import state_to_write
+from streamlearn.learn.inputs import as_batch
 
 MODEL = {"algorithm": "pdm", "params": {"delta": 1.0}}
 
@@ -114,3 +115,81 @@ def test_a_member_restarted_from_its_checkpoint_goes_on_as_if_it_had_not_stopped
     ours, theirs = back._last_record, a._last_record
     assert ours is not None and theirs is not None and ours.sequence == theirs.sequence
     assert ours.share == theirs.share and ours.partitions == theirs.partitions
+
+
+def _restart(topic: Topic, name: str, member: GroupMember) -> GroupMember:
+    """``member`` checkpointed, then restarted from that checkpoint on a copy of the
+    sync topic as it stands."""
+    payload = _checkpoint(member)
+    copy = Topic()
+    copy.log = list(topic.log)
+    return _restarted(copy, name, payload)
+
+
+def test_a_state_scaled_down_comes_back_in_its_units() -> None:
+    """A state whose t grew past the scale-down point carries its power of two: restored
+    at exponent 0, the next fold scaled the window's alpha_k down a second time."""
+    topic = Topic()
+    a, _ = _group(topic)
+    a.learner.state.scalars[2] = 2.0**41  # t past the point where keep_in_range scales
+    assert a.learner.state.scale_down()
+    a.changed()
+    back = _restart(topic, "a", a)
+    assert back.learner.state.scale_exponent == a.learner.state.scale_exponent == 1
+    np.testing.assert_array_equal(back.learner.buffer.alpha(), a.learner.buffer.alpha())
+    assert back.shares.own() == a.shares.own()
+
+
+def _noisy(seed: int, n: int) -> object:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 8))
+    y = np.where(X @ np.arange(1.0, 9.0) + 6 * rng.normal(size=n) > 0, 1.0, -1.0)
+    return as_batch((np.arange(0, 8 * n + 1, 8), np.tile(np.arange(8), n), X.ravel()), y)
+
+
+def test_the_part_damping_left_outside_the_window_comes_back() -> None:
+    """Examples evicted since the last damping leave a part of the share outside the
+    window, which the next replay takes out: the restarted member takes it out too, and
+    its next record is the one the member would have written."""
+    topic = Topic()
+    a, b = (_member(topic, name, PDM(eps=0.1, delta=1.0, buffer_size=120)) for name in "ab")
+    a.join(), b.join()
+    a.take({0}), b.take({1})
+    for step in range(3):
+        for member, partition, seed in ((a, 0, step), (b, 1, 10 + step)):
+            member.learner.learn_rows(_noisy(seed, 100))  # type: ignore[arg-type]
+            member.learned({partition: 100}, {partition: 100 * (step + 1)})
+            member.publish()
+    a.learner.learn_rows(_noisy(5, 60))  # type: ignore[arg-type]  # evicts; no replay
+    a.learned({0: 60}, {0: 360})
+    back = _restart(topic, "a", a)
+    assert back.learner.state.outside_window == a.learner.state.outside_window is True
+    for member in (a, back):
+        member.learner.replay(max_passes=3)
+        member.changed()
+        member.publish()
+    assert back._last_record is not None and a._last_record is not None
+    assert back._last_record.share == a._last_record.share
+
+
+def test_a_restarted_member_says_where_it_stopped_in_partitions_it_does_not_get_back() -> None:
+    """Its window holds partition 0's examples up to where its record stands: given
+    another partition after the restart, its records still say so, and the next owner
+    of partition 0 resumes there rather than learning them again."""
+    topic = Topic()
+    a, _ = _group(topic)
+    payload = _checkpoint(a)  # then a dies
+    back = _restarted(topic, "a", payload)
+    back.take({2})
+    c = _member(topic, "c")
+    c.join()
+    assert c.take({0}) == {0: 300}
+
+
+def test_a_checkpoint_is_taken_only_with_the_very_record_it_was_written_with() -> None:
+    topic = Topic()
+    a, _ = _group(topic)
+    payload = _checkpoint(a)
+    payload["group"]["crc"] ^= 1  # another record of the same number (another topic)
+    back = _restarted(topic, "a", payload)
+    assert len(back.learner.buffer) == 0

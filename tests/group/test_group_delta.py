@@ -99,3 +99,26 @@ def test_a_member_that_joins_late_learns_under_the_groups_delta_from_its_first_e
 def test_a_numeric_delta_is_never_moved() -> None:
     learner = PDM(delta=0.5)
     assert not learner.agree_delta(3.0) and learner.state.delta == 0.5
+
+
+def test_a_record_with_a_delta_no_member_could_settle_is_refused() -> None:
+    """Delta is at most 1e25 (given or settled from an example): a record beyond would
+    raise every member's Delta for good and overflow its norms."""
+    import dataclasses
+
+    from streamlearn.group.records import encode_record
+
+    topic = Topic()
+    a, x = _member(topic, "a", "auto"), _member(topic, "x", "auto")
+    a.join(), x.join()
+    a.take({0}), x.take({1})
+    _learn(a, 0, _scaled(1, 100, 1.0), 100, 100)
+    _learn(x, 1, _scaled(2, 10, 1.0), 10, 10)
+    a.publish(), x.publish()
+    assert x._last_record is not None
+    forged = dataclasses.replace(x._last_record, sequence=x._last_record.sequence + 1,
+                                 delta=1e200)  # fmt: skip
+    topic.log.append(("x", encode_record(forged)))
+    a.turn()
+    assert a.records_refused == 1 and a.learner.state.delta is not None
+    assert a.learner.state.delta < 10 and math.isfinite(a.learner.state.sqnorm)
