@@ -57,7 +57,7 @@ from streamlearn.keyed.records import ModelRecord, decode_record, encode_record
 from streamlearn.keyed.registry import Resident, ResidentModels
 from streamlearn.keyed.rows import KeyGroups, key_ids
 from streamlearn.keyed.store import StateStore
-from streamlearn.learn import LinearLearner, Model, ModelLimits
+from streamlearn.learn import Model, ModelLimits
 from streamlearn.learn.description import describe
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.parse.messages import NO_KEY
@@ -135,14 +135,13 @@ class _Counts:
 
     @staticmethod
     def of(model: Model) -> _Counts:
-        if isinstance(model, LinearLearner):  # one learner: read at once (at every key)
-            state = model.state
-            update_events, passes = int(state.stats[0]), int(state.passes)
-        else:
-            learners = model.learners()
-            update_events = sum(int(learner.state.stats[0]) for learner in learners)
-            passes = sum(int(learner.state.passes) for learner in learners)
-        return _Counts(update_events, passes, model.stream_judged, model.stream_mistakes)
+        learners = model.learners()
+        return _Counts(
+            sum(int(learner.state.stats[0]) for learner in learners),
+            sum(int(learner.state.passes) for learner in learners),
+            model.stream_judged,
+            model.stream_mistakes,
+        )
 
 
 class KeyedModels:

@@ -22,19 +22,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
 
 from streamlearn.errors import InvalidParameterError
-from streamlearn.learn import LinearLearner, Model
+from streamlearn.learn import Model
 
 
 def model_bytes(model: Model) -> int:
-    """Bytes a model holds in memory: its weights and its replay buffer (their allocated
-    room, not only what is filled), each array once (a bank's learners share the buffer
-    and are rows of one array of weights).
+    """Bytes a model holds in memory (:meth:`Model.allocated_bytes`): its weights and its
+    replay buffer as allocated, not only what is filled.
 
     >>> import numpy as np
     >>> from streamlearn.learn import PDM, ModelBank
@@ -45,25 +40,7 @@ def model_bytes(model: Model) -> int:
     >>> model_bytes(bank) < 3 * model_bytes(PDM(delta=1.0).learn(np.eye(3), [1, -1, -1]))
     True
     """
-    if isinstance(model, LinearLearner):  # its own arrays: no two are one (at every key)
-        state = model.state
-        return int(
-            _root(state.weights).nbytes + state.buffer.allocated_bytes + state.buffer.ring.nbytes
-        )
-    held: dict[int, int] = {}
-    for learner in model.learners():
-        state = learner.state
-        for array in (state.weights, *state.buffer.arrays(), state.buffer.ring):
-            root = _root(array)
-            held[id(root)] = int(root.nbytes)
-    return sum(held.values())
-
-
-def _root(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """The array that owns ``array``'s memory (``array`` itself when it owns it)."""
-    while isinstance(array.base, np.ndarray):
-        array = array.base
-    return array
+    return model.allocated_bytes()
 
 
 @dataclass(eq=False)

@@ -290,6 +290,12 @@ class ModelBank:
         """Whether every learner's last full replay pass made no update."""
         return all(learner.converged for learner in self.learners())
 
+    def allocated_bytes(self) -> int:
+        """Bytes of every label's weights and of the shared buffer (its features once,
+        the rows of signs and slack of every label) as allocated."""
+        buffer = self._buffer
+        return int(self._weights.nbytes + buffer.allocated_bytes + buffer.features.ring.nbytes)
+
     def learners(self) -> list[LinearLearner]:
         """The learners by label id, bound to the bank's arrays (valid until the bank
         learns again): each is a full binary learner (``coef_``, ``summary()``, ...) to

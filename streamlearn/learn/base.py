@@ -766,6 +766,13 @@ class LinearLearner:
             calibration=calibration,
         )
 
+    def allocated_bytes(self) -> int:
+        """Bytes of the weights and the replay buffer as allocated."""
+        weights = self.state.weights
+        owner = weights.base if isinstance(weights.base, np.ndarray) else weights
+        buffer = self.state.buffer
+        return int(owner.nbytes + buffer.allocated_bytes + buffer.ring.nbytes)
+
     def learners(self) -> list[LinearLearner]:
         """This learner, alone (the model interface's list of binary learners)."""
         return [self]

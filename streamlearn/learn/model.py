@@ -182,6 +182,11 @@ class Model(Protocol):
         softmax of the decision values with a fitted temperature."""
         ...
 
+    def allocated_bytes(self) -> int:
+        """Bytes the model holds in memory: its weights and its replay buffer as
+        allocated (their room, not only what is filled), each array once."""
+        ...
+
     def learners(self) -> list[LinearLearner]:
         """The binary learners (one, or one per label id)."""
         ...
