@@ -125,20 +125,29 @@ class Tansu:
 
     def create_topic(self, name: str, partitions: int = 1, exist_ok: bool = False) -> None:
         """Create a topic and wait until every partition answers for its end offset;
-        with ``exist_ok``, a topic another client created meanwhile will do."""
+        with ``exist_ok``, a topic another client created meanwhile will do. Tansu
+        creates a missing topic for a client's fetch or offsets request (even one that
+        does not ask it to), with its own count of partitions (4): such a topic is
+        deleted and created again with ``partitions``."""
         from kafka.admin import NewTopic
-        from kafka.errors import TopicAlreadyExistsError
+        from kafka.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
-        try:
-            self._admin.create_topics([NewTopic(name, partitions, 1)])
-        except TopicAlreadyExistsError:
-            if not exist_ok:
-                raise
-        wait_for(
-            lambda: len(self.end_offsets(name)) == partitions,
-            timeout=60.0,
-            what=f"topic {name} to have {partitions} partitions",
-        )
+        for _ in range(50):
+            try:
+                self._admin.create_topics([NewTopic(name, partitions, 1)])
+            except TopicAlreadyExistsError:
+                if not exist_ok:
+                    raise
+            found = wait_for(
+                lambda: len(self.end_offsets(name)), timeout=60.0, what=f"topic {name}"
+            )
+            if found == partitions:
+                return
+            # another client's request made it: delete it, and create it again
+            with contextlib.suppress(UnknownTopicOrPartitionError):
+                self._admin.delete_topics([name])
+            time.sleep(0.1)
+        raise AssertionError(f"topic {name}: other clients' requests keep creating it")
 
     @property
     def producer(self) -> Any:
@@ -171,7 +180,10 @@ class Tansu:
         """The offset after the last message of each partition of ``topic``."""
         from kafka import KafkaConsumer, TopicPartition
 
-        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, request_timeout_ms=5000)
+        consumer = KafkaConsumer(
+            bootstrap_servers=self.bootstrap, request_timeout_ms=5000,
+            allow_auto_create_topics=False,  # a question must not create what it asks about
+        )  # fmt: skip
         try:
             partitions = consumer.partitions_for_topic(topic) or set()
             tps = [TopicPartition(topic, p) for p in sorted(partitions)]
