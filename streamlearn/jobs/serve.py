@@ -210,7 +210,7 @@ class ServeConfig:
             return
         if not source_kind(self.source).offers(REBALANCES):
             raise InvalidParameterError(needs("--sync-topic", REBALANCES))
-        shareable(ModelSpec(self.learner, self.one_vs_rest, self.tau_pos_kappa).build())
+        shareable(self.model.build())
         if self.http_learn:
             raise InvalidParameterError(
                 "a member of a learning group learns from its partitions only: examples "

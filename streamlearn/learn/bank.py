@@ -293,8 +293,7 @@ class ModelBank:
     def allocated_bytes(self) -> int:
         """Bytes of every label's weights and of the shared buffer (its features once,
         the rows of signs and slack of every label) as allocated."""
-        buffer = self._buffer
-        return int(self._weights.nbytes + buffer.allocated_bytes + buffer.features.ring.nbytes)
+        return int(self._weights.nbytes) + self._buffer.allocated_bytes
 
     def learners(self) -> list[LinearLearner]:
         """The learners by label id, bound to the bank's arrays (valid until the bank

@@ -768,10 +768,7 @@ class LinearLearner:
 
     def allocated_bytes(self) -> int:
         """Bytes of the weights and the replay buffer as allocated."""
-        weights = self.state.weights
-        owner = weights.base if isinstance(weights.base, np.ndarray) else weights
-        buffer = self.state.buffer
-        return int(owner.nbytes + buffer.allocated_bytes + buffer.ring.nbytes)
+        return int(self.state.weights.nbytes) + self.state.buffer.allocated_bytes
 
     def learners(self) -> list[LinearLearner]:
         """This learner, alone (the model interface's list of binary learners)."""

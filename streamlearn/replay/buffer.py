@@ -81,10 +81,8 @@ class ReplayBuffer:
 
     @property
     def allocated_bytes(self) -> int:
-        """Bytes held by the buffer's arrays now."""
-        arrays = (self.slot_start, self.slot_len, self.slot_label, self.slot_alpha)
-        total = sum(a.nbytes for a in arrays) + self.slot_sqnorm.nbytes
-        return int(total + self.arena_idx.nbytes + self.arena_val.nbytes)
+        """Bytes held by the buffer's arrays now (its ring's counters included)."""
+        return int(sum(a.nbytes for a in self.arrays()) + self.ring.nbytes)
 
     def arrays(self) -> tuple[npt.NDArray[Any], ...]:
         """The kernels' view: (slot_start, slot_len, slot_label, slot_alpha, slot_sqnorm,
