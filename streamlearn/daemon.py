@@ -62,10 +62,11 @@ every wait on a broker takes the time the shared :class:`StopBudget` leaves. A
 checkpoint that would pass predictions or dead letters still on their way is then not
 written, and the one before stands (nothing is lost).
 
-**Keyed models** (``keyed``, :mod:`streamlearn.keyed`): one model per message key
-instead of one model. Each poll's rows go to the models of their messages' keys; replay
-passes go over the models in memory; a checkpoint writes the models that changed to the
-state topic, and only then commits the offsets.
+**What it learns** is a mode (:mod:`streamlearn.modes`): one model, a learning group's
+member (``group``, :mod:`streamlearn.group`), or one model per message key (``keyed``,
+:mod:`streamlearn.keyed`). The loop hands each poll and post to its mode, which learns
+and answers; the loop reports, sends and rejects what the mode returns, and never asks
+which mode it runs.
 """
 
 from __future__ import annotations
@@ -79,9 +80,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
-import numpy.typing as npt
 
-from streamlearn.checkpoint.codec import DAEMON_KIND, Checkpoint
+from streamlearn.checkpoint.codec import DAEMON_KIND
+from streamlearn.checkpoint.pacing import CheckpointPacing
 from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import (
     DEFAULT_MAX_LABELS,
@@ -101,14 +102,25 @@ from streamlearn.errors import (
 )
 from streamlearn.group.member import GroupMember
 from streamlearn.http.live import Learned, LiveModel, Posted, Published, settle
-from streamlearn.keyed.models import KeyedBatch, KeyedModels
-from streamlearn.learn import Examples, Model, ModelLimits
+from streamlearn.keyed.models import KeyedModels
+from streamlearn.learn import Model, ModelLimits
 from streamlearn.learn.bank import state_to_write
-from streamlearn.modes import GroupMode, KeyedMode, Mode, Replayable, SingleModel
+from streamlearn.modes import (
+    DecodedPoll,
+    FirstLines,
+    GroupMode,
+    Intake,
+    KeyedMode,
+    Mode,
+    Outcome,
+    Poll,
+    SingleModel,
+)
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.parse.messages import VALUE_LENGTH
 from streamlearn.replay import ReplaySchedule
 from streamlearn.replay.policy import ReplayPolicy, Turn
+from streamlearn.replay.runner import ReplayRunner
 from streamlearn.sources.base import (
     GuardsPositions,
     MessageBatch,
@@ -117,23 +129,15 @@ from streamlearn.sources.base import (
     SkipsUnreadable,
     Source,
 )
-from streamlearn.sources.progress import PartitionProgress
-from streamlearn.sources.rejected import RejectedLog, rejected_line
+from streamlearn.sources.outputs import Outputs
+from streamlearn.sources.progress import StallWatch
 from streamlearn.sources.stopping import StopBudget
-from streamlearn.sources.unreadable import UnreadableLog, dead_letter_headers
-from streamlearn.types import Batch
+
+__all__ = ["Daemon", "DaemonSettings", "FirstLines", "Observer"]
 
 log = logging.getLogger("streamlearn.daemon")
-#: the sinks' names in the logs and the metrics, and what each of their messages is
-SINKS = {"predictions": "prediction", "dead_letters": "dead letter"}
-#: undelivered messages logged one by one at each report (the rest are only counted)
-SHOWN_UNDELIVERED = 5
 #: learning a batch without replay (the daemon paces replay itself)
 NO_REPLAY = ReplaySchedule(every=0)
-
-
-#: per message of a decoded batch, the number of its first line (asked only when needed)
-FirstLines = Callable[[], npt.NDArray[np.int64]]
 
 
 class Observer(Protocol):
@@ -283,25 +287,12 @@ class DaemonSettings:
 
 
 @dataclass(frozen=True)
-class _Decoded:
-    """A poll's messages decoded: what to predict, what to learn, what was rejected."""
-
-    first_lines: FirstLines
-    #: the rows without a label (prediction requests), or None when there are none
-    unlabelled: ParsedRows | None
-    #: the labelled rows (with the parser's rejections), or None when there are none
-    labelled: ParsedRows | None
-    #: the parser's rejections (those of ``labelled`` too)
-    rejected: list[Rejected]
-
-
-@dataclass(frozen=True)
 class _InFlight:
     """A polled batch being decoded on the worker thread, and the source's positions
     just after it (the daemon's positions once it is learned)."""
 
     messages: MessageBatch
-    decoded: Future[_Decoded]
+    decoded: Future[DecodedPoll]
     positions: Positions
 
 
@@ -330,8 +321,6 @@ class Daemon:
         self.decode = decode
         self.settings = settings
         self.store = store
-        self.sink = sink
-        self.dead_letters = dead_letters
         self.observer: Observer = observer if observer is not None else _Silent()
         self.clock = clock
         learner = self.spec.build()
@@ -345,11 +334,10 @@ class Daemon:
         self.positions: Positions = {}
         self.restored = False
         self._stop = False
-        self._checkpoint_requested = False
-        self._examples_at_checkpoint = 0
-        #: the model's version the last checkpoint holds (a replay changes it too)
-        self._version_at_checkpoint = 0
-        self._checkpoint_clock = clock()
+        self._checkpoints = CheckpointPacing(
+            settings.checkpoint_interval, settings.checkpoint_every,
+            settings.checkpoint_min_interval, last=clock(),
+        )  # fmt: skip
         self._mistakes_seen = 0
         self._presented_seen = 0
         self._summary_clock = -float("inf")
@@ -358,6 +346,8 @@ class Daemon:
             idle_replay=settings.idle_replay, share=settings.replay_share,
             pass_limit=settings.replay_slice, paced=settings.replay is None,
         )  # fmt: skip
+        self._replays = ReplayRunner(self._replay_policy, clock, self.observer.observe_replay,
+                                     lambda: self._stop)  # fmt: skip
         #: whether the source had nothing waiting at the last look (unknown lag counts as
         #: caught up: then only an empty poll tells)
         self._caught_up = True
@@ -373,11 +363,13 @@ class Daemon:
         self._in_flight: _InFlight | None = None
         #: the deadline of a stop, shared with the parts that wait on brokers
         self.budget = budget if budget is not None else StopBudget(clock)
-        self._unreadable_log = UnreadableLog(log)
-        self._rejected_log = RejectedLog(log)
-        self._progress = PartitionProgress(settings.stall_timeout)
+        #: where answers, rejections and unreadable messages go
+        self.outputs = Outputs(sink, dead_letters, self.observer, self.budget, clock,
+                               source.stream)  # fmt: skip
+        self._intake = Intake(settings.limits, settings.replay or NO_REPLAY,
+                              answering=sink is not None, clock=clock)  # fmt: skip
         #: partitions with messages waiting that made no progress for ``stall_timeout``
-        self.stalled: set[int] = set()
+        self._stalls = StallWatch(settings.stall_timeout, self.observer.set_stalled)
         #: partitions the source holds back (their log went back behind the position)
         self._held = 0
         #: whether the run ended with nothing left unsaved: its last checkpoint written
@@ -394,26 +386,16 @@ class Daemon:
 
     def request_checkpoint(self) -> None:
         """Write a checkpoint at the end of the current turn."""
-        self._checkpoint_requested = True
+        self._checkpoints.requested = True
 
     def ready(self) -> bool:
         """Restored, connected to the source, and no partition stalled."""
-        return self.restored and self.source.ready() and not self.stalled
+        return self.restored and self.source.ready() and not self._stalls.stalled
 
     @property
     def learner(self) -> Model:
         """The model (for keyed models: what a new key's model is)."""
         return self.mode.learner
-
-    @property
-    def group(self) -> GroupMember | None:
-        """This daemon as a member of a learning group (see :mod:`streamlearn.group`)."""
-        return self.mode.member if isinstance(self.mode, GroupMode) else None
-
-    @property
-    def keyed(self) -> KeyedModels | None:
-        """The models of the message keys (see :mod:`streamlearn.keyed`)."""
-        return self.mode.keyed if isinstance(self.mode, KeyedMode) else None
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -424,15 +406,14 @@ class Daemon:
         checkpoints are all unreadable, and a checkpoint of another stream: either would
         otherwise start from the wrong offsets and leave data out of the model for good.
         """
-        latest = self._latest()
+        latest = None if self.store is None else self.store.latest_to_resume()
         fallback = False
         log_ends: Positions = {}
         if latest is not None:
             path, checkpoint = latest
             payload = checkpoint.payload
             fallback = self.store is not None and path != self.store.paths()[0]
-            self._check_stream(payload, path)
-            restored = self._model_of_kind(self.spec.restore(payload["learner"]), str(path))
+            restored = _resumable(self.spec, payload, path, self.source.stream)
             try:
                 positions_stand = self.mode.restored(restored, payload, self.spec.build)
             except StateError as exc:
@@ -446,11 +427,10 @@ class Daemon:
             log.info("restored %s: %d examples", path, self.stream_examples)
             if not positions_stand:  # where partitions resume lives elsewhere
                 self.positions, log_ends = {}, {}
-        self._examples_at_checkpoint = self.stream_examples
         if self.mode.join():
             self.version += 1
-        self._presented_seen, self._mistakes_seen = self._progressive()
-        self._version_at_checkpoint = self.version
+        self._presented_seen, self._mistakes_seen = self.mode.progressive()
+        self._checkpoints.examples, self._checkpoints.version = self.stream_examples, self.version
         self.source.seek(dict(self.positions))
         if isinstance(self.source, GuardsPositions):
             if fallback:  # the committed offsets may come from the checkpoints skipped
@@ -481,34 +461,6 @@ class Daemon:
             self._finish(in_flight)
         self.mode.revoking(partitions, self.positions)
 
-    def _latest(self) -> tuple[Path, Checkpoint] | None:
-        """The newest readable checkpoint; None when there is none at all."""
-        if self.store is None:
-            return None
-        latest = self.store.latest()  # logs why each unreadable one is skipped
-        if latest is None and self.store.paths():
-            # starting empty would resume from the group's committed offsets, past
-            # everything these checkpoints had learned
-            raise CheckpointError(
-                f"none of the checkpoints in {self.store.directory} can be read (see the "
-                "warnings above); restore a readable one, or to start afresh move them "
-                "away or use another --checkpoint-dir (with another --group to read the "
-                "topic from its beginning)"
-            )
-        return latest
-
-    def _check_stream(self, payload: Mapping[str, Any], path: Path) -> None:
-        """Refuse the positions of another stream (a checkpoint of another topic)."""
-        held, ours = payload.get("stream"), self.source.stream
-        if held is None:  # written before checkpoints named their stream
-            log.info("%s does not name its stream: its positions are taken as %s's",
-                     path, ours)  # fmt: skip
-        elif held != ours:
-            raise StateError(
-                f"checkpoint {path} holds positions in {held}, not in {ours}: start with "
-                "the same source, or with another --checkpoint-dir to start afresh"
-            )
-
     def run(self) -> None:
         """Turn until stopped or the source is exhausted; then checkpoint and commit."""
         if not self.restored:
@@ -524,11 +476,12 @@ class Daemon:
         finally:
             if self.live is not None:
                 self.live.close()
-            self._rejected_log.flush()
+            self.outputs.rejected_log.flush()
         if self.source.exhausted():  # the end of the input: delta 'auto' settles from what came
             self.learner.flush()
             self.version += 1
-            self._replay_at_the_end()
+            if self._replays.at_the_end(self.mode.replayed):
+                self.version += 1
         self.mode.finishing()
         try:
             self.checkpoint()
@@ -560,7 +513,7 @@ class Daemon:
             # with a batch in flight, or replay to do while idle, only take what has
             # already arrived: a steady stream slower than the poll timeout still
             # leaves its gaps to replay
-            replayed = self._replayed
+            replayed = self.mode.replayed
             waits = self._replay_policy.poll_waits(
                 self._in_flight is not None, self._caught_up, len(replayed.buffer),
                 replayed.converged,
@@ -588,16 +541,18 @@ class Daemon:
             self._watch_held()
             lag = self.source.lag()
             now = self.clock()
-            self._watch_progress(lag, now)
+            self._stalls.look(self.source.position(), lag, now)
             self._caught_up = not any(lag.values())
-            self._replay_if_due(Turn(
+            turn = Turn(
                 now, len(messages), sum(lag.values()) if lag else None, len(replayed.buffer),
                 replayed.converged, in_flight=in_flight is not None,
-            ))  # fmt: skip
+            )  # fmt: skip
+            if self._replays.after(turn, self.mode.replay):
+                self.version += 1
             if self.mode.turned(idle=not behind and self._caught_up):
                 self.version += 1
             self._publish_if_due()
-            self._report_undelivered()
+            self.outputs.report_undelivered()
             self.observer.set_ready(self.ready())
             self.observer.set_lag(lag)
             if self._checkpoint_due():
@@ -608,46 +563,6 @@ class Daemon:
             in_flight, self._in_flight = self._in_flight, None
             self._finish(in_flight)
 
-    def _replay_at_the_end(self) -> None:
-        """At the end of the input, with idle replay on, replay the window until it
-        converges (at most the learner's ``max_passes``; a stop request ends it): input
-        read faster than it could be replayed otherwise left the window's online model,
-        with no idle time to refit it before the exit."""
-        replayed = self._replayed
-        if not self.settings.idle_replay or not len(replayed.buffer) or replayed.converged:
-            return
-        started = self.clock()
-        replayed.replay(interrupt=lambda: self._stop)
-        self.version += 1
-        seconds = self.clock() - started
-        self.observer.observe_replay(seconds)
-        log.info("end of input: replayed the window for %.1f s, %s", seconds,
-                 "converged" if replayed.converged else "stopped before it converged")  # fmt: skip
-
-    def _replay_if_due(self, turn: Turn) -> None:
-        """One replay pass when the policy asks for one after ``turn`` (see
-        :class:`~streamlearn.replay.policy.ReplayPolicy`)."""
-        decision = self._replay_policy.decide(turn)
-        if decision.action != "none":
-            seconds = self._replay_pass(decision.budget)
-            self._replay_policy.ran(decision, seconds, turn.buffered, turn)
-
-    def _replay_pass(self, budget: float) -> float:
-        """One replay pass, cut short after ``budget`` seconds; returns (and reports)
-        the seconds it took."""
-        started = self.clock()
-        slice_end = started + budget
-        self.mode.replay(1, interrupt=lambda: self._stop or self.clock() >= slice_end)
-        self.version += 1
-        seconds = self.clock() - started
-        self.observer.observe_replay(seconds)
-        return seconds
-
-    @property
-    def _replayed(self) -> Replayable:
-        """What replay passes go over: the model, or the keyed models in memory."""
-        return self.mode.replayed
-
     def _finish(self, in_flight: _InFlight) -> None:
         self._apply(in_flight.messages, in_flight.decoded.result(), in_flight.positions)
 
@@ -656,7 +571,7 @@ class Daemon:
         the labelled ones, in stream order."""
         self._apply(messages, self._decoded(messages), self.source.position())
 
-    def _decoded(self, messages: MessageBatch) -> _Decoded:
+    def _decoded(self, messages: MessageBatch) -> DecodedPoll:
         """Decode ``messages`` and sort the rows out; touches no state of the daemon, so
         that it can run on the worker thread."""
         rows, first_lines = self.decode(messages)
@@ -665,54 +580,39 @@ class Daemon:
         kept = None
         if labelled.any():
             kept = rows if labelled.all() else rows.select(labelled, rows.rejected)
-        return _Decoded(first_lines, unlabelled, kept, list(rows.rejected))
+        return DecodedPoll(first_lines, unlabelled, kept, list(rows.rejected))
 
-    def _apply(self, messages: MessageBatch, decoded: _Decoded, positions: Positions) -> None:
+    def _apply(self, messages: MessageBatch, decoded: DecodedPoll, positions: Positions) -> None:
         """Predict, learn and reject what ``messages`` decoded to; then the daemon is at
         ``positions``."""
         self._count_skipped(messages)
-        if self.keyed is not None:
-            self._apply_keyed(messages, decoded)
-            self.positions = positions
-            return
-        questions = decoded.unlabelled
-        rejected = decoded.rejected
-        if decoded.labelled is None:
-            if questions is not None:
-                self._predict(messages, decoded.first_lines(), questions, None)
-        else:
-            # admitted here, not when decoded ahead: the model as this batch finds it
-            learn, rejected = self.learner.admit(decoded.labelled, self.settings.limits)
-            if self.group is None:
-                self._learn_and_predict(messages, decoded, learn, rejected)
-            else:
-                self._learn_in_sync(messages, decoded, learn, rejected, positions)
-        if rejected:
-            self._reject(messages, decoded.first_lines(), rejected)
-        self.positions = positions
-
-    def _apply_keyed(self, messages: MessageBatch, decoded: _Decoded) -> None:
-        """:meth:`_apply` for keyed models: each key's rows to its model, answered
-        and rejected as one model's are."""
-        assert self.keyed is not None
-        started = self.clock()
-        first_lines = decoded.first_lines()
-        keys = [messages.key(i) for i in range(len(messages))]
-        batch = KeyedBatch(keys, messages.partitions, messages.offsets, first_lines,
-                           decoded.labelled, decoded.unlabelled)  # fmt: skip
-        done = self.keyed.apply(batch, self.settings.limits, self.settings.replay or NO_REPLAY)
-        self.stream_examples += done.learned
-        self._learned(done.learned, started)
+        done = self.mode.learn_poll(
+            Poll(messages, decoded, positions, self.stream_examples), self._intake
+        )
+        self._took(done)
         if decoded.unlabelled is not None:
             self.observer.count_examples("predicted", decoded.unlabelled.n_rows)
-        if self.sink is not None:
-            headers = [("content-type", self.learner.answer_type.encode())]
-            for owner, answer in done.answers:
-                self.sink.send(messages.key(owner), answer, origin=_origin(messages, owner),
-                               headers=headers)  # fmt: skip
-        rejected = sorted([*decoded.rejected, *done.rejected], key=lambda item: item.line)
-        if rejected:
-            self._reject(messages, first_lines, rejected)
+        self.outputs.answer(messages, done.answers, self.learner.answer_type)
+        if done.rejected:
+            self.outputs.reject(messages, decoded.first_lines(), done.rejected)
+        self.positions = positions
+
+    def _took(self, done: Outcome) -> None:
+        """Take the count of stream examples a mode's learning left, and report what it
+        learned: the time it took, its examples, and the progressive accuracy's new
+        judgements (examples held for delta='auto' are presented, and judged, later,
+        all at once; a group's common model judges its member's examples)."""
+        self.stream_examples = done.seen
+        if done.learned is None:
+            return
+        self.version += 1
+        self.observer.observe_learn_batch(self.clock() - done.started)
+        self.observer.count_examples("learned", done.learned)
+        presented, mistakes = self.mode.progressive()
+        new = (presented - self._presented_seen, mistakes - self._mistakes_seen)
+        self._presented_seen, self._mistakes_seen = presented, mistakes
+        judged, wrong = done.judged if done.judged is not None else new
+        self.observer.count_progressive(judged - wrong, wrong)
 
     def _count_skipped(self, messages: MessageBatch) -> None:
         """Count the messages that hold no example: null values (tombstones) and empty
@@ -734,14 +634,7 @@ class Daemon:
         skipped = source.unreadable()
         if not skipped:
             return
-        for item in skipped:
-            self.observer.count_unreadable(item.reason, 1)
-            self._unreadable_log.report(item)
-            if self.dead_letters is not None and item.raw is not None:
-                self.dead_letters.send(
-                    item.key, item.raw, origin=(item.partition, item.first_offset),
-                    headers=dead_letter_headers(item),
-                )  # fmt: skip
+        self.outputs.unreadable(skipped)
         if self._in_flight is None:  # every message the source returned is applied
             self.positions = self.source.position()
             self.mode.stands_at(self.positions)
@@ -753,23 +646,6 @@ class Daemon:
             if held != self._held:
                 self.observer.set_held(held)
                 self._held = held
-
-    def _watch_progress(self, lag: Mapping[int, int], now: float) -> None:
-        """Find the partitions that make no progress (see :class:`PartitionProgress`):
-        logged when they stall and when they move again, counted in the metrics."""
-        positions = self.source.position()
-        stalled = self._progress.observe(positions, lag, now)
-        for partition in sorted(stalled - self.stalled):
-            log.error(
-                "partition %d makes no progress: %d messages wait there and the position "
-                "has stayed at %s for %.0f s; the daemon reports not ready", partition,
-                lag.get(partition, 0), positions.get(partition), self.settings.stall_timeout,
-            )  # fmt: skip
-        for partition in sorted(self.stalled - stalled):
-            log.info("partition %d makes progress again", partition)
-        if stalled != self.stalled:
-            self.observer.set_stalled(len(stalled))
-        self.stalled = stalled
 
     def take_snapshot(self) -> None:
         """Store the learner's summary for readers on other threads."""
@@ -812,19 +688,9 @@ class Daemon:
         refused. Raises :class:`UnknownKeyError` for a key without a model here, and
         :class:`InvalidInputError` for a post that names no key to keyed models (or one
         to the one model)."""
-        if self.keyed is not None:
-            if posted.key is None:
-                raise InvalidInputError("this daemon learns one model per key: name it")
-            started = self.clock()
-            applied = self.keyed.learn_posted(posted.key, posted.rows, self.settings.limits)
-            self.stream_examples += applied.learned
-            self._learned(applied.learned, started)
-            return applied.learned, applied.rejected
-        if posted.key is not None:
-            raise InvalidInputError("this daemon learns one model: drop the key")
-        batch, rejected = self.learner.admit(posted.rows, self.settings.limits)
-        self._learn(batch)
-        return batch.n_examples, rejected
+        done = self.mode.learn_post(posted, self._intake, self.stream_examples)
+        self._took(done)
+        return done.learned or 0, done.rejected
 
     def _publish_if_due(self) -> None:
         """Publish a copy of the model when the HTTP API wants one (see
@@ -844,247 +710,8 @@ class Daemon:
         settings = self.settings
         self._publish_every = max(settings.publish_interval, took / settings.publish_share)
 
-    def _learn(self, batch: Examples) -> None:
-        if batch.n_examples == 0:
-            return
-        started = self.clock()
-        self._learn_on_schedule(batch)
-        self._learned(batch.n_examples, started)
-
-    def _learn_on_schedule(self, batch: Examples) -> None:
-        """Learn ``batch``, replaying where the schedule says; reports nothing."""
-        if batch.n_examples:
-            self.stream_examples = self.learner.learn_on_schedule(
-                batch, self.settings.replay or NO_REPLAY, self.stream_examples
-            )
-
-    def _learn_and_predict(
-        self, messages: MessageBatch, decoded: _Decoded, batch: Examples, rejected: list[Rejected]
-    ) -> None:
-        """Learn ``batch`` and answer the poll's questions, each after the examples
-        before it in the stream (``rejected``: the poll's rejections, the admission's
-        among them)."""
-        questions = decoded.unlabelled
-        if questions is None:
-            self._learn(batch)
-            return
-        before = np.searchsorted(_admitted_lines(decoded, rejected), questions.line_numbers)
-        started = self.clock()
-        self._learn_piece(messages, decoded.first_lines(), batch, questions, before)
-        self._learned(batch.n_examples, started)
-
-    def _learn_in_sync(
-        self,
-        messages: MessageBatch,
-        decoded: _Decoded,
-        batch: Examples,
-        rejected: list[Rejected],
-        positions: Positions,
-    ) -> None:
-        """A group member's :meth:`_learn_and_predict`: ``batch`` learned in pieces of
-        whole messages, each ending with the message where the member's sync policy
-        comes due (every ``--sync-every`` examples, :meth:`GroupMember.until_check`).
-        After each piece but the last, the member is told what it learned from each
-        partition and where the piece's messages end, and may publish: a record holds
-        the share of the examples up to a cut and the positions just past their
-        messages, whatever the size of the poll. The last piece ends at ``positions``
-        (the source's after the poll); the turn after the batch decides for it."""
-        group = self.group
-        assert group is not None
-        started = self.clock()
-        first_lines = decoded.first_lines()
-        lines = _admitted_lines(decoded, rejected)
-        owners = _owners(first_lines, lines)  # the message of each admitted row
-        questions = decoded.unlabelled
-        asked = np.empty(0, dtype=np.int64)
-        if questions is not None:
-            asked = _owners(first_lines, questions.line_numbers)
-        n = batch.n_examples
-        row = message = question = 0
-        judged = (0, 0)
-        while True:
-            stop = min(n, row + group.until_check())
-            if stop < n:  # to the end of the message of the piece's last row
-                stop = int(np.searchsorted(owners, owners[stop - 1], side="right"))
-            last = stop == n
-            end = len(messages) if last else int(owners[stop - 1]) + 1
-            asked_stop = len(asked) if last else int(np.searchsorted(asked, end))
-            piece = batch if row == 0 and last else batch.slice(row, stop)
-            # the common model changes only between pieces: it answers the piece's
-            # questions, and judges its examples, as it stands at the piece's start
-            if questions is not None and asked_stop > question:
-                self._predict(messages, first_lines, questions.slice(question, asked_stop), None)
-            judged = self._judged_by_the_group(piece, judged)
-            self._learn_on_schedule(piece)
-            counts = _counts(messages.partitions[owners[row:stop]])
-            if last:
-                group.learned(counts, positions)
-                break
-            group.learned(counts, messages.slice(message, end).end_positions())
-            group.sync()
-            row, message, question = stop, end, asked_stop
-        if n:
-            self._learned(n, started, judged)
-
-    def _judged_by_the_group(self, batch: Examples, judged: tuple[int, int]) -> tuple[int, int]:
-        """``judged`` (examples, mistakes) with ``batch``'s examples judged by the
-        common model (a member's progressive accuracy is that of the model it answers
-        with, not its learner's): a mistake where the label it would answer (+1 for a
-        positive score, else -1) is not the example's."""
-        assert self.group is not None and isinstance(batch, Batch)
-        if not batch.n_examples:
-            return judged
-        scores = self.group.predictor().scores((batch.indptr, batch.indices, batch.values))
-        mistakes = int(np.count_nonzero((scores > 0.0) != (batch.labels > 0)))
-        return judged[0] + batch.n_examples, judged[1] + mistakes
-
-    def _learn_piece(
-        self,
-        messages: MessageBatch,
-        first_lines: npt.NDArray[np.int64],
-        batch: Examples,
-        questions: ParsedRows | None,
-        before: npt.NDArray[np.int64],
-    ) -> None:
-        """Learn ``batch`` and answer ``questions``, question ``j`` just before row
-        ``before[j]``; reports nothing."""
-        if questions is not None and self.sink is None:  # counted, answered nowhere
-            self.observer.count_examples("predicted", questions.n_rows)
-            questions = None
-        if questions is None:
-            self._learn_on_schedule(batch)
-            return
-        self.stream_examples, answers = self.learner.learn_and_answer(
-            batch, (questions.indptr, questions.indices, questions.values), before,
-            self.settings.replay or NO_REPLAY, self.stream_examples,
-        )  # fmt: skip
-        self._predict(messages, first_lines, questions, answers)
-
-    def _learned(
-        self, batch: Examples | int, started: float, judged: tuple[int, int] | None = None
-    ) -> None:
-        """Report ``batch`` (or that many examples), learned since ``started``;
-        ``judged``: (examples, mistakes) of the progressive accuracy when a model other
-        than the learner judged them (a group's common model)."""
-        self.version += 1
-        self.observer.observe_learn_batch(self.clock() - started)
-        learned = batch if isinstance(batch, int) else batch.n_examples
-        self.observer.count_examples("learned", learned)
-        # examples held for delta='auto' are presented (and judged) later, all at once
-        presented, mistakes = self._progressive()
-        new_mistakes = mistakes - self._mistakes_seen
-        new_presented = presented - self._presented_seen
-        self._mistakes_seen, self._presented_seen = mistakes, presented
-        if judged is not None:
-            new_presented, new_mistakes = judged
-        self.observer.count_progressive(new_presented - new_mistakes, new_mistakes)
-
-    def _progressive(self) -> tuple[int, int]:
-        """Examples judged before learning them so far, and the mistakes among them."""
-        return self.mode.progressive()
-
-    def _model_of_kind(self, model: Model, path: str) -> Model:
-        """``model`` if it is the kind (bank or binary) this daemon was started for."""
-        held = self.spec.kind_problem(model)
-        if held is not None:
-            start = "without" if self.spec.one_vs_rest else "with"
-            raise StateError(
-                f"checkpoint {path} holds {held}: start serve {start} --one-vs-rest, "
-                "or with another --checkpoint-dir"
-            )
-        return model
-
-    def _predict(
-        self,
-        messages: MessageBatch,
-        first_lines: npt.NDArray[np.int64],
-        rows: ParsedRows,
-        answers: list[bytes] | None,
-    ) -> None:
-        """Send the answers to ``rows`` (None: the model's answers now)."""
-        self.observer.count_examples("predicted", rows.n_rows)
-        if self.sink is None:
-            return
-        if answers is None:
-            features = (rows.indptr, rows.indices, rows.values)
-            answers = self.mode.answers(features)
-        owners = _owners(first_lines, rows.line_numbers).tolist()
-        send = self.sink.send
-        headers = [("content-type", self.learner.answer_type.encode())]
-        for owner, answer in zip(owners, answers, strict=True):
-            send(messages.key(owner), answer, origin=_origin(messages, owner), headers=headers)
-
-    def _reject(
-        self, messages: MessageBatch, first_lines: npt.NDArray[np.int64], rejected: list[Rejected]
-    ) -> None:
-        for item in rejected:
-            self.observer.count_rejected(item.reason, 1)
-        self.observer.count_examples("rejected", len(rejected))
-        owners = _owners(first_lines, np.array([r.line for r in rejected], dtype=np.int64))
-        for owner, item in zip(owners.tolist(), rejected, strict=True):
-            partition, offset = _origin(messages, owner)
-            line = item.line - int(first_lines[owner]) + 1
-            self._rejected_log.report(
-                rejected_line(self.source.stream, partition, offset, line, item.reason)
-            )
-        if self.dead_letters is not None:  # each message whole: a null value stays null
-            for owner in sorted(set(owners.tolist())):
-                self.dead_letters.send(
-                    messages.key(owner), messages.raw_value(owner),
-                    origin=_origin(messages, owner), headers=messages.all_headers(owner),
-                )  # fmt: skip
-
-    def _sinks(self) -> list[tuple[str, Sink]]:
-        """The sinks the daemon has, by their name in the logs and the metrics."""
-        named = (("predictions", self.sink), ("dead_letters", self.dead_letters))
-        return [(name, sink) for name, sink in named if sink is not None]
-
-    def _deliver_sent(self) -> None:
-        """Wait (``flush_timeout`` at most) for the predictions and dead letters sent so
-        far to be delivered or to fail (failures are reported). A checkpoint past their
-        input messages while they are still on their way would lose them for good if the
-        daemon then stopped: a restart from the checkpoint before sends them again."""
-        timeout = self.budget.cap(self.settings.flush_timeout)
-        deadline = self.clock() + timeout
-        waiting = []
-        for name, sink in self._sinks():
-            on_their_way = sink.flush(max(0.0, deadline - self.clock()))
-            if on_their_way:
-                plural = "s" if on_their_way > 1 else ""
-                waiting.append(f"{on_their_way} {SINKS[name]}{plural}")
-        self._report_undelivered()
-        if waiting:
-            raise UndeliveredError(
-                f"checkpoint not written: {' and '.join(waiting)} still on their way "
-                f"after {timeout:.3g} s (is the broker reachable?)"
-            )
-
-    def _report_undelivered(self) -> None:
-        """Log and count the predictions and dead letters the sinks could not deliver:
-        each is lost, but the stream goes on (a sink's failure must not stop learning)."""
-        for name, sink in self._sinks():
-            failed = sink.undelivered()
-            if not failed:
-                continue
-            self.observer.count_undelivered(name, len(failed))
-            for item in failed[:SHOWN_UNDELIVERED]:
-                log.error("%s of partition %d offset %d not delivered (the stream goes on): %s",
-                          SINKS[name], item.partition, item.offset, item.reason)  # fmt: skip
-            if len(failed) > SHOWN_UNDELIVERED:
-                log.error("%d more %ss not delivered", len(failed) - SHOWN_UNDELIVERED,
-                          SINKS[name])  # fmt: skip
-
     def _checkpoint_due(self) -> bool:
-        if self._checkpoint_requested:
-            return True
-        settings = self.settings
-        elapsed = self.clock() - self._checkpoint_clock
-        new = self.stream_examples - self._examples_at_checkpoint
-        every = settings.checkpoint_every
-        if every is not None and new >= every and elapsed >= settings.checkpoint_min_interval:
-            return True
-        changed = new != 0 or self.version != self._version_at_checkpoint
-        return changed and elapsed >= settings.checkpoint_interval
+        return self._checkpoints.due(self.clock(), self.stream_examples, self.version)
 
     def _checkpoint_or_carry_on(self) -> None:
         """A checkpoint during the run: one that fails (a full disk, say) is logged and
@@ -1096,9 +723,7 @@ class Daemon:
         except CheckpointError as exc:
             log.error("%s; learning goes on, the next checkpoint is due as if this one "
                       "had been written", exc)  # fmt: skip
-            self._checkpoint_clock = self.clock()
-            self._examples_at_checkpoint = self.stream_examples
-            self._version_at_checkpoint = self.version
+            self._checkpoints.mark(self.clock(), self.stream_examples, self.version)
 
     def checkpoint(self) -> None:
         """Write the learner, buffer and positions; then commit the positions (without a
@@ -1108,8 +733,8 @@ class Daemon:
         fails or when predictions or dead letters sent before are still on their way
         (see :meth:`_deliver_sent`).
         """
-        self._checkpoint_requested = False
-        self._deliver_sent()
+        self._checkpoints.requested = False
+        self.outputs.deliver_sent(self.settings.flush_timeout)
         if self.store is not None:
             started = self.clock()
             extra = self.mode.checkpoint_extra()
@@ -1117,9 +742,7 @@ class Daemon:
                 log.warning("checkpoint skipped: this member's record could not be "
                             "published, which the checkpoint must match; the next one is "
                             "due as if it had been written")  # fmt: skip
-                self._checkpoint_clock = self.clock()
-                self._examples_at_checkpoint = self.stream_examples
-                self._version_at_checkpoint = self.version
+                self._checkpoints.mark(self.clock(), self.stream_examples, self.version)
                 return
             path = self.store.write({**self.payload(), **extra})
             seconds = self.clock() - started
@@ -1134,9 +757,7 @@ class Daemon:
             if saved is not None:
                 self.observer.observe_checkpoint(self.clock() - started, saved, time.time())
                 self.source.commit(dict(self.positions))
-        self._examples_at_checkpoint = self.stream_examples
-        self._version_at_checkpoint = self.version
-        self._checkpoint_clock = self.clock()
+        self._checkpoints.mark(self.clock(), self.stream_examples, self.version)
 
     def payload(self) -> dict[str, Any]:
         """What a checkpoint holds."""
@@ -1152,27 +773,25 @@ class Daemon:
         return payload
 
 
-def _origin(messages: MessageBatch, i: int) -> tuple[int, int]:
-    """The partition and offset of message ``i``."""
-    return int(messages.partitions[i]), int(messages.offsets[i])
-
-
-def _counts(partitions: npt.NDArray[np.int32]) -> dict[int, int]:
-    """How many times each partition appears (one per example learned from it)."""
-    found, counts = np.unique(partitions, return_counts=True)
-    return dict(zip(found.tolist(), counts.tolist(), strict=True))
-
-
-def _admitted_lines(decoded: _Decoded, rejected: list[Rejected]) -> npt.NDArray[np.int64]:
-    """Line numbers of the labelled rows the model admitted: all but those its admission
-    refused (``rejected``: the poll's rejections, the admission's among them)."""
-    assert decoded.labelled is not None
-    lines: npt.NDArray[np.int64] = decoded.labelled.line_numbers
-    if len(rejected) > len(decoded.rejected):  # admission refused some rows
-        lines = lines[~np.isin(lines, [item.line for item in rejected])]
-    return lines
-
-
-def _owners(first_lines: np.ndarray, lines: np.ndarray) -> np.ndarray:
-    """Index of the message each line number belongs to (messages start at first_lines)."""
-    return np.searchsorted(first_lines, lines, side="right") - 1
+def _resumable(spec: ModelSpec, payload: Mapping[str, Any], path: Path, stream: str) -> Model:
+    """The model a daemon checkpoint holds, refused (:class:`StateError`) when its
+    positions are in another stream (a checkpoint of another topic) or its model is not
+    the kind (bank or binary) ``spec`` asks for."""
+    held_stream = payload.get("stream")
+    if held_stream is None:  # written before checkpoints named their stream
+        log.info("%s does not name its stream: its positions are taken as %s's",
+                 path, stream)  # fmt: skip
+    elif held_stream != stream:
+        raise StateError(
+            f"checkpoint {path} holds positions in {held_stream}, not in {stream}: start "
+            "with the same source, or with another --checkpoint-dir to start afresh"
+        )
+    model = spec.restore(payload["learner"])
+    held = spec.kind_problem(model)
+    if held is not None:
+        start = "without" if spec.one_vs_rest else "with"
+        raise StateError(
+            f"checkpoint {path} holds {held}: start serve {start} --one-vs-rest, "
+            "or with another --checkpoint-dir"
+        )
+    return model

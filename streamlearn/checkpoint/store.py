@@ -232,6 +232,21 @@ class CheckpointStore:
                 logger.warning("skipping unreadable checkpoint: %s", exc)
         return None
 
+    def latest_to_resume(self) -> tuple[Path, Checkpoint] | None:
+        """:meth:`latest`, for a daemon about to resume from it: None only when the
+        directory holds no checkpoint at all. Raises :class:`CheckpointError` when it
+        holds some and none reads back: starting empty would resume from the consumer
+        group's committed offsets, past everything those checkpoints had learned."""
+        latest = self.latest()  # logs why each unreadable one is skipped
+        if latest is None and self.paths():
+            raise CheckpointError(
+                f"none of the checkpoints in {self.directory} can be read (see the "
+                "warnings above); restore a readable one, or to start afresh move them "
+                "away or use another --checkpoint-dir (with another --group to read the "
+                "topic from its beginning)"
+            )
+        return latest
+
     def _numbered(self) -> list[tuple[int, Path]]:
         try:
             names = os.listdir(self.directory)

@@ -17,7 +17,10 @@ set()
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
+
+log = logging.getLogger("streamlearn.daemon")
 
 
 class PartitionProgress:
@@ -47,3 +50,30 @@ class PartitionProgress:
                 stalled.add(partition)
         self._seen = seen
         return stalled
+
+
+class StallWatch:
+    """:class:`PartitionProgress` for a daemon: the partitions stalled as of the last
+    look (:attr:`stalled`), each logged when it stalls and when it moves again, their
+    count told to ``report`` whenever it changes."""
+
+    def __init__(self, timeout: float, report: Callable[[int], None]) -> None:
+        self.timeout = timeout
+        self.report = report
+        self.stalled: set[int] = set()
+        self._progress = PartitionProgress(timeout)
+
+    def look(self, positions: Mapping[int, int], lag: Mapping[int, int], now: float) -> None:
+        """Look at the source's ``positions`` and ``lag`` at ``now``."""
+        stalled = self._progress.observe(positions, lag, now)
+        for partition in sorted(stalled - self.stalled):
+            log.error(
+                "partition %d makes no progress: %d messages wait there and the position "
+                "has stayed at %s for %.0f s; the daemon reports not ready", partition,
+                lag.get(partition, 0), positions.get(partition), self.timeout,
+            )  # fmt: skip
+        for partition in sorted(self.stalled - stalled):
+            log.info("partition %d makes progress again", partition)
+        if stalled != self.stalled:
+            self.report(len(stalled))
+        self.stalled = stalled

@@ -159,3 +159,32 @@ def test_the_checks_see_what_they_look_for() -> None:
     assert [use.split(": ")[1] for use in foreign_private_uses("x.py", crossing)] == ["learner._w"]
     branching = ast.parse("if isinstance(model, (ModelBank, str)):\n    pass\n")
     assert len(list(kind_checks(branching))) == 1
+
+
+#: what says which mode the serve loop runs: the modes and what they wrap
+MODE_NAMES = {"SingleModel", "GroupMode", "KeyedMode", "GroupMember", "KeyedModels"}
+
+
+def mode_mentions(cls: ast.ClassDef) -> Iterator[str]:
+    """Names of a mode (or of what one wraps) in ``cls``'s methods, and the attributes
+    ``group``/``keyed`` read on it, outside ``__init__`` (which builds the mode)."""
+    for method in cls.body:
+        if not isinstance(method, ast.FunctionDef) or method.name == "__init__":
+            continue
+        for node in ast.walk(method):
+            if isinstance(node, ast.Name) and node.id in MODE_NAMES:
+                yield f"{method.name}, line {node.lineno}: {node.id}"
+            elif isinstance(node, ast.Attribute) and node.attr in ("group", "keyed"):
+                yield f"{method.name}, line {node.lineno}: {ast.unparse(node)}"
+
+
+def test_the_serve_loop_never_asks_which_mode_it_runs() -> None:
+    """Past its constructor, the daemon's loop only calls the ``Mode`` protocol: a new
+    mode is a module of ``modes/``, not a branch in the loop."""
+    daemon = next(node for node in ast.walk(TREES["daemon.py"])
+                  if isinstance(node, ast.ClassDef) and node.name == "Daemon")  # fmt: skip
+    assert list(mode_mentions(daemon)) == []
+    branching = ast.parse(
+        "class D:\n    def f(self):\n        if isinstance(self.mode, GroupMode): self.keyed\n"
+    )
+    assert len(list(mode_mentions(branching.body[0]))) == 2  # type: ignore[arg-type]

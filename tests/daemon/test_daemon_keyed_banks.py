@@ -22,6 +22,7 @@ from streamlearn.http.live import LiveModel
 from streamlearn.http.server import HttpServer
 from streamlearn.keyed import KeyedModels, MemoryStates, decode_record
 from streamlearn.learn import ModelBank
+from streamlearn.modes import KeyedMode
 from streamlearn.parse.messages import MessageDecoder
 
 LEARNER = LearnerSpec.from_options("pdm", {"eps": 0.1, "delta": "1", "buffer_size": 300})
@@ -65,7 +66,9 @@ def test_each_key_has_a_bank_of_its_own_classes_and_spills_change_nothing() -> N
     daemon, sink = run(BANKS, tight, max_models=1)
     run(BANKS, free, max_models=10)
     assert daemon.stream_examples == 600
-    assert daemon.keyed is not None and daemon.keyed.spilled > 10  # one bank in memory
+    assert (
+        isinstance(daemon.mode, KeyedMode) and daemon.mode.keyed.spilled > 10
+    )  # one bank in memory
     answers: dict[bytes | None, list[int]] = {}
     for key, value in sink.sent:
         answers.setdefault(key, []).append(json.loads(value)["label"])
@@ -84,7 +87,7 @@ def test_a_key_whose_record_holds_the_other_kind_starts_anew() -> None:
     store = MemoryStates()
     run(BINARY, store, max_models=10)  # binary models' records (labels 1, 2, 3 refused)
     daemon, _ = run(BANKS, store, max_models=10)
-    assert daemon.keyed is not None and daemon.keyed.refused == 2
+    assert isinstance(daemon.mode, KeyedMode) and daemon.mode.keyed.refused == 2
     for key in (b"a", b"b"):
         record = decode_record(store.find(key) or b"", key)
         assert isinstance(BANKS.restore(record.state), ModelBank) and record.examples == 300
