@@ -168,13 +168,14 @@ def served() -> Iterator[Served]:
 
 @contextlib.contextmanager
 def turning(daemon: Daemon, source: KeyedSource) -> Iterator[None]:
-    """``daemon`` running on a thread of its own, once it has read ``source`` (60 s at
-    most); stopped at the end."""
+    """``daemon`` running on a thread of its own, once it has learned all of ``source``
+    (60 s at most: read, and the last poll, decoded ahead, applied too); stopped at the
+    end."""
     thread = threading.Thread(target=daemon.run)
     thread.start()
     try:
         deadline = time.monotonic() + 60
-        while source.next[0] < len(source.keys) and time.monotonic() < deadline:
+        while daemon.positions.get(0, 0) < len(source.keys) and time.monotonic() < deadline:
             time.sleep(0.01)
         yield
     finally:
