@@ -31,6 +31,7 @@ from streamlearn.learn import (
     learner_from_state,
     model_from_state,
 )
+from streamlearn.learn.export import load_json
 from streamlearn.replay import ActiveSetSchedule
 from streamlearn.types import Batch
 
@@ -59,5 +60,6 @@ __all__ = [
     "TMargitron",
     "__version__",
     "learner_from_state",
+    "load_json",
     "model_from_state",
 ]

@@ -394,6 +394,7 @@ def make_app(learners: LearnerTable = LEARNERS) -> typer.Typer:
     made.command(name="predict", epilog=EPILOG)(_command(predict, learners))
     made.command(name="eval", epilog=EPILOG)(_command(evaluate_command, learners))
     made.command(name="inspect", epilog=EPILOG)(_command(inspect, learners))
+    made.command(name="export", epilog=EPILOG)(_command(export, learners))
     made.command(name="warmup")(_command(warmup, learners))
     return made
 
@@ -936,6 +937,32 @@ def inspect(
                 details["exported_buffer_examples"] = export_buffer(learner, str(export_buffer_to))
                 details["exported_buffer"] = str(export_buffer_to)
         _print_report(details, as_json)
+
+
+def export(
+    *,
+    learners: LearnerTable,
+    model: Annotated[Path, typer.Argument(help="Model file written by learn.", metavar="FILE")],
+    format: Annotated[
+        Literal["json"],
+        typer.Option("--format", help="json (docs/export.md).", metavar="FORMAT"),
+    ] = "json",
+    output: Annotated[
+        str,
+        typer.Option("--output", "-o", help="File to write; - for stdout.", metavar="FILE"),
+    ] = "-",
+) -> None:
+    """Write a model's weights, intercept, calibration and certificate for other tools."""
+    from streamlearn.learn.export import export_json
+
+    with _errors_to_exit_codes():
+        learner, job = load_model(str(model), learners)
+        examples = int(job.get("stream_examples") or 0)
+        text = json.dumps(export_json(learner, examples), allow_nan=False) + "\n"
+        if output == "-":
+            sys.stdout.write(text)
+        else:
+            Path(output).write_text(text)
 
 
 #: the command line over streamlearn's own learners

@@ -43,6 +43,7 @@ from streamlearn.http.auth import authorized
 from streamlearn.http.live import BusyError, ClosedError, LiveModel, Published
 from streamlearn.http.openapi import openapi_document
 from streamlearn.http.server import BODY_TIMEOUT, MAX_BODY, Handler, read_body
+from streamlearn.learn.export import document_of
 from streamlearn.learn.predictor import finite
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.parse.svmlight import TEXT_CHARS
@@ -108,6 +109,7 @@ def api_handler(
         "/predict": ("POST", api.predict),
         "/learn": ("POST", api.learn),
         "/model": ("GET", api.model),
+        "/model/weights": ("GET", api.weights),
         "/openapi.json": ("GET", openapi),
     }
 
@@ -222,6 +224,21 @@ class _Api:
             published, copy = await self._key_copy(request, await self._fresh())
             description = copy.description
         return _json({**description, "version": published.version})
+
+    async def weights(self, request: web.BaseRequest) -> web.Response:
+        """The model's weights as ``streamlearn export`` writes them (one key's with
+        ``?key=``, as for /model)."""
+        description = self.live.description()
+        published = self.live.published()
+        if published is None or not description:
+            raise _error(web.HTTPServiceUnavailable, "the model is not loaded yet")
+        predictor = published.predictor
+        if _keyed(published):
+            published, copy = await self._key_copy(request, await self._fresh())
+            predictor, description = copy.predictor, copy.description
+        elif "key" in request.query:
+            raise _error(web.HTTPBadRequest, _ONE_MODEL)
+        return _json({**document_of(predictor, description), "version": published.version})
 
     async def _key_copy(
         self, request: web.BaseRequest, published: Published

@@ -2,7 +2,7 @@
 
 >>> document = openapi_document(4 << 20)
 >>> document["openapi"], sorted(document["paths"])
-('3.1.0', ['/learn', '/model', '/openapi.json', '/predict'])
+('3.1.0', ['/learn', '/model', '/model/weights', '/openapi.json', '/predict'])
 """
 
 from __future__ import annotations
@@ -189,6 +189,20 @@ def openapi_document(max_body: int) -> dict[str, Any]:
                     "responses": {
                         "200": {
                             "description": "the model's description",
+                            "content": {"application/json": {"schema": {"type": "object"}}},
+                        },
+                        **_errors(400, 401, 404, 503),
+                    },
+                }
+            },
+            "/model/weights": {
+                "get": {
+                    "summary": "The model's weights, intercept, calibration and certificate, "
+                    "as `streamlearn export` writes them (docs/export.md)",
+                    "parameters": [_KEY],
+                    "responses": {
+                        "200": {
+                            "description": "the streamlearn-linear document",
                             "content": {"application/json": {"schema": {"type": "object"}}},
                         },
                         **_errors(400, 401, 404, 503),

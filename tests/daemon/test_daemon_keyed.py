@@ -25,6 +25,7 @@ from streamlearn.http.api import api_handler
 from streamlearn.http.live import LiveModel
 from streamlearn.http.server import HttpServer
 from streamlearn.keyed import KeyedModels, MemoryStates, decode_record
+from streamlearn.learn.export import load_json
 from streamlearn.metrics import DaemonMetrics
 from streamlearn.parse.messages import MessageDecoder
 from streamlearn.sources.base import Message, MessageBatch
@@ -181,6 +182,19 @@ def turning(daemon: Daemon, source: KeyedSource) -> Iterator[None]:
     finally:
         daemon.request_stop()
         thread.join(30)
+
+
+def test_the_weights_of_a_key_are_that_keys_model(served: Served) -> None:
+    status, document = served.request("GET", "/model/weights?key=b")
+    assert status == 200 and document["kind"] == "binary", document
+    status, answer = served.request("POST", "/predict?key=b", PROBE)
+    assert status == 200, answer
+    rows = (np.array([0, 6]), np.arange(6, dtype=np.int32), np.ones(6))
+    assert load_json(document).scores(rows).tolist() == [answer["predictions"][0]["score"]]
+    status, other = served.request("GET", "/model/weights?key=a")
+    assert status == 200 and other["weights"] != document["weights"]
+    assert served.request("GET", "/model/weights")[0] == 400  # keyed: name the key
+    assert served.request("GET", "/model/weights?key=nobody")[0] == 404
 
 
 def test_the_api_answers_with_the_model_a_request_names(served: Served) -> None:

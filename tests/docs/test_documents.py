@@ -42,6 +42,7 @@ REFERENCE = {
     "predict": ["docs/cli.md"],
     "eval": ["docs/cli.md"],
     "inspect": ["docs/cli.md"],
+    "export": ["docs/cli.md", "docs/export.md"],
     # learner options: cli.md
     "serve": ["docs/operating.md", "docs/cli.md", "docs/group.md", "docs/keyed.md"],
     "warmup": ["docs/cli.md"],
@@ -49,8 +50,8 @@ REFERENCE = {
 #: flags of other tools that the reference pages name (Vowpal Wabbit's ``--passes``)
 FOREIGN_FLAGS = {"--passes"}
 #: the documents whose Python blocks run, and how many blocks each has at least
-RUNNABLE = {"README.md": 3, "docs/library.md": 6, "docs/extending.md": 1}
-COMMAND = re.compile(r"\bstreamlearn (learn|serve|predict|eval|inspect|warmup)\b([^|>;&`\n]*)")
+RUNNABLE = {"README.md": 3, "docs/library.md": 6, "docs/extending.md": 1, "docs/export.md": 1}
+COMMAND = re.compile(r"\bstreamlearn (learn|serve|predict|eval|inspect|export|warmup)\b([^|>;&`\n]*)")
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 #: a variable's name, not a prefix written as ``STREAMLEARN_KAFKA_SASL_*`` or ``..._<OPTION>``
 VARIABLE = re.compile(r"\bSTREAMLEARN_[A-Z0-9_]*[A-Z0-9]\b(?![<*])")

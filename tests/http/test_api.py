@@ -21,6 +21,7 @@ from streamlearn.http.live import Learned, LiveModel, Published
 from streamlearn.http.openapi import openapi_document
 from streamlearn.http.server import HttpServer
 from streamlearn.learn import PDM, ModelBank
+from streamlearn.learn.export import load_json
 from streamlearn.parse import ParsedRows
 from streamlearn.parse.features import stable_hash
 from streamlearn.parse.messages import MessageDecoder
@@ -285,6 +286,19 @@ def test_model_describes_with_the_version_and_no_nan(api: Api) -> None:
     assert answer == {"algorithm": "pdm", "certificate": {"certified_gap": None}, "version": 7}
 
 
+def test_the_weights_endpoint_gives_a_document_that_answers_as_the_api_does(api: Api) -> None:
+    status, document, _ = api.request("GET", "/model/weights")
+    assert status == 200 and document["version"] == 7 and document["kind"] == "binary"
+    assert document["certificate"] == {"certified_gap": None}  # as /model says it
+    lines = b"1:0.5 3:-2\n2:1 6:0.25\n4:3\n"
+    status, answer, _ = api.request("POST", "/predict", lines)
+    assert status == 200
+    rows = decode(lines, "svmlight")
+    reloaded = load_json(document).scores((rows.indptr, rows.indices, rows.values))
+    assert reloaded.tolist() == [p["score"] for p in answer["predictions"]]
+    assert api.request("GET", "/model/weights?key=a")[0] == 400  # one model: no key
+
+
 def test_a_token_is_asked_for_everywhere_but_the_description() -> None:
     for api in serve(trained(), token=TOKEN):
         status, _, response = api.request("POST", "/predict", b"1:1")
@@ -299,7 +313,8 @@ def test_a_token_is_asked_for_everywhere_but_the_description() -> None:
 def test_the_description_lists_exactly_the_routes(api: Api) -> None:
     status, document, _ = api.request("GET", "/openapi.json")
     assert status == 200 and document == json.loads(json.dumps(openapi_document(1 << 16)))
-    served = {"/predict": {"post"}, "/learn": {"post"}, "/model": {"get"}, "/openapi.json": {"get"}}
+    served = {"/predict": {"post"}, "/learn": {"post"}, "/model": {"get"},
+              "/model/weights": {"get"}, "/openapi.json": {"get"}}  # fmt: skip
     assert {path: set(item) for path, item in document["paths"].items()} == served
     for path, methods in served.items():
         for method in methods:
