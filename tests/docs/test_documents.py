@@ -51,7 +51,9 @@ REFERENCE = {
 FOREIGN_FLAGS = {"--passes"}
 #: the documents whose Python blocks run, and how many blocks each has at least
 RUNNABLE = {"README.md": 3, "docs/library.md": 6, "docs/extending.md": 1, "docs/export.md": 1}
-COMMAND = re.compile(r"\bstreamlearn (learn|serve|predict|eval|inspect|export|warmup)\b([^|>;&`\n]*)")
+COMMAND = re.compile(
+    r"\bstreamlearn (learn|serve|predict|eval|inspect|export|warmup)\b([^|>;&`\n]*)"
+)
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 #: a variable's name, not a prefix written as ``STREAMLEARN_KAFKA_SASL_*`` or ``..._<OPTION>``
 VARIABLE = re.compile(r"\bSTREAMLEARN_[A-Z0-9_]*[A-Z0-9]\b(?![<*])")
