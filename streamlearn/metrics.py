@@ -59,7 +59,7 @@ ACTIVE_SET_LEVELS = ("1", "2", "3")
 #: the seconds buckets of one HTTP request (one example to a large batch)
 HTTP_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2.5)
 #: the HTTP API's endpoints, and what a request to none of them counts as
-HTTP_ENDPOINTS = ("/predict", "/learn", "/model", "/openapi.json", "other")
+HTTP_ENDPOINTS = ("/predict", "/learn", "/model", "/model/weights", "/openapi.json", "other")
 
 
 def new_registry() -> CollectorRegistry:
@@ -112,6 +112,10 @@ class ScrapeFacts:
     now: float
     state: Mapping[str, Any] | None
     per_label: bool
+    #: the certified gap the learner aims at (PDM's eps), when it has one
+    target_gap: float | None = None
+    #: seconds between two checkpoints while the model changes (--checkpoint-interval)
+    checkpoint_interval: float | None = None
 
 
 class _StateCollector(Collector):
@@ -145,6 +149,18 @@ class _StateCollector(Collector):
                 "streamlearn_last_checkpoint_timestamp_seconds",
                 "When the last checkpoint was written, in seconds since the epoch.",
                 facts.last_checkpoint,
+            )
+        if facts.target_gap is not None:
+            yield _gauge(
+                "streamlearn_target_certified_gap",
+                "The certified gap the learner's replay aims at (its eps).",
+                facts.target_gap,
+            )
+        if facts.checkpoint_interval is not None:
+            yield _gauge(
+                "streamlearn_checkpoint_interval_seconds",
+                "Seconds between two checkpoints while the model changes (--checkpoint-interval).",
+                facts.checkpoint_interval,
             )
         if facts.lag:
             family = GaugeMetricFamily(
@@ -406,6 +422,8 @@ class DaemonMetrics:
         self._correct = 0
         self._mistakes = 0
         self._last_checkpoint: float | None = None
+        self._target_gap: float | None = None
+        self._checkpoint_interval: float | None = None
         self._examples = Counter(
             "streamlearn_examples",
             "Examples by outcome: learned, predicted, or rejected before learning.",
@@ -599,8 +617,17 @@ class DaemonMetrics:
         """Describe the learner (its algorithm and its parameters as "k=v,..." sorted) and
         the streamlearn version that runs it."""
         text = ",".join(f"{key}={params[key]}" for key in sorted(params))
+        eps = params.get("eps")
+        target = float(eps) if isinstance(eps, int | float) and not isinstance(eps, bool) else None
         with self._lock:
             self._info = (algorithm, text, version)
+            self._target_gap = target if target is not None and math.isfinite(target) else None
+
+    def set_checkpoint_interval(self, seconds: float) -> None:
+        """Say how often the daemon checkpoints while its model changes (exported, so
+        that an alert can tell a checkpoint overdue)."""
+        with self._lock:
+            self._checkpoint_interval = seconds
 
     def facts(self) -> ScrapeFacts:
         """What a scrape reports beside the counters: readiness, the learner's info, lag,
@@ -608,7 +635,9 @@ class DaemonMetrics:
         with self._lock:
             held = (self._ready, self._info, dict(self._lag), self._correct, self._mistakes,
                     self._last_checkpoint)  # fmt: skip
-        return ScrapeFacts(*held, now=self._clock(), state=self._state(), per_label=self._per_label)
+            target, interval = self._target_gap, self._checkpoint_interval
+        return ScrapeFacts(*held, now=self._clock(), state=self._state(), per_label=self._per_label,
+                           target_gap=target, checkpoint_interval=interval)  # fmt: skip
 
     def render(self) -> tuple[bytes, str]:
         """The text exposition of the registry, and its content type."""

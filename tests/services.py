@@ -350,3 +350,64 @@ def _read_exactly(sock: socket.socket, n: int) -> bytes:
             raise ConnectionError("the broker closed the connection")
         data += chunk
     return data
+
+
+class Prometheus:
+    """A real Prometheus server on a free port, scraping ``targets`` (``host:port``)
+    every second and evaluating ``rule_files`` every second; its HTTP API at
+    :attr:`base`. Use it as a context manager (stopped at the end)."""
+
+    def __init__(self, directory: str, targets: Sequence[str], rule_files: Sequence[str] = ()):
+        import shutil
+
+        binary = shutil.which("prometheus")
+        if binary is None:
+            raise FileNotFoundError("prometheus is not installed (make install installs it)")
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        config = os.path.join(directory, "prometheus.yml")
+        rules = "".join(f"  - {path}\n" for path in rule_files)
+        with open(config, "w") as file:
+            file.write(
+                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                + (f"rule_files:\n{rules}" if rules else "")
+                + "scrape_configs:\n  - job_name: streamlearn\n    static_configs:\n"
+                + f"      - targets: {list(targets)!r}\n"
+            )
+        self._log = open(os.path.join(directory, "prometheus.log"), "wb")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [binary, f"--config.file={config}",
+             f"--storage.tsdb.path={os.path.join(directory, 'tsdb')}",
+             f"--web.listen-address=127.0.0.1:{self.port}"],
+            stdout=self._log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+    def api(self, path: str, **params: str) -> Any:
+        """The ``data`` of a successful answer of the HTTP API at ``path``."""
+        import json
+        import urllib.parse
+
+        url = f"{self.base}{path}"
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        with urllib.request.urlopen(url, timeout=5) as response:
+            body = json.load(response)
+        if body.get("status") != "success":
+            raise RuntimeError(f"{url}: {body}")
+        return body["data"]
+
+    def query(self, expression: str) -> list[Any]:
+        """The series ``expression`` gives now."""
+        return list(self.api("/api/v1/query", query=expression)["result"])
+
+    def __enter__(self) -> Prometheus:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()

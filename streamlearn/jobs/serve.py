@@ -347,6 +347,8 @@ def _serve(config: ServeConfig, token: str | None, stopper: _Stopper) -> None:
         source.listen(daemon)
     asked = info(daemon.learner)
     metrics.set_info(*asked, version=__version__)
+    if store is not None or keyed is not None:  # a daemon that checkpoints
+        metrics.set_checkpoint_interval(settings.checkpoint_interval)
     # the daemon takes the signals before its endpoint answers: once it does, a SIGTERM
     # stops the daemon cleanly
     stopper.attach(daemon, lambda: daemon.settled)

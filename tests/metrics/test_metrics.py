@@ -429,3 +429,18 @@ def test_keyed_models_export_counts_and_no_series_per_key(registry: CollectorReg
         result = subprocess.run([promtool, "check", "metrics"], input=body,
                                 capture_output=True, timeout=30)  # fmt: skip
         assert result.returncode == 0 and not (result.stdout + result.stderr).strip()
+
+
+def test_what_the_alerts_compare_with_is_exported_when_there_is_one(
+    registry: CollectorRegistry,
+) -> None:
+    """eps is the certified gap a learner aims at (none for a learner without one), the
+    checkpoint interval is there only once the daemon says it checkpoints."""
+    metrics = DaemonMetrics(registry, state=lambda: None)
+    metrics.set_info("perceptron", {"rho": 1.0}, version="test")
+    assert value(registry, "streamlearn_target_certified_gap") is None
+    assert value(registry, "streamlearn_checkpoint_interval_seconds") is None
+    metrics.set_info("pdm", {"eps": 0.05, "multiple_updates": True}, version="test")
+    metrics.set_checkpoint_interval(30.0)
+    assert value(registry, "streamlearn_target_certified_gap") == 0.05
+    assert value(registry, "streamlearn_checkpoint_interval_seconds") == 30.0
