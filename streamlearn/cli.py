@@ -31,6 +31,7 @@ from streamlearn.config import (
     LearnConfig,
     LearnerSpec,
 )
+from streamlearn.drift import DEFAULT_DELTA, DEFAULT_THRESHOLD
 from streamlearn.errors import BadLineError, InvalidParameterError, StreamlearnError
 from streamlearn.jobs.learn import LearnReport, load_model, run_learn
 from streamlearn.jobs.model import (
@@ -550,6 +551,19 @@ def serve(
             metavar="DURATION",
         ),
     ] = "60s",  # type: ignore[assignment]  # the parser makes it seconds
+    drift_threshold: Annotated[
+        float,
+        _option(
+            "Page-Hinkley alarm level of the error; 0: off.",
+            "drift_threshold",
+            panel=HTTP,
+            metavar="H",
+        ),
+    ] = DEFAULT_THRESHOLD,
+    drift_delta: Annotated[
+        float,
+        _option("Its tolerance of the error's rise.", "drift_delta", panel=HTTP, metavar="D"),
+    ] = DEFAULT_DELTA,
     message_format: Annotated[
         Literal["svmlight", "msgpack", "json"],
         _option(
@@ -769,6 +783,8 @@ def serve(
             max_labels=max_labels,
             max_weights=max_weights,
             stall_timeout=stall_timeout,
+            drift_threshold=drift_threshold or None,
+            drift_delta=drift_delta,
         )
         config = ServeConfig(
             learner=LearnerSpec.from_options(algo, learner_options, learners),

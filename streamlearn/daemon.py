@@ -72,6 +72,7 @@ which mode it runs.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -92,6 +93,7 @@ from streamlearn.config import (
     check_max_labels,
     check_max_weights,
 )
+from streamlearn.drift import DEFAULT_DELTA, DEFAULT_THRESHOLD, PageHinkley
 from streamlearn.errors import (
     CheckpointError,
     InvalidInputError,
@@ -138,6 +140,9 @@ __all__ = ["Daemon", "DaemonSettings", "FirstLines", "Observer"]
 log = logging.getLogger("streamlearn.daemon")
 #: learning a batch without replay (the daemon paces replay itself)
 NO_REPLAY = ReplaySchedule(every=0)
+#: examples a poll is learned in pieces of when the drift test watches the error: its
+#: resolution within a poll of standard input (up to a million lines)
+DRIFT_PIECE = 512
 
 
 class Observer(Protocol):
@@ -156,6 +161,7 @@ class Observer(Protocol):
     def set_ready(self, ready: bool) -> None: ...
     def set_stalled(self, partitions: int) -> None: ...
     def set_held(self, partitions: int) -> None: ...
+    def observe_drift(self, statistic: float, detected: bool) -> None: ...
 
 
 class _Silent:
@@ -198,6 +204,9 @@ class _Silent:
         pass
 
     def set_held(self, partitions: int) -> None:
+        pass
+
+    def observe_drift(self, statistic: float, detected: bool) -> None:
         pass
 
 
@@ -251,10 +260,19 @@ class DaemonSettings:
     #: seconds a stop (SIGTERM, SIGINT) may take, its last checkpoint included: every wait
     #: on a broker after the signal takes the time left
     stop_timeout: float = 3.0
+    #: the Page-Hinkley test's alarm level on the progressive error (None: no test) and
+    #: its tolerance (see :mod:`streamlearn.drift`)
+    drift_threshold: float | None = DEFAULT_THRESHOLD
+    drift_delta: float = DEFAULT_DELTA
 
     def __post_init__(self) -> None:
         check_max_labels(self.max_labels)
         check_max_weights(self.max_weights)
+        threshold = self.drift_threshold
+        if threshold is not None and not (math.isfinite(threshold) and threshold > 0.0):
+            raise InvalidParameterError(f"--drift-threshold must be > 0, got {threshold!r}")
+        if not (math.isfinite(self.drift_delta) and self.drift_delta >= 0.0):
+            raise InvalidParameterError(f"--drift-delta must be >= 0, got {self.drift_delta!r}")
         if not 0.0 <= self.replay_share < 1.0:  # NaN too
             raise InvalidParameterError(
                 f"--replay-share must be in [0, 1), got {self.replay_share!r}"
@@ -366,12 +384,19 @@ class Daemon:
         #: where answers, rejections and unreadable messages go
         self.outputs = Outputs(sink, dead_letters, self.observer, self.budget, clock,
                                source.stream)  # fmt: skip
-        self._intake = Intake(settings.limits, settings.replay or NO_REPLAY,
-                              answering=sink is not None, clock=clock)  # fmt: skip
+        self._intake = Intake(
+            settings.limits, settings.replay or NO_REPLAY, answering=sink is not None,
+            clock=clock, piece=None if settings.drift_threshold is None else DRIFT_PIECE,
+        )  # fmt: skip
         #: partitions with messages waiting that made no progress for ``stall_timeout``
         self._stalls = StallWatch(settings.stall_timeout, self.observer.set_stalled)
         #: partitions the source holds back (their log went back behind the position)
         self._held = 0
+        #: the test of the progressive error for a rise (concept drift)
+        self._drift = (
+            None if settings.drift_threshold is None
+            else PageHinkley(settings.drift_delta, settings.drift_threshold)
+        )  # fmt: skip
         #: whether the run ended with nothing left unsaved: its last checkpoint written
         #: (or, stopped while deliveries wait on a broker, the one before standing)
         self.settled = False
@@ -613,6 +638,27 @@ class Daemon:
         self._presented_seen, self._mistakes_seen = presented, mistakes
         judged, wrong = done.judged if done.judged is not None else new
         self.observer.count_progressive(judged - wrong, wrong)
+        if self._drift is not None:
+            pieces = done.pieces if done.judged is None and done.pieces else [(judged, wrong)]
+            self._watch_drift(self._drift, pieces)
+
+    def _watch_drift(self, drift: PageHinkley, pieces: list[tuple[int, int]]) -> None:
+        """Test the progressive error of the examples just judged (``pieces``: examples
+        and mistakes, in stream order, the last ending at the stream's count) for a rise:
+        an alarm is logged with the example it came at, and counted."""
+        detected = False
+        at = self.stream_examples - sum(judged for judged, _ in pieces)
+        for judged, wrong in pieces:
+            at += judged
+            if drift.update(judged, wrong):
+                detected = True
+                log.warning(
+                    "drift at example %d: the progressive error rose to %.1f%% (from "
+                    "%.1f%% over the %d examples before; Page-Hinkley alarm %d, threshold "
+                    "%g)", at, 100 * drift.rate_after, 100 * drift.rate_before,
+                    drift.examples_before, drift.detections, drift.threshold,
+                )  # fmt: skip
+        self.observer.observe_drift(drift.statistic, detected)
 
     def _count_skipped(self, messages: MessageBatch) -> None:
         """Count the messages that hold no example: null values (tombstones) and empty

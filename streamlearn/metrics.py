@@ -503,6 +503,17 @@ class DaemonMetrics:
             "Partitions with messages waiting whose position has not moved for --stall-timeout.",
             registry=registry,
         )
+        self._drift_detections = Counter(
+            "streamlearn_drift_detections",
+            "Rises of the progressive error the Page-Hinkley test found (concept drift).",
+            registry=registry,
+        )
+        self._drift_statistic = Gauge(
+            "streamlearn_drift_statistic",
+            "The Page-Hinkley statistic of the progressive error: how far its cumulative "
+            "sum stands above its lowest point (an alarm above --drift-threshold).",
+            registry=registry,
+        )
         self._held = Gauge(
             "streamlearn_held_partitions",
             "Partitions held back because their log went back behind what was learned "
@@ -554,6 +565,12 @@ class DaemonMetrics:
     def observe_replay(self, seconds: float) -> None:
         """A replay pass took ``seconds``."""
         self._replay_seconds.inc(seconds)
+
+    def observe_drift(self, statistic: float, detected: bool) -> None:
+        """The drift test's statistic after a batch, and whether it alarmed."""
+        self._drift_statistic.set(statistic)
+        if detected:
+            self._drift_detections.inc()
 
     def observe_checkpoint(self, seconds: float, size_bytes: int, when: float) -> None:
         """Record a checkpoint written at ``when`` (seconds since the epoch)."""

@@ -63,12 +63,17 @@ class Poll:
 class Intake:
     """How the daemon learns: the bounds of what the stream may make a model hold, the
     count-based replay schedule (``every=0``: none, the loop paces replay), whether
-    answers go anywhere (a sink), and the clock learning is timed with."""
+    answers go anywhere (a sink), the clock learning is timed with, and the pieces a
+    poll is learned in."""
 
     limits: ModelLimits
     schedule: ReplaySchedule
     answering: bool
     clock: Callable[[], float]
+    #: learn a poll's examples in pieces of at most this many and count each piece's
+    #: progressive mistakes (:attr:`Outcome.pieces`), for a test that watches the error
+    #: within a poll; None: the poll whole
+    piece: int | None = None
 
 
 @dataclass
@@ -88,6 +93,10 @@ class Outcome:
     answers: list[Answer] = field(default_factory=list)
     #: the rows refused (by the parser, by admission), by line
     rejected: list[Rejected] = field(default_factory=list)
+    #: (examples, mistakes) of the progressive accuracy, piece by piece in stream order,
+    #: when the mode learned the poll in pieces (:attr:`Intake.piece`); None: not counted
+    #: apart
+    pieces: list[tuple[int, int]] | None = None
 
 
 class Mode(Protocol):

@@ -87,12 +87,24 @@ class SingleModel:
         return done
 
     def _learn(self, batch: Examples, intake: Intake, done: Outcome) -> None:
-        """Learn ``batch`` (with no question among it)."""
-        if batch.n_examples == 0:
+        """Learn ``batch`` (with no question among it), in pieces when ``intake`` asks:
+        the same model as the batch whole, every replay schedule counting examples."""
+        n = batch.n_examples
+        if n == 0:
             return
         done.started = intake.clock()
-        done.seen = self.learner.learn_on_schedule(batch, intake.schedule, done.seen)
-        done.learned = batch.n_examples
+        piece = intake.piece
+        if piece is None or piece >= n:
+            done.seen = self.learner.learn_on_schedule(batch, intake.schedule, done.seen)
+        else:
+            done.pieces = []
+            for start in range(0, n, piece):
+                judged, mistakes = self.progressive()
+                part = batch.slice(start, min(n, start + piece))
+                done.seen = self.learner.learn_on_schedule(part, intake.schedule, done.seen)
+                now_judged, now_mistakes = self.progressive()
+                done.pieces.append((now_judged - judged, now_mistakes - mistakes))
+        done.learned = n
 
     # -- the rest of the loop ---------------------------------------------------------------
 
