@@ -960,8 +960,8 @@ def export(
     learners: LearnerTable,
     model: Annotated[Path, typer.Argument(help="Model file written by learn.", metavar="FILE")],
     format: Annotated[
-        Literal["json"],
-        typer.Option("--format", help="json (docs/export.md).", metavar="FORMAT"),
+        Literal["json", "onnx"],
+        typer.Option("--format", help="json or onnx (docs/export.md).", metavar="FORMAT"),
     ] = "json",
     output: Annotated[
         str,
@@ -970,15 +970,20 @@ def export(
 ) -> None:
     """Write a model's weights, intercept, calibration and certificate for other tools."""
     from streamlearn.learn.export import export_json
+    from streamlearn.learn.onnx_export import export_onnx
 
     with _errors_to_exit_codes():
         learner, job = load_model(str(model), learners)
-        examples = int(job.get("stream_examples") or 0)
-        text = json.dumps(export_json(learner, examples), allow_nan=False) + "\n"
-        if output == "-":
-            sys.stdout.write(text)
+        if format == "onnx":
+            data = export_onnx(learner)
         else:
-            Path(output).write_text(text)
+            examples = int(job.get("stream_examples") or 0)
+            data = (json.dumps(export_json(learner, examples), allow_nan=False) + "\n").encode()
+        if output == "-":
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        else:
+            Path(output).write_bytes(data)
 
 
 #: the command line over streamlearn's own learners

@@ -15,6 +15,7 @@ import pytest
 from streamlearn.errors import InvalidInputError
 from streamlearn.learn import PAUM, PDM, ModelBank
 from streamlearn.learn.export import FORMAT, export_json, load_json
+from streamlearn.learn.onnx_export import dense
 from streamlearn.parse import SvmlightParser
 
 ADULT = Path(__file__).resolve().parents[3] / "shared" / "data" / "adult"
@@ -104,7 +105,8 @@ def test_what_is_not_an_exported_model_is_refused_with_a_reason(
 def test_the_export_command_writes_what_reloads_to_predicts_values(tmp_path: Path) -> None:
     """``streamlearn export`` of a model ``learn`` wrote, on a9a (or, without the shared
     data, a generated stream): the reloaded document's decision values are those
-    ``streamlearn predict`` prints, on every line of the test file."""
+    ``streamlearn predict`` prints, on every line of the test file; the ONNX graph's in
+    onnxruntime are within 1e-6 of them."""
     if (ADULT / "a9a.train").exists():
         train, test = (ADULT / "a9a.train").read_bytes(), (ADULT / "a9a.test").read_bytes()
     else:
@@ -122,3 +124,11 @@ def test_the_export_command_writes_what_reloads_to_predicts_values(tmp_path: Pat
     scores = load_json(exported).scores(rows)
     assert len(printed) == len(scores) > 100
     assert [float(v) for v in printed] == scores.tolist()
+    ort = pytest.importorskip("onnxruntime", reason="onnxruntime is a test dependency (.[dev])")
+    graph = tmp_path / "m.onnx"
+    subprocess.run([*cli, "export", str(model), "--format", "onnx", "-o", str(graph)],
+                   check=True, capture_output=True)  # fmt: skip
+    session = ort.InferenceSession(str(graph), providers=["CPUExecutionProvider"])
+    n_features = json.loads(exported.read_text())["n_features"]
+    onnx_scores = session.run(["score"], {"X": dense(rows, n_features)})[0]
+    assert np.max(np.abs(onnx_scores - scores)) < 1e-6
