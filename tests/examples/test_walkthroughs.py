@@ -8,6 +8,7 @@ Kafka tests; ``warmup`` to the CLI's.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -88,12 +89,13 @@ def test_the_readme_tour_runs_in_a_clone(tmp_path: Path) -> None:
         and not NOT_HERE.match(line)
     ]
     ran = {m.group(1) for line in commands for m in re.finditer(r"streamlearn (\w+)", line)}
-    assert ran == {"learn", "predict", "eval", "inspect"}, commands
+    assert ran == {"learn", "predict", "eval", "inspect", "export"}, commands
     root = clone(tmp_path)
     done = run(commands, root)
     assert done.returncode == 0, done.stderr[-3000:]
     # what the commands promise: models, one score per test line, figures of each model
     assert all((root / name).is_file() for name in ("m.ckpt", "p.ckpt", "m2.ckpt", "s.ckpt"))
+    assert json.loads((root / "m.json").read_text())["format"] == "streamlearn-linear"
     assert (root / "scores.txt").read_text().count("\n") == 16281
     assert re.search(r"^accuracy\s+0\.[89]", done.stdout, flags=re.MULTILINE), done.stdout
     assert re.search(r"^macro_f1\s+0\.\d", done.stdout, flags=re.MULTILINE), done.stdout
