@@ -112,7 +112,7 @@ def test_a_member_restarted_from_its_checkpoint_goes_on_as_if_it_had_not_stopped
         member.learner.replay(max_passes=3)
         member.changed()
         member.publish()
-    ours, theirs = back._last_record, a._last_record
+    ours, theirs = back.own.last, a.own.last
     assert ours is not None and theirs is not None and ours.sequence == theirs.sequence
     assert ours.share == theirs.share and ours.partitions == theirs.partitions
 
@@ -168,8 +168,8 @@ def test_the_part_damping_left_outside_the_window_comes_back() -> None:
         member.learner.replay(max_passes=3)
         member.changed()
         member.publish()
-    assert back._last_record is not None and a._last_record is not None
-    assert back._last_record.share == a._last_record.share
+    assert back.own.last is not None and a.own.last is not None
+    assert back.own.last.share == a.own.last.share
 
 
 def test_a_restarted_member_says_where_it_stopped_in_partitions_it_does_not_get_back() -> None:
