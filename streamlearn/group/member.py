@@ -32,6 +32,8 @@ from streamlearn.group.common_model import (
 )
 from streamlearn.group.intake import RecordIntake
 from streamlearn.group.own_records import OwnRecords
+from streamlearn.group.pace import SyncPace
+from streamlearn.group.partitions import PartitionLedger
 from streamlearn.group.policy import SyncPolicy
 from streamlearn.group.records import MemberRecord, PartitionPosition, WindowView
 from streamlearn.group.table import GroupTable, GroupView
@@ -47,9 +49,6 @@ log = logging.getLogger("streamlearn.group")
 
 __all__ = ["ConsumerGroupView", "GroupMember", "SyncTransport", "new_member_id", "share_distance"]
 
-#: seconds between two looks at the sync topic while the stream flows (a look costs a
-#: round trip to the client's I/O thread, about 0.25 ms)
-READ_INTERVAL = 0.05
 #: seconds a member waits for the sync topic's end before a replay or a record (it goes
 #: on with what it has when the topic cannot be read that fast)
 READ_BEFORE_REPLAY = 5.0
@@ -111,29 +110,14 @@ class GroupMember:
         self.wall = wall
         # members with another --max-features would refuse each other's shares
         self.table = GroupTable(member_id, {**model, "max_features": max_features})
-        self.partitions: dict[int, PartitionPosition] = {}
-        #: partitions given up: where this member stopped, and its buffer's evictions then
-        self.released: dict[int, tuple[PartitionPosition, int]] = {}
-        #: labelled examples this member learned
-        self.examples = 0
-        self._checked = 0
-        self._published_at = clock()
-        #: when the member last learned examples: the stream is idle only
-        #: ``policy.idle_after`` seconds after
-        self._arrived_at = -math.inf
-        self._dirty = False
-        #: whether the stream was idle at the last turn: only then do the window's replays
-        #: answer to the group's certificate (a pass over the window each time)
-        self._idle = False
-        #: no check publishes before this time (the policy's share of the time)
-        self._publish_allowed = -math.inf
-        #: checks that asked for a record while publishing had used its share of the time
-        self.records_deferred = 0
+        #: the partitions this member holds, and those it gave up
+        self.ledger = PartitionLedger()
+        #: the examples learned since the last record, and when to read and publish
+        self.pace = SyncPace(policy, clock)
         #: why this member must stop (a member of another model holds partitions too):
         #: :meth:`turn` raises it, and nothing is published meanwhile
         self.refusal: StateError | None = None
         self._warned_at = -math.inf
-        self._read_at = -math.inf
         #: the common model's frozen copy, made again after each fold
         self._common: BinaryPredictor | None = None
         #: what :meth:`resume_from` was given, until :meth:`join` decides
@@ -166,6 +150,21 @@ class GroupMember:
     @consumer_group.setter
     def consumer_group(self, view: ConsumerGroupView | None) -> None:
         self.watch.view = view
+
+    @property
+    def partitions(self) -> dict[int, PartitionPosition]:
+        """The partitions this member holds, each at its position and count of examples."""
+        return self.ledger.held
+
+    @property
+    def examples(self) -> int:
+        """Labelled examples this member learned."""
+        return self.pace.examples
+
+    @property
+    def records_deferred(self) -> int:
+        """Checks that asked for a record while publishing had used its share of the time."""
+        return self.pace.deferred
 
     @property
     def records_written(self) -> int:
@@ -230,7 +229,7 @@ class GroupMember:
         could not be written): no checkpoint should be written then."""
         if not self._said_all():
             self.publish()
-        if self.own.last is None or self._dirty:
+        if self.own.last is None or self.pace.dirty:
             return None
         return {
             **self.own.checkpoint_mark(),
@@ -249,7 +248,7 @@ class GroupMember:
             assert isinstance(state, Mapping) and former is not None
             try:
                 self.shares.load(state["shares"], self.max_features)
-                self.examples = int(state["examples"])
+                self.pace.examples = int(state["examples"])
             except (KeyError, TypeError, ValueError, StateError) as exc:
                 why = f"its group state is unreadable ({exc})"
         if why is not None:
@@ -257,16 +256,11 @@ class GroupMember:
                         "window starts", self.me, why)  # fmt: skip
             self.shares = GroupShares(fresh())
             self.learner.before_replay(self._read_before_replay)
-            self.examples = 0
+            self.pace.examples = 0
             return
         assert former is not None
         self.own.last = former
-        # where it stopped in the partitions its window holds examples of, for whoever
-        # takes them (those it is given again leave the list)
-        evicted = self.learner.buffer.evicted
-        self.released = {partition: (position, evicted)
-                         for partition, position in {**former.released,
-                                                     **former.partitions}.items()}  # fmt: skip
+        self.ledger.resume(former, self.learner.buffer.evicted)
         log.info("group %s: goes on from its checkpoint (record %d, a window of %d "
                  "examples)", self.me, former.sequence, len(self.learner.buffer))  # fmt: skip
 
@@ -291,8 +285,7 @@ class GroupMember:
             position = self.table.start(partition)
             if position is not None:
                 starts[partition] = position.offset
-            self.partitions[partition] = position or PartitionPosition(offset=0, examples=0)
-            self.released.pop(partition, None)
+            self.ledger.take(partition, position)
         log.info("group %s: took partitions %s at %s", self.me, sorted(partitions), starts)
         self.publish()
         return starts
@@ -317,41 +310,27 @@ class GroupMember:
         stopped in them): publish at once, so that their next owner resumes there,
         unless the last record already stands there (nothing learned since: a member
         stopped once caught up), which their next owner resumes from all the same."""
-        evicted = self.learner.buffer.evicted
-        for partition in partitions:
-            position = self.partitions.pop(partition, None)
-            if position is None:
-                continue
-            stopped = int(positions.get(partition, position.offset))
-            self.released[partition] = (PartitionPosition(stopped, position.examples), evicted)
+        self.ledger.give_up(partitions, positions, self.learner.buffer.evicted)
         if partitions and not self._said_all():
             self.publish()
 
     def learned(self, counts: Mapping[int, int], positions: Mapping[int, int]) -> None:
         """This member learned ``counts`` labelled examples per partition, and now stands
         at ``positions``."""
-        for partition, position in list(self.partitions.items()):
-            self.partitions[partition] = PartitionPosition(
-                offset=int(positions.get(partition, position.offset)),
-                examples=position.examples + int(counts.get(partition, 0)),
-            )
-        learned = int(sum(counts.values()))
-        self.examples += learned
-        if learned:
-            self._arrived_at = self.clock()
-        self._dirty = True
+        self.ledger.learned(counts, positions)
+        self.pace.learned(int(sum(counts.values())))
 
     def changed(self) -> None:
         """The learner changed without learning (a replay pass): its share moved."""
-        self._dirty = True
-        if self._idle and not self.learner.converged:
+        self.pace.dirty = True
+        if self.pace.idle and not self.learner.converged:
             self._settled()
 
     def until_check(self) -> int:
         """Examples to learn before the policy's next check is due (1 at least): the
         daemon cuts its batches there, so that checks come every ``policy.every``
         examples however large its polls are."""
-        return max(1, self.policy.every - (self.examples - self._checked))
+        return self.pace.until_check()
 
     def turn(self, idle: bool = False) -> bool:
         """:meth:`sync`, then commit the positions of the last record published.
@@ -376,19 +355,21 @@ class GroupMember:
         the same records and answers alike. Commits nothing (the daemon calls it inside
         a batch, where a rebalance callback may be running): :meth:`turn` commits.
         Returns whether the learner's model changed."""
-        idle = idle and self.clock() - self._arrived_at >= self.policy.idle_after
+        idle = self.pace.idle_now(idle)
         entries: list[tuple[str, bytes | None]] = []
-        if idle or self.clock() - self._read_at >= READ_INTERVAL:
-            self._read_at = self.clock()
+        if self.pace.read_due(idle):
             try:
                 entries = self.transport.read(to_end=False)
             except InputError as exc:
                 self._warn(f"group {self.me}: {exc}")
-        self._idle = idle
+        self.pace.idle = idle
         changed = self.intake.take(entries)
         if changed:
             self._fold()
-        published = self._publish_due(idle)
+        last = self.own.last
+        published = self.pace.publish_due(
+            idle, last.examples if last else 0, self.learner.converged, self._drifted
+        )
         if published:
             self.publish()
         return changed or published
@@ -416,7 +397,7 @@ class GroupMember:
         except InputError as exc:
             self._warn(f"group {self.me}: {doing} without the latest records ({exc})")
             return
-        self._read_at = self.clock()
+        self.pace.read_at = self.clock()
         if self.intake.take(entries):
             # the learner may hold examples the daemon has not reported yet (a replay
             # comes inside a batch): its own share is what its state holds now
@@ -455,7 +436,7 @@ class GroupMember:
             share=own,
             examples=self.examples,
             partitions=dict(self.partitions),
-            released=self._released_positions(),
+            released=self.ledger.released_positions(),
             window=window,
             members=tuple(self.table.in_model()),
             delta=float(self.learner.state.delta or 0.0),
@@ -467,11 +448,9 @@ class GroupMember:
             return
         self._uncommitted = {p: position.offset for p, position in self.partitions.items()}
         self.table.apply(record)
-        self._published_at = self.clock()
-        self._checked = self.examples
-        self._dirty = False
+        self.pace.published()
         self._fold(own)
-        self._publish_allowed = self.clock() + self.policy.pause_after(self.clock() - started)
+        self.pace.pause(started)
 
     @property
     def _published(self) -> Contribution:
@@ -488,17 +467,12 @@ class GroupMember:
 
     def _said_all(self) -> bool:
         """Whether this member's last record says all a record would say now: nothing
-        learned or replayed since, every partition held at the position the record
-        gives, every partition given up since where the record left it. (Whether a
-        partition is held or given up at a position changes nothing for its next owner,
-        who resumes there, nor for the group's model: the share is the same.)"""
+        learned or replayed since, and where it stands in its partitions
+        (:meth:`PartitionLedger.stated_by`; the share is the same either way)."""
         last = self.own.last
-        if last is None or self._dirty:
+        if last is None or self.pace.dirty:
             return False
-        stated = {**last.released, **last.partitions}
-        return all(
-            last.partitions.get(p) == position for p, position in self.partitions.items()
-        ) and all(stated.get(p) == position for p, position in self._released_positions().items())
+        return self.ledger.stated_by(last)
 
     def predictor(self) -> BinaryPredictor:
         """The common model, frozen: the sum of the records last published, this
@@ -543,7 +517,7 @@ class GroupMember:
             "margin_upper_bound": self.upper_bound(own_bound),
             "partitions": sorted(self.partitions),
             "records_written": self.records_written,
-            "records_deferred": self.records_deferred,
+            "records_deferred": self.pace.deferred,
             "records_read": self.records_read,
             "records_refused": self.records_refused,
             "records_failed": self.records_failed,
@@ -554,27 +528,9 @@ class GroupMember:
 
     # -- inside ----------------------------------------------------------------------
 
-    def _publish_due(self, idle: bool) -> bool:
-        if not self._dirty:
-            return False
-        if self.clock() - self._published_at >= self.policy.max_interval:
-            return True
-        published_examples = self.own.last.examples if self.own.last else 0
-        if idle and self.examples > published_examples:
-            return True  # the stream paused: say where it stands
-        if idle and self.learner.converged:
-            return True  # replays settled the window: the group gets the last of them
-        if idle and self.policy.mode == "dynamic":
-            pass  # replays moved the share: its drift decides
-        elif not self.policy.check_due(self.examples, self._checked):
-            return False
-        self._checked = self.examples
-        if self.clock() < self._publish_allowed:
-            # publishing has used its share of the time: the next check asks again
-            self.records_deferred += 1
-            return False
-        if self.policy.mode == "periodic":
-            return True
+    def _drifted(self) -> bool:
+        """Whether this member's share drifted from the one it last published, as the
+        policy measures drift."""
         own = self.shares.own(slack=False)  # the distance is over (w, beta) alone
         state = self.learner.state
         weights = state.weights[: state.n_features]
@@ -583,10 +539,6 @@ class GroupMember:
         # local condition): K members each within the threshold keep the common model
         # within it of their mean, however many they are
         return self.policy.drifted(share_distance(own, self._published), norm)
-
-    def _released_positions(self) -> dict[int, PartitionPosition]:
-        """Where this member stopped in the partitions it gave up, as a record says it."""
-        return {p: stopped for p, (stopped, _) in self.released.items()}
 
     def _group_delta(self) -> float:
         """The group's Delta (:func:`group_delta`)."""
@@ -603,13 +555,13 @@ class GroupMember:
         the one it published when nothing changed since (so that members holding the
         same records hold the same bits), else what its state holds now."""
         if own is None:
-            own = self.shares.own() if self._dirty else self._published
+            own = self.shares.own() if self.pace.dirty else self._published
         shares, own_at = shares_in_model(self.table, own)
         self.shares.adopt(shares, own_at)
         self.learner.agree_delta(self._group_delta())
         self.learner.fix_calibration(group_calibration(self.table, self.own.last))
         self._common = None
-        if self._idle:
+        if self.pace.idle:
             self._settled()
 
     def _settled(self) -> None:
@@ -630,14 +582,9 @@ class GroupMember:
             learner.state.converged, learner.state.stopped_by = True, "certified gap"
 
     def _prune_released(self) -> None:
-        """Forget released partitions whose examples have all left this member's window
-        (its buffer has evicted a whole capacity since)."""
+        """Forget partitions given up whose examples have all left this member's window."""
         buffer = self.learner.buffer
-        self.released = {
-            p: (stopped, evicted)
-            for p, (stopped, evicted) in self.released.items()
-            if buffer.evicted - evicted < buffer.max_examples
-        }
+        self.ledger.prune(buffer.evicted, buffer.max_examples)
 
 
 def window_view(learner: LinearLearner) -> WindowView:
