@@ -2,6 +2,10 @@
 holds (:class:`GroupTable`) and its own share: the shares summed in the members' order,
 the group's Delta, its calibration and the upper bound on the union of the windows'
 margin. Members that hold the same records compute the same bits.
+
+A member's learner is the common model plus its own progress since its last record
+(:meth:`CommonModel.fold`); it answers with the common model alone
+(:meth:`CommonModel.predictor`).
 """
 
 from __future__ import annotations
@@ -10,10 +14,14 @@ import math
 
 import numpy as np
 
+from streamlearn.group.own_records import OwnRecords
 from streamlearn.group.records import MemberRecord
 from streamlearn.group.table import GroupTable
+from streamlearn.learn.base import LinearLearner
 from streamlearn.learn.calibration import Platt
-from streamlearn.learn.contribution import Contribution, summed
+from streamlearn.learn.certificate import certificate
+from streamlearn.learn.contribution import Contribution, GroupShares, summed
+from streamlearn.learn.predictor import BinaryPredictor
 
 
 def share_distance(a: Contribution, b: Contribution) -> float:
@@ -91,3 +99,73 @@ def union_upper_bound(
         hull = math.sqrt(float(weights @ weights) + beta * beta + delta_sq * slack)
         bounds.append(hull / updates)
     return min(bounds) if bounds else math.nan
+
+
+class CommonModel:
+    """The common model of the records in ``table``, the local member's own share as its
+    last record (``own``) holds it."""
+
+    def __init__(self, table: GroupTable, own: OwnRecords) -> None:
+        self.table = table
+        self.own = own
+        #: the common model's frozen copy, made again after each fold
+        self._frozen: BinaryPredictor | None = None
+
+    @property
+    def published(self) -> Contribution:
+        """The local member's share as its last record holds it (nothing before one)."""
+        return self.own.last.share if self.own.last else Contribution.zero()
+
+    def delta(self, learner: LinearLearner) -> float:
+        """The group's Delta (:func:`group_delta`), ``learner``'s own before any record's."""
+        return group_delta(self.table, self.own.last, float(learner.state.delta or 0.0))
+
+    def fold(self, shares: GroupShares, own: Contribution, *, idle: bool) -> None:
+        """Make ``shares``' learner the sum of the shares, the local member's own being
+        ``own``, under the group's Delta and calibration; while the stream is ``idle``,
+        see whether its window still needs replays (:meth:`settle`)."""
+        in_model, own_at = shares_in_model(self.table, own)
+        shares.adopt(in_model, own_at)
+        learner = shares.learner
+        learner.agree_delta(self.delta(learner))
+        learner.fix_calibration(group_calibration(self.table, self.own.last))
+        self._frozen = None
+        if idle:
+            self.settle(learner)
+
+    def settle(self, learner: LinearLearner) -> None:
+        """Whether ``learner``'s window needs replays under the common model just folded
+        (or just changed by a replay pass that its own test did not stop): not if the
+        model's margin on it is within the learner's target gap of the group's upper
+        bound (:meth:`upper_bound`, which holds for the union of the windows).
+        A window's own bound would not do: a smaller window has a larger maximum
+        margin, each member replayed towards its own, every change it published set
+        the others replaying, and a group never went quiet after its stream ended."""
+        target = learner.target_gap()
+        if target is None or not len(learner.buffer):
+            return
+        found = certificate(learner.state, learner.rho)
+        bound = self.upper_bound(learner, found.upper_bound)
+        if found.achieved >= (1.0 - target) * bound:
+            learner.state.converged, learner.state.stopped_by = True, "certified gap"
+
+    def predictor(self, learner: LinearLearner) -> BinaryPredictor:
+        """The common model, frozen: the sum of the records last published, the local
+        member's own as it published it, with the group's calibration, as ``learner``'s
+        kind of predictor."""
+        if self._frozen is None:
+            shares, _ = shares_in_model(self.table, self.published)
+            weights, (beta, updates, slack) = summed(shares, learner.state.scale_exponent)
+            self._frozen = learner.predictor_of(
+                weights, beta=float(beta), updates=float(updates), slack=float(slack),
+                calibration=group_calibration(self.table, self.own.last),
+                delta=self.delta(learner),
+            )  # fmt: skip
+        return self._frozen
+
+    def upper_bound(self, learner: LinearLearner, own_bound: float) -> float:
+        """:func:`union_upper_bound`, the local member's own share as it published it
+        (``own_bound``: the bound on its window, ``learner``'s)."""
+        published = shares_in_model(self.table, self.published)[0]
+        exponent = learner.state.scale_exponent
+        return union_upper_bound(self.table, own_bound, published, exponent, self.delta(learner))

@@ -23,13 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from streamlearn.errors import InputError, StateError
-from streamlearn.group.common_model import (
-    group_calibration,
-    group_delta,
-    share_distance,
-    shares_in_model,
-    union_upper_bound,
-)
+from streamlearn.group.common_model import CommonModel, share_distance
 from streamlearn.group.intake import RecordIntake
 from streamlearn.group.own_records import OwnRecords
 from streamlearn.group.pace import SyncPace
@@ -41,7 +35,7 @@ from streamlearn.group.watch import ConsumerGroupView, ConsumerGroupWatch
 from streamlearn.group.wire import RecordWire
 from streamlearn.learn.base import LinearLearner
 from streamlearn.learn.certificate import certificate
-from streamlearn.learn.contribution import MAX_EXPONENT, Contribution, GroupShares, summed
+from streamlearn.learn.contribution import MAX_EXPONENT, Contribution, GroupShares
 from streamlearn.learn.model import Model
 from streamlearn.learn.predictor import BinaryPredictor
 
@@ -118,8 +112,6 @@ class GroupMember:
         #: :meth:`turn` raises it, and nothing is published meanwhile
         self.refusal: StateError | None = None
         self._warned_at = -math.inf
-        #: the common model's frozen copy, made again after each fold
-        self._common: BinaryPredictor | None = None
         #: what :meth:`resume_from` was given, until :meth:`join` decides
         self._resuming: tuple[Mapping[str, Any] | None, Callable[[], Model]] | None = None
         # the largest exponent a share may have is 0 for rules that never scale their state
@@ -131,6 +123,8 @@ class GroupMember:
         self.watch = ConsumerGroupWatch(
             consumer_group, member_id, holding=lambda: bool(self.partitions), warn=self._warn
         )
+        #: the common model of the records held, which the learner is folded to
+        self.common = CommonModel(self.table, self.own)
         #: the other members' records read, checked and taken into the table
         self.intake = RecordIntake(
             member_id, self.table, wire=wire, own=self.own, watch=self.watch, clock=clock
@@ -197,13 +191,9 @@ class GroupMember:
         self.watch.wait_for_the_id(self.takeover_wait, self.clock, self.sleep)
         self.intake.take(self.transport.read(to_end=True))
         self.intake.joined = True
-        former = self.own.former
+        former = self.own.take_over()
         if former is not None:
-            self.own.sequence = former.sequence
             self.table.records[self.me] = former
-            log.info("group %s: takes over the records of a former process with this id "
-                     "(its last, %d, stands at %s)", self.me, former.sequence,
-                     {p: pos.offset for p, pos in sorted(former.partitions.items())})  # fmt: skip
         self._resume(former)
         self.intake.check_models(self.watch.members_now())
         self._fold()
@@ -324,7 +314,7 @@ class GroupMember:
         """The learner changed without learning (a replay pass): its share moved."""
         self.pace.dirty = True
         if self.pace.idle and not self.learner.converged:
-            self._settled()
+            self.common.settle(self.learner)
 
     def until_check(self) -> int:
         """Examples to learn before the policy's next check is due (1 at least): the
@@ -452,11 +442,6 @@ class GroupMember:
         self._fold(own)
         self.pace.pause(started)
 
-    @property
-    def _published(self) -> Contribution:
-        """This member's share as its last record holds it (nothing before one)."""
-        return self.own.last.share if self.own.last else Contribution.zero()
-
     def publish_last_word(self) -> None:
         """At the end: :meth:`publish`, unless this member's last record already says all
         it would (:meth:`_said_all`). A member stopped once idle has published its share
@@ -480,15 +465,7 @@ class GroupMember:
         answers with it, so that members that hold the same records answer alike, bit
         for bit, whatever each learned since its last record; the learner itself holds
         this member's progress since then too, and learns with it."""
-        if self._common is None:
-            shares, _ = shares_in_model(self.table, self._published)
-            weights, (beta, updates, slack) = summed(shares, self.learner.state.scale_exponent)
-            self._common = self.learner.predictor_of(
-                weights, beta=float(beta), updates=float(updates), slack=float(slack),
-                calibration=group_calibration(self.table, self.own.last),
-                delta=self._group_delta(),
-            )  # fmt: skip
-        return self._common
+        return self.common.predictor(self.learner)
 
     def view(self, own_margin: float) -> GroupView:
         """The group's make-up and margin (see :meth:`GroupTable.view`)."""
@@ -500,9 +477,7 @@ class GroupMember:
         union has all of their examples), and ||h|| / s of the common model's dual
         combination (h = sum of the shares, s = sum of their t) while every share is a
         combination of its window alone (none holds evicted examples)."""
-        published = shares_in_model(self.table, self._published)[0]  # its own as published
-        exponent = self.learner.state.scale_exponent
-        return union_upper_bound(self.table, own_bound, published, exponent, self._group_delta())
+        return self.common.upper_bound(self.learner, own_bound)
 
     def summary(self, own_margin: float, own_bound: float) -> dict[str, Any]:
         """What the metrics and ``GET /model`` say of the group: its members, the
@@ -538,11 +513,7 @@ class GroupMember:
         # this member's divergence from the model it last published (Kamp et al.'s
         # local condition): K members each within the threshold keep the common model
         # within it of their mean, however many they are
-        return self.policy.drifted(share_distance(own, self._published), norm)
-
-    def _group_delta(self) -> float:
-        """The group's Delta (:func:`group_delta`)."""
-        return group_delta(self.table, self.own.last, float(self.learner.state.delta or 0.0))
+        return self.policy.drifted(share_distance(own, self.common.published), norm)
 
     def _warn(self, message: str) -> None:
         """Log ``message`` at most once a minute (a broker outage repeats it every turn)."""
@@ -555,31 +526,8 @@ class GroupMember:
         the one it published when nothing changed since (so that members holding the
         same records hold the same bits), else what its state holds now."""
         if own is None:
-            own = self.shares.own() if self.pace.dirty else self._published
-        shares, own_at = shares_in_model(self.table, own)
-        self.shares.adopt(shares, own_at)
-        self.learner.agree_delta(self._group_delta())
-        self.learner.fix_calibration(group_calibration(self.table, self.own.last))
-        self._common = None
-        if self.pace.idle:
-            self._settled()
-
-    def _settled(self) -> None:
-        """Whether the window needs replays under the common model just folded (or just
-        changed by a replay pass that its own test did not stop): not if the
-        model's margin on it is within the learner's target gap of the group's upper
-        bound (:meth:`upper_bound`, which holds for the union of the windows).
-        A window's own bound would not do: a smaller window has a larger maximum
-        margin, each member replayed towards its own, every change it published set
-        the others replaying, and a group never went quiet after its stream ended."""
-        learner = self.learner
-        target = learner.target_gap()
-        if target is None or not len(learner.buffer):
-            return
-        found = certificate(learner.state, learner.rho)
-        bound = self.upper_bound(found.upper_bound)
-        if found.achieved >= (1.0 - target) * bound:
-            learner.state.converged, learner.state.stopped_by = True, "certified gap"
+            own = self.shares.own() if self.pace.dirty else self.common.published
+        self.common.fold(self.shares, own, idle=self.pace.idle)
 
     def _prune_released(self) -> None:
         """Forget partitions given up whose examples have all left this member's window."""

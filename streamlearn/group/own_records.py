@@ -11,6 +11,7 @@ last tell.
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -18,6 +19,8 @@ from typing import Any, Protocol
 from streamlearn.errors import InputError, StateError
 from streamlearn.group.records import MemberRecord
 from streamlearn.group.wire import RecordWire
+
+log = logging.getLogger("streamlearn.group")
 
 #: the last records this member wrote that it recognises when it reads them back
 WRITTEN_KEPT = 64
@@ -96,6 +99,17 @@ class OwnRecords:
             raise StateError(f"a former process with this id learned {record.model}")
         self.former = record
         self.former_crc = zlib.crc32(value)
+
+    def take_over(self) -> MemberRecord | None:
+        """Go on from the former process's last record, if one was read: this member's
+        next record follows it. Returns it."""
+        former = self.former
+        if former is not None:
+            self.sequence = former.sequence
+            log.info("group %s: takes over the records of a former process with this id "
+                     "(its last, %d, stands at %s)", self.me, former.sequence,
+                     {p: pos.offset for p, pos in sorted(former.partitions.items())})  # fmt: skip
+        return former
 
     def checkpoint_mark(self) -> dict[str, Any]:
         """What a checkpoint written now holds of this member's records: the member, and

@@ -72,7 +72,7 @@ def test_a_member_restarted_from_its_checkpoint_holds_what_the_group_holds_of_it
     assert b.learner.state.external_slack == back.shares.own().slack
     question = (np.array([0, 3]), np.array([0, 2, 5], dtype=np.int32), np.array([1.0, -0.5, 2.0]))
     assert back.predictor().answer(question) == b.predictor().answer(question)
-    np.testing.assert_array_equal(back.shares.own().values, back._published.values)
+    np.testing.assert_array_equal(back.shares.own().values, back.common.published.values)
 
 
 def test_a_checkpoint_older_than_the_members_last_record_starts_a_new_window() -> None:
