@@ -9,6 +9,14 @@ lets the member read the sync topic and publish (:meth:`GroupMember.turn`,
 its own progress since it last published: every record read is folded in at once
 (:meth:`GroupShares.adopt`), in the members' order. It answers with the common model
 alone (:meth:`GroupMember.predictor`).
+
+The member orders the steps; each concern is a collaborator of its own module: the
+records read, checked and taken in (:class:`~streamlearn.group.intake.RecordIntake`),
+its own records written and recognised (:class:`~streamlearn.group.own_records.OwnRecords`),
+what the brokers say of the consumer group (:class:`~streamlearn.group.watch.ConsumerGroupWatch`),
+the common model folded and answered with (:class:`~streamlearn.group.common_model.CommonModel`),
+when to read and publish (:class:`~streamlearn.group.pace.SyncPace`) and where it stands
+in its partitions (:class:`~streamlearn.group.partitions.PartitionLedger`).
 """
 
 from __future__ import annotations
@@ -333,8 +341,9 @@ class GroupMember:
         return changed
 
     def sync(self, idle: bool = False) -> bool:
-        """Read what other members published (fold it in; every ``READ_INTERVAL``
-        seconds at most while the stream flows), and publish if the policy says so.
+        """Read what other members published (fold it in; every
+        :data:`~streamlearn.group.pace.READ_INTERVAL` seconds at most while the stream
+        flows), and publish if the policy says so.
         When the stream is ``idle`` (caught up, nothing arrived, and nothing learned for
         ``policy.idle_after`` seconds: a paced stream is caught up between most of its
         messages, which is no pause), a member that learned examples since it last
