@@ -19,7 +19,8 @@ The consumer hands over whole record batches (:mod:`streamlearn.sources.kafka_bl
 decoded by a compiled kernel into a :class:`MessageBatch` without a Python object per
 message. A poll returns at most ``max_messages`` messages: what a batch holds beyond
 that waits in the source for the next poll (and is dropped, to be fetched again, when
-its partition is sought or revoked), so positions stay exact per message.
+its partition is sought or revoked), so positions stay exact per message
+(:mod:`streamlearn.sources.kafka_fetched`).
 
 Credentials come from the environment (:func:`security_from_env`), never from flags.
 """
