@@ -19,7 +19,8 @@ The consumer hands over whole record batches (:mod:`streamlearn.sources.kafka_bl
 decoded by a compiled kernel into a :class:`MessageBatch` without a Python object per
 message. A poll returns at most ``max_messages`` messages: what a batch holds beyond
 that waits in the source for the next poll (and is dropped, to be fetched again, when
-its partition is sought or revoked), so positions stay exact per message.
+its partition is sought or revoked), so positions stay exact per message
+(:mod:`streamlearn.sources.kafka_fetched`).
 
 Credentials come from the environment (:func:`security_from_env`), never from flags.
 """
@@ -29,13 +30,10 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from kafka import (
     ConsumerRebalanceListener,
     KafkaAdminClient,
@@ -57,14 +55,14 @@ from kafka.util import ensure_valid_topic_name
 from streamlearn.errors import InputError, InvalidParameterError
 from streamlearn.sources.base import MessageBatch, Positions, RebalanceListener, Unreadable
 from streamlearn.sources.kafka_blocks import (
-    PassedRecords,
-    RecordBlock,
     UnreadableRecords,
     install_block_records,
     install_records_within,
     warm_up,
 )
 from streamlearn.sources.kafka_codecs import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_RECORD_BYTES
+from streamlearn.sources.kafka_fetched import FetchedMessages, first_offset, unreadable_of
+from streamlearn.sources.kafka_health import FAILING_LOG_INTERVAL, PollFailures, answers
 from streamlearn.sources.kafka_logging import tame_kafka_logs
 from streamlearn.sources.log_guard import POLICIES, LogGuard, behind
 from streamlearn.sources.stopping import StopBudget
@@ -77,8 +75,6 @@ CLOSE_TIMEOUT_MS = 5000
 #: how long the first contact with the brokers may take, in milliseconds: a poll waits
 #: this long while no broker answers (and a stop signal waits for that poll)
 BOOTSTRAP_TIMEOUT_MS = 2000
-#: seconds between two log lines while the polls keep failing
-FAILING_LOG_INTERVAL = 60.0
 #: seconds a commit waits before it looks whether a stop began (and then waits only for
 #: what the stop's deadline leaves)
 COMMIT_STEP = 0.5
@@ -315,7 +311,7 @@ _COMPACTED_UNREADABLE = UnreadableLog(log)
 
 def _compacted_unreadable(tp: TopicPartition, records: UnreadableRecords) -> None:
     """Log (once per reason and minute) a batch a compacted topic's reader skipped."""
-    line = _COMPACTED_UNREADABLE.line(_unreadable(records, tp.partition))
+    line = _COMPACTED_UNREADABLE.line(unreadable_of(records, tp.partition))
     if line is not None:
         log.error("topic %s %s", tp.topic, line)
 
@@ -334,57 +330,6 @@ def create_compacted_topic(
         return False
     finally:
         admin.close()
-
-
-def _record_batch(records: list[Any], partition: int) -> MessageBatch:
-    """kafka-python's ``ConsumerRecord`` objects of one partition as a batch (null
-    values kept)."""
-    return MessageBatch.from_records(
-        [r.value for r in records],
-        [r.key for r in records],
-        [list(r.headers or ()) for r in records],
-        [partition] * len(records),
-        [r.offset for r in records],
-    )
-
-
-@dataclass(frozen=True)
-class _Passed:
-    """Offsets of a partition with nothing to return, up to ``last_offset`` (control
-    records, an aborted transaction): the position moves past them when they are reached."""
-
-    partition: int
-    last_offset: int
-
-
-#: seconds a heartbeat may wait for its answer before the broker counts as not answering
-#: (a frozen broker keeps its connections open: requests only time out after 30 s)
-ANSWER_TIMEOUT = 3.0
-
-
-def _answers(coordinator: Any) -> bool:
-    """Whether the group coordinator answers: no heartbeat has waited for its answer
-    longer than :data:`ANSWER_TIMEOUT`."""
-    heartbeat = getattr(coordinator, "heartbeat", None)
-    if heartbeat is None:
-        return True
-    waiting = heartbeat.last_send > heartbeat.last_receive
-    return not (waiting and time.monotonic() - heartbeat.last_send > ANSWER_TIMEOUT)
-
-
-def _first_offset(item: Any) -> int:
-    """The offset of the first record a fetched item holds."""
-    if isinstance(item, RecordBlock):
-        return int(item.offsets[0])
-    if isinstance(item, UnreadableRecords | PassedRecords):
-        return item.first_offset
-    return int(item.offset)
-
-
-def _unreadable(records: UnreadableRecords, partition: int) -> Unreadable:
-    """What the fetcher could not read, as the source reports it."""
-    return Unreadable(partition, records.first_offset, records.last_offset, records.reason,
-                      records.detail, records.raw, records.key)  # fmt: skip
 
 
 class _FinishedJoin(Future):  # type: ignore[misc]
@@ -555,16 +500,12 @@ class KafkaSource:
         self._assigned: set[int] = set()
         #: the offsets this member last committed, while it keeps their partitions
         self._committed: Positions = {}
-        self._failed = False
-        self._failures = 0  # failed polls since the last log line about them
-        self._failures_logged = -float("inf")
+        self._polls = PollFailures()
         self._end_offsets: Positions = {}
         self._end_offsets_time = -float("inf")
         # fetched, not yet returned: messages, and records skipped between them
-        self._pending: deque[MessageBatch | Unreadable | _Passed] = deque()
+        self._fetched = FetchedMessages()
         self._unreadable: list[Unreadable] = []  # skipped up to the position returned
-        self._pending_count = 0
-        self._pending_bytes = 0  # of their values
         self.prefetch_bytes = prefetch_bytes
         self.max_batch_bytes = max_batch_bytes
         self.max_record_bytes = max_record_bytes
@@ -611,34 +552,13 @@ class KafkaSource:
             self._consumer = consumer
         return self._consumer
 
-    def _drop_pending(self, partitions: set[int]) -> None:
-        """Forget fetched messages of these partitions (they will be fetched again)."""
-        if not partitions or not self._pending:
-            return
-        kept: deque[MessageBatch | Unreadable | _Passed] = deque()
-        for batch in self._pending:
-            if isinstance(batch, Unreadable | _Passed):
-                if batch.partition not in partitions:
-                    kept.append(batch)
-                continue
-            keep = ~np.isin(batch.partitions, list(partitions))
-            if keep.all():
-                kept.append(batch)
-            elif keep.any():  # a batch holds one partition, unless built from records
-                kept.append(MessageBatch.concatenate(
-                    [batch.slice(i, i + 1) for i in np.flatnonzero(keep).tolist()]
-                ))  # fmt: skip
-        self._pending = kept
-        self._pending_count = sum(len(b) for b in kept if isinstance(b, MessageBatch))
-        self._pending_bytes = sum(b.value_bytes() for b in kept if isinstance(b, MessageBatch))
-
     def _on_revoked(self, revoked: list[TopicPartition]) -> None:
         if self._listener is not None:
             self._listener.partitions_revoking({tp.partition for tp in revoked} & self._assigned)
         self._assigned -= {tp.partition for tp in revoked}
         for tp in revoked:
             self._committed.pop(tp.partition, None)
-        self._drop_pending({tp.partition for tp in revoked})
+        self._fetched.drop({tp.partition for tp in revoked})
         log.info("partitions revoked: %s", sorted(tp.partition for tp in revoked))
 
     def _on_assigned(self, assigned: list[TopicPartition]) -> None:
@@ -646,7 +566,7 @@ class KafkaSource:
         self._assigned |= {tp.partition for tp in assigned}  # eager or incremental alike
         for tp in assigned:  # another member may have committed meanwhile
             self._committed.pop(tp.partition, None)
-        self._drop_pending({tp.partition for tp in assigned})
+        self._fetched.drop({tp.partition for tp in assigned})
         if self._listener is not None:
             starts = self._listener.partitions_assigned({tp.partition for tp in assigned})
             self._positions.update(starts)
@@ -670,10 +590,10 @@ class KafkaSource:
 
     def poll(self, timeout: float, max_messages: int) -> MessageBatch:
         """Up to ``max_messages`` messages, waiting at most ``timeout`` s; none on a failure."""
-        if self._pending_count < max_messages or self._pending_bytes < self.prefetch_bytes:
+        if self._fetched.count < max_messages or self._fetched.bytes < self.prefetch_bytes:
             # polling the consumer also sends the next fetch: keep one in flight while
             # the daemon learns what came, up to prefetch_bytes held here
-            wait = 0.0 if self._pending_count else timeout
+            wait = 0.0 if self._fetched.count else timeout
             try:
                 consumer = self._connected_consumer()
                 fetched = consumer.poll(timeout_ms=int(wait * 1000), max_records=max_messages)
@@ -692,33 +612,13 @@ class KafkaSource:
                     f"the Kafka consumer cannot work with its options: {error}"
                 ) from error
             except (KafkaError, OSError) as error:
-                self._poll_failed(error, expected=True)
+                self._polls.failed(error, expected=True)
             except Exception as error:  # kafka-python's own faults: logged, retried
-                self._poll_failed(error, expected=False)
+                self._polls.failed(error, expected=False)
             else:
-                if self._failed:
-                    log.info("Kafka polls work again")
-                self._failed = False
-                self._failures = 0
+                self._polls.worked()
                 self._check_log_ends(consumer)
-        return self._take(max_messages)
-
-    def _poll_failed(self, error: Exception, *, expected: bool) -> None:
-        """Log a failed poll: the first of a run of failures, then one line a minute
-        with how many failed meanwhile (the daemon never retries in silence)."""
-        self._failed = True
-        self._failures += 1
-        now = time.monotonic()
-        if now - self._failures_logged < FAILING_LOG_INTERVAL:
-            return
-        if self._failures == 1:
-            log.warning("Kafka poll failed (will retry): %r", error, exc_info=not expected)
-        else:
-            log.warning("Kafka polls still failing: %d failed in the last %.0f s, the last "
-                        "with %r (will retry)", self._failures, FAILING_LOG_INTERVAL, error,
-                        exc_info=not expected)  # fmt: skip
-        self._failures = 0
-        self._failures_logged = now
+        return self._fetched.take(max_messages, self._positions, self._unreadable)
 
     def _queue_all(self, fetched: Mapping[Any, list[Any]]) -> None:
         for tp, items in fetched.items():
@@ -730,60 +630,11 @@ class KafkaSource:
         from behind its position, of one whose log went back)."""
         if partition in self._held or not items:
             return
-        first = _first_offset(items[0])
+        first = first_offset(items[0])
         if behind(first, self._positions.get(partition)):
             self._log_went_back(partition, first)
             return
-        records: list[Any] = []
-        for item in items:
-            if isinstance(item, RecordBlock | UnreadableRecords | PassedRecords):
-                if records:
-                    self._push(_record_batch(records, partition))
-                    records = []
-                if isinstance(item, RecordBlock):
-                    self._push(item.message_batch(partition))
-                elif isinstance(item, UnreadableRecords):
-                    self._pending.append(_unreadable(item, partition))
-                else:
-                    self._pending.append(_Passed(partition, item.last_offset))
-            else:
-                records.append(item)
-        if records:
-            self._push(_record_batch(records, partition))
-
-    def _push(self, batch: MessageBatch) -> None:
-        self._pending.append(batch)
-        self._pending_count += len(batch)
-        self._pending_bytes += batch.value_bytes()
-
-    def _take(self, max_messages: int) -> MessageBatch:
-        """The first ``max_messages`` pending messages (the rest stays pending), and the
-        unreadable records among and just after them; the position moves past both."""
-        parts: list[MessageBatch] = []
-        room = max_messages
-        pending = self._pending
-        while pending and (room > 0 or not isinstance(pending[0], MessageBatch)):
-            first = pending[0]
-            if not isinstance(first, MessageBatch):
-                pending.popleft()
-                if isinstance(first, Unreadable):
-                    self._unreadable.append(first)
-                end = first.last_offset + 1
-                if end > self._positions.get(first.partition, -1):
-                    self._positions[first.partition] = end
-                continue
-            part: MessageBatch = first
-            if len(first) <= room:
-                pending.popleft()
-            else:
-                part = first.slice(0, room)
-                pending[0] = first.slice(room, len(first))
-            parts.append(part)
-            room -= len(part)
-            self._pending_bytes -= part.value_bytes()
-            self._positions.update(part.end_positions())
-        self._pending_count -= max_messages - room
-        return MessageBatch.concatenate(parts)
+        self._fetched.add(partition, items)
 
     def _check_log_ends(self, consumer: Any) -> None:
         """Compare the assigned partitions' log ends with the furthest seen (see
@@ -808,7 +659,7 @@ class KafkaSource:
         position = self._positions.get(partition)
         tp = TopicPartition(self.topic, partition)
         consumer = self._consumer
-        self._drop_pending({partition})
+        self._fetched.drop({partition})
         if self.on_offset_reset == "earliest":
             log.warning("partition %d: its log went back to %d, behind offset %s learned from "
                         "it (the topic created again, or the broker's storage lost): it is "
@@ -862,7 +713,7 @@ class KafkaSource:
     def seek(self, positions: Positions) -> None:
         """Resume these partitions from these offsets, now if assigned, else on assignment."""
         self._positions.update(positions)
-        self._drop_pending(set(positions))
+        self._fetched.drop(set(positions))
         consumer = self._consumer
         if consumer is None:
             return
@@ -919,12 +770,12 @@ class KafkaSource:
         """Whether partitions are assigned, the last poll worked, the group is joined,
         the broker answers its heartbeats and no partition is held back."""
         consumer = self._consumer
-        if consumer is None or self._failed or not self._assigned or self._held:
+        if consumer is None or self._polls.failing or not self._assigned or self._held:
             return False
         coordinator = getattr(consumer, "_coordinator", None)
         if coordinator is None:
             return True
-        return not coordinator.coordinator_unknown() and _answers(coordinator)
+        return not coordinator.coordinator_unknown() and answers(coordinator)
 
     def exhausted(self) -> bool:
         """Never: a topic can always receive more."""
@@ -969,5 +820,4 @@ class KafkaSource:
             self._consumer = None
             self._assigned = set()
             self._committed = {}
-            self._pending.clear()
-            self._pending_count = self._pending_bytes = 0
+            self._fetched.clear()

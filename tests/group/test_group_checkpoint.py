@@ -72,7 +72,7 @@ def test_a_member_restarted_from_its_checkpoint_holds_what_the_group_holds_of_it
     assert b.learner.state.external_slack == back.shares.own().slack
     question = (np.array([0, 3]), np.array([0, 2, 5], dtype=np.int32), np.array([1.0, -0.5, 2.0]))
     assert back.predictor().answer(question) == b.predictor().answer(question)
-    np.testing.assert_array_equal(back.shares.own().values, back._published.values)
+    np.testing.assert_array_equal(back.shares.own().values, back.common.published.values)
 
 
 def test_a_checkpoint_older_than_the_members_last_record_starts_a_new_window() -> None:
@@ -112,7 +112,7 @@ def test_a_member_restarted_from_its_checkpoint_goes_on_as_if_it_had_not_stopped
         member.learner.replay(max_passes=3)
         member.changed()
         member.publish()
-    ours, theirs = back._last_record, a._last_record
+    ours, theirs = back.own.last, a.own.last
     assert ours is not None and theirs is not None and ours.sequence == theirs.sequence
     assert ours.share == theirs.share and ours.partitions == theirs.partitions
 
@@ -168,8 +168,8 @@ def test_the_part_damping_left_outside_the_window_comes_back() -> None:
         member.learner.replay(max_passes=3)
         member.changed()
         member.publish()
-    assert back._last_record is not None and a._last_record is not None
-    assert back._last_record.share == a._last_record.share
+    assert back.own.last is not None and a.own.last is not None
+    assert back.own.last.share == a.own.last.share
 
 
 def test_a_restarted_member_says_where_it_stopped_in_partitions_it_does_not_get_back() -> None:

@@ -115,8 +115,8 @@ def test_a_record_with_a_delta_no_member_could_settle_is_refused() -> None:
     _learn(a, 0, _scaled(1, 100, 1.0), 100, 100)
     _learn(x, 1, _scaled(2, 10, 1.0), 10, 10)
     a.publish(), x.publish()
-    assert x._last_record is not None
-    forged = dataclasses.replace(x._last_record, sequence=x._last_record.sequence + 1,
+    assert x.own.last is not None
+    forged = dataclasses.replace(x.own.last, sequence=x.own.last.sequence + 1,
                                  delta=1e200)  # fmt: skip
     topic.log.append(("x", encode_record(forged)))
     a.turn()

@@ -249,7 +249,7 @@ def test_a_member_whose_id_is_live_waits_for_it_to_leave_or_refuses_to_start() -
     heir = _member(topic, "a", brokers, takeover_wait=30.0, sleep=leaves)
     heir.join()
     held = decode_record(_latest(topic, "a"), MAX_FEATURES).sequence
-    assert heir.sequence == held  # it goes on with the id's records
+    assert heir.own.sequence == held  # it goes on with the id's records
     brokers.members_now = {"a", "b"}
     assert heir.take({0}) == {0: 300}  # where the former process stood
     b.turn()

@@ -195,7 +195,7 @@ def test_a_member_publishes_when_its_own_change_passes_the_threshold_whatever_k(
         state = member.learner.state
         weights = state.weights[: state.n_features]
         norm = math.sqrt(float(weights @ weights) + state.beta**2)
-        drift = share_distance(member.shares.own(slack=False), member._published)
+        drift = share_distance(member.shares.own(slack=False), member.common.published)
         before = member.records_written
         member.turn()
         published = member.records_written > before
