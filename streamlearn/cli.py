@@ -7,24 +7,26 @@ one command); flags win over the environment, which wins over the file.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect as introspect
 import json
 import logging
 import math
 import sys
+import typing
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import typer
+import typer.main
+from typer.core import TyperCommand
 
 from streamlearn import __version__
 from streamlearn._kernels import announce_compilation, set_up_target_for_a_command
 from streamlearn.config import (
-    DEFAULT_HTTP_ADDR,
-    DEFAULT_HTTP_MAX_BODY,
-    DEFAULT_HTTP_NICE,
     DEFAULT_MAX_FEATURES,
     DEFAULT_MAX_LABELS,
     DEFAULT_MAX_WEIGHTS,
@@ -43,12 +45,25 @@ from streamlearn.jobs.model import (
 from streamlearn.jobs.rejects import RejectLog
 from streamlearn.learn import LEARNERS, LearnerTable
 from streamlearn.learn.params import COMMON_PARAMS
+from streamlearn.options import (
+    ALGORITHM,
+    INPUT,
+    KEYED,
+    ONE_VS_REST,
+    OUTPUT,
+    REPLAY,
+    WINDOW,
+    Option,
+    declared,
+)
 from streamlearn.parse import Rejected
 from streamlearn.replay import ReplaySchedule
 from streamlearn.sources import InputStream
-from streamlearn.sources.kafka_codecs import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_RECORD_BYTES
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    from streamlearn.jobs.serve import ServeConfig
     from streamlearn.keyed.settings import KeyedSettings
 
 EXIT_ERROR = 1
@@ -56,6 +71,7 @@ EXIT_USAGE = 2
 SHOWN_REJECTS = 5
 
 T = TypeVar("T")
+Settings = TypeVar("Settings", bound="DataclassInstance")
 
 
 def _env(name: str) -> str:
@@ -138,20 +154,9 @@ def _defaults_from_toml(path: Path) -> dict[str, Any]:
     return commands
 
 
-# the help panels: each option in one, with one short line of help (docs/cli.md has the
-# long text); the environment variables are read but not listed, which made the help of
-# ``serve`` too wide for 80 columns: the epilog states their rule once
-ALGORITHM = "Algorithm"
-REPLAY = "Replay"
-WINDOW = "Replay buffer"
-INPUT = "Input"
-ONE_VS_REST = "One-vs-rest"
-OUTPUT = "Output"
-KAFKA = "Kafka"
-CHECKPOINTS = "Checkpoints"
-HTTP = "HTTP and metrics"
-GROUP = "Learning group"
-KEYED = "Keyed models"
+# the help panels are streamlearn.options'; the environment variables are read but not
+# listed, which made the help of ``serve`` too wide for 80 columns: the epilog states
+# their rule once
 EPILOG = (
     "Most options also come from a variable STREAMLEARN_<OPTION> (--replay-every: "
     "STREAMLEARN_REPLAY_EVERY) or a --config file; flags win. Details: docs/cli.md."
@@ -263,6 +268,10 @@ TauPosKappa = Annotated[
 ]  # fmt: skip
 
 
+#: the replay schedule's defaults (``--replay-every``, ``--replay-passes``)
+DEFAULT_REPLAY = ReplaySchedule()
+
+
 def learner_options(learners: LearnerTable) -> list[introspect.Parameter]:
     """One command-line option per parameter of the learners in ``learners`` (each name
     once, in the table's order, then the parameters every learner takes), all None
@@ -315,42 +324,30 @@ def _learner_meanings(
 
 
 def _command(
-    body: Callable[..., None], learners: LearnerTable, with_options: bool = False
+    body: Callable[..., None],
+    learners: LearnerTable,
+    with_options: bool = False,
+    declared_options: Callable[[], list[introspect.Parameter]] | None = None,
+    order: tuple[str, ...] = (),
 ) -> Callable[..., None]:
     """``body`` as a typer command of an app over ``learners``: its parameters but
     ``learners`` and ``learner_options`` (which it is called with), and with
     ``with_options`` the learners' options after ``--algo`` (their values go to
-    ``learner_options``, with ``--shrink``)."""
-    own = introspect.signature(body, eval_str=True).parameters.values()
-    keyword = introspect.Parameter.KEYWORD_ONLY
+    ``learner_options``, with ``--shrink``). ``declared_options`` makes the options that
+    ``body`` takes as keywords (its ``**``); ``order`` is the order of the options after
+    the learner's (each of them once)."""
     parameters: list[introspect.Parameter] = []
     option_names: list[str] = []
-    for param in own:
-        if param.name in ("learners", "learner_options"):
-            continue
-        if param.name == "algo":
-            # the table's names as a choice: a wrong one is a usage error (exit 2)
-            names: Any = Literal.__getitem__(tuple(sorted(learners)))
-            algo = Annotated[names, _option(
-                f"One of {', '.join(sorted(learners))}.", "algo", panel=ALGORITHM, metavar="NAME",
-            )]  # fmt: skip
-            parameters.append(param.replace(kind=keyword, annotation=algo))
-            if with_options:
-                generated = learner_options(learners)
-                option_names = [option.name for option in generated]
-                parameters.extend(generated)
-            continue
-        parameters.append(param.replace(kind=keyword))
-
-    # --config after the command too (``streamlearn serve --config f.toml``): read first
-    # (eager), so that the options after it take their defaults from the file
-    parameters.insert(0, introspect.Parameter(
-        "config", keyword, default=None,
-        annotation=Annotated[Path | None, typer.Option(
-            "--config", help="TOML file of option values.", metavar="FILE",
-            exists=True, is_eager=True, callback=_command_config,
-        )],
-    ))  # fmt: skip
+    for param in _own_parameters(body, learners):
+        parameters.append(param)
+        if param.name == "algo" and with_options:
+            generated = learner_options(learners)
+            option_names = [option.name for option in generated]
+            parameters.extend(generated)
+    if declared_options is not None:
+        parameters.extend(declared_options())
+    if order:
+        parameters = _in_order(parameters, len(option_names), order)
 
     def command(**values: Any) -> None:
         values.pop("config", None)
@@ -359,11 +356,86 @@ def _command(
             extra["learner_options"] = {name: values.pop(name, None) for name in option_names}
         body(**values, **extra)
 
+    # --config after the command too (``streamlearn serve --config f.toml``): read first
+    # (eager), so that the options after it take their defaults from the file
+    parameters.insert(0, introspect.Parameter(
+        "config", introspect.Parameter.KEYWORD_ONLY, default=None,
+        annotation=Annotated[Path | None, typer.Option(
+            "--config", help="TOML file of option values.", metavar="FILE",
+            exists=True, is_eager=True, callback=_command_config,
+        )],
+    ))  # fmt: skip
     command.__name__ = body.__name__
     command.__doc__ = body.__doc__
     command.__signature__ = introspect.Signature(parameters)  # type: ignore[attr-defined]
     command.__annotations__ = {param.name: param.annotation for param in parameters}
     return command
+
+
+def _own_parameters(
+    body: Callable[..., None], learners: LearnerTable
+) -> list[introspect.Parameter]:
+    """``body``'s parameters as a command's keywords, but ``learners``,
+    ``learner_options`` and its ``**``; ``--algo`` a choice of ``learners``' names."""
+    keyword = introspect.Parameter.KEYWORD_ONLY
+    parameters = []
+    for param in introspect.signature(body, eval_str=True).parameters.values():
+        if param.name in ("learners", "learner_options") or param.kind is param.VAR_KEYWORD:
+            continue
+        if param.name == "algo":
+            # the table's names as a choice: a wrong one is a usage error (exit 2)
+            names: Any = Literal.__getitem__(tuple(sorted(learners)))
+            algo = Annotated[names, _option(
+                f"One of {', '.join(sorted(learners))}.", "algo", panel=ALGORITHM, metavar="NAME",
+            )]  # fmt: skip
+            param = param.replace(annotation=algo)
+        parameters.append(param.replace(kind=keyword))
+    return parameters
+
+
+def _in_order(
+    parameters: list[introspect.Parameter], learners: int, order: tuple[str, ...]
+) -> list[introspect.Parameter]:
+    """``parameters`` with those after ``--algo`` and its ``learners`` options in
+    ``order``, which must name each of them once (the help lists them so)."""
+    start = next(i for i, param in enumerate(parameters) if param.name == "algo") + 1 + learners
+    head, rest = parameters[:start], {param.name: param for param in parameters[start:]}
+    if sorted(rest) != sorted(order):
+        raise AssertionError(f"the order of the options misses {set(rest) ^ set(order)}")
+    return [*head, *(rest[name] for name in order)]
+
+
+def _made_when_used(make: Callable[[], TyperCommand]) -> type[TyperCommand]:
+    """A typer command class whose options and body are ``make``'s command's, made when
+    first used (for its help or to run it). ``serve``'s options come from the settings
+    dataclasses of the daemon, which the other commands must not import: they start
+    faster without (tests/cli/test_startup_imports.py)."""
+
+    class MadeWhenUsed(TyperCommand):
+        made: TyperCommand | None = None
+
+        def _made(self) -> TyperCommand:
+            if self.made is None:
+                self.made = make()
+            return self.made
+
+        @property
+        def params(self) -> list[Any]:
+            return self._made().params
+
+        @params.setter
+        def params(self, value: list[Any]) -> None:
+            """Click sets the placeholder's (none)."""
+
+        @property
+        def callback(self) -> Callable[..., Any] | None:
+            return self._made().callback
+
+        @callback.setter
+        def callback(self, value: Callable[..., Any] | None) -> None:
+            """Click sets the placeholder's."""
+
+    return MadeWhenUsed
 
 
 def warmup(*, learners: LearnerTable) -> None:
@@ -390,12 +462,36 @@ def make_app(learners: LearnerTable = LEARNERS) -> typer.Typer:
     )
     made.callback()(_root)
     made.command(name="learn", epilog=EPILOG)(_command(learn, learners, with_options=True))
-    made.command(name="serve", epilog=EPILOG)(_command(serve, learners, with_options=True))
+    made.command(name="serve", epilog=EPILOG, cls=_made_when_used(partial(_serve, learners)))(
+        _placeholder(serve)
+    )
     made.command(name="predict", epilog=EPILOG)(_command(predict, learners))
     made.command(name="eval", epilog=EPILOG)(_command(evaluate_command, learners))
     made.command(name="inspect", epilog=EPILOG)(_command(inspect, learners))
     made.command(name="warmup")(_command(warmup, learners))
     return made
+
+
+def _serve(learners: LearnerTable) -> TyperCommand:
+    """The ``serve`` command over ``learners``, its options made from its settings."""
+    alone = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    command = _command(serve, learners, True, serve_options, SERVE_ORDER)
+    alone.command(name="serve", epilog=EPILOG)(command)
+    made = typer.main.get_command(alone)
+    assert isinstance(made, TyperCommand)  # an app of one command and no callback: it
+    return made
+
+
+def _placeholder(body: Callable[..., None]) -> Callable[[], None]:
+    """A command without options and with ``body``'s name and help, for
+    :func:`_made_when_used` to fill."""
+
+    def placeholder() -> None:
+        raise AssertionError("the command made when used runs instead")
+
+    placeholder.__name__ = body.__name__
+    placeholder.__doc__ = body.__doc__
+    return placeholder
 
 
 def learn(
@@ -462,179 +558,28 @@ def learn(
         _print_learn(report, as_json)
 
 
+#: serve's options in the order its help lists them (after --algo and the learner's): the
+#: settings dataclasses declare most of them (:func:`settings_options`)
+SERVE_ORDER = (
+    "source", "bootstrap_servers", "topic", "group", "consumer_option", "predictions_topic",
+    "dead_letter_topic", "compression", "max_record_bytes", "max_batch_bytes",
+    "on_offset_reset", "stall_timeout", "format", "checkpoint_dir", "checkpoint_every",
+    "checkpoint_min_interval", "checkpoint_interval", "keep", "metrics_addr", "http_addr",
+    "http_learn", "http_max_body", "http_nice", "hash_features", "idle_replay",
+    "replay_every", "replay_passes", "replay_share", "max_features", "one_vs_rest",
+    "max_labels", "max_weights", "tau_pos_kappa", "per_label_metrics", "sync_topic", "sync",
+    "sync_every", "sync_threshold", "sync_max_interval", "sync_idle_after", "sync_share",
+    "member_id", "model_key", "state_topic", "max_models", "max_model_bytes", "key_ttl",
+)  # fmt: skip
+#: the prefix of the learning group's options (``--sync-every``: ``SyncPolicy.every``)
+SYNC_PREFIX = "sync_"
+
+
 def serve(
     *,
     learners: LearnerTable,
     learner_options: dict[str, Any],
     algo: Algo = "pdm",
-    source: Annotated[
-        Literal["stdin", "kafka"],
-        _option("Where examples come from.", "source", panel=INPUT, metavar="stdin|kafka"),
-    ] = "stdin",
-    bootstrap_servers: Annotated[
-        str | None,
-        _option("Brokers, host:port,host:port.", "bootstrap_servers", panel=KAFKA, metavar="HOSTS"),
-    ] = None,
-    topic: Annotated[
-        str | None, _option("Topic of the examples.", "topic", panel=KAFKA, metavar="NAME")
-    ] = None,
-    group: Annotated[
-        str, _option("Consumer group.", "group", panel=KAFKA, metavar="NAME")
-    ] = "streamlearn",
-    consumer_option: Annotated[
-        list[str] | None,
-        _option(
-            "Consumer option NAME=VALUE, repeatable.",
-            "consumer_option",
-            "--consumer-option",
-            panel=KAFKA,
-            metavar="K=V",
-        ),
-    ] = None,
-    predictions_topic: Annotated[
-        str | None,
-        _option(
-            "Topic of predictions (stdin: stdout).",
-            "predictions_topic",
-            panel=KAFKA,
-            metavar="NAME",
-        ),
-    ] = None,
-    dead_letter_topic: Annotated[
-        str | None,
-        _option(
-            "Topic of rejected or unreadable messages.",
-            "dead_letter_topic",
-            panel=KAFKA,
-            metavar="NAME",
-        ),
-    ] = None,
-    compression: Annotated[
-        Literal["none", "gzip", "snappy", "lz4", "zstd"],
-        _option(
-            "Of what serve writes: none, gzip, snappy, lz4, zstd.",
-            "compression",
-            panel=KAFKA,
-            metavar="CODEC",
-        ),
-    ] = "none",
-    max_record_bytes: Annotated[
-        int,
-        _option(
-            "Skip larger messages as unreadable.", "max_record_bytes", panel=KAFKA, metavar="N"
-        ),
-    ] = DEFAULT_MAX_RECORD_BYTES,
-    max_batch_bytes: Annotated[
-        int,
-        _option(
-            "Skip batches that decompress to more.", "max_batch_bytes", panel=KAFKA, metavar="N"
-        ),
-    ] = DEFAULT_MAX_BATCH_BYTES,
-    on_offset_reset: Annotated[
-        Literal["wait", "earliest"],
-        _option(
-            "A log that went back: hold it, or relearn it.",
-            "on_offset_reset",
-            panel=KAFKA,
-            metavar="wait|earliest",
-        ),
-    ] = "wait",
-    stall_timeout: Annotated[
-        float,
-        _option(
-            "No progress this long turns /readyz false.",
-            "stall_timeout",
-            panel=KAFKA,
-            parser=_seconds,
-            metavar="DURATION",
-        ),
-    ] = "60s",  # type: ignore[assignment]  # the parser makes it seconds
-    message_format: Annotated[
-        Literal["svmlight", "msgpack", "json"],
-        _option(
-            "Messages without a content type: svmlight, msgpack, json.",
-            "format",
-            "--format",
-            panel=KAFKA,
-            metavar="FORMAT",
-        ),
-    ] = "svmlight",
-    checkpoint_dir: Annotated[
-        str | None,
-        _option(
-            "Directory of checkpoints (none: none).",
-            "checkpoint_dir",
-            panel=CHECKPOINTS,
-            metavar="DIR",
-        ),
-    ] = None,
-    checkpoint_every: Annotated[
-        int | None,
-        _option(
-            "Checkpoint after N new examples too.",
-            "checkpoint_every",
-            panel=CHECKPOINTS,
-            metavar="N",
-        ),
-    ] = None,
-    checkpoint_min_interval: Annotated[
-        float,
-        _option(
-            "Least time between two by --checkpoint-every.",
-            "checkpoint_min_interval",
-            panel=CHECKPOINTS,
-            parser=_seconds,
-            metavar="DURATION",
-        ),
-    ] = "5s",  # type: ignore[assignment]  # the parser makes it seconds
-    checkpoint_interval: Annotated[
-        float,
-        _option(
-            "Checkpoint after this long (30s, 5m, 1h).",
-            "checkpoint_interval",
-            panel=CHECKPOINTS,
-            parser=_seconds,
-            metavar="DURATION",
-        ),
-    ] = "30s",  # type: ignore[assignment]  # the parser makes it seconds
-    keep: Annotated[
-        int, _option("Checkpoints to keep.", "keep", panel=CHECKPOINTS, metavar="N")
-    ] = 3,
-    metrics_addr: Annotated[
-        str,
-        _option("Of /metrics, /healthz, /readyz.", "metrics_addr", panel=HTTP, metavar="HOST:PORT"),
-    ] = "127.0.0.1:9108",
-    http_addr: Annotated[
-        str,
-        _option(
-            "Of the HTTP API, or off (a token off loopback).",
-            "http_addr",
-            panel=HTTP,
-            metavar="HOST:PORT",
-        ),
-    ] = DEFAULT_HTTP_ADDR,
-    http_learn: Annotated[
-        bool,
-        _option("Learn what is POSTed to /learn.", "http_learn", panel=HTTP, show_default=False),
-    ] = False,
-    http_max_body: Annotated[
-        int,
-        _option("Bytes of the largest request body.", "http_max_body", panel=HTTP, metavar="N"),
-    ] = DEFAULT_HTTP_MAX_BODY,
-    http_nice: Annotated[
-        int,
-        _option(
-            "Nice steps of the HTTP thread below learning.", "http_nice", panel=HTTP, metavar="N"
-        ),
-    ] = DEFAULT_HTTP_NICE,
-    hash_features: Annotated[
-        int | None,
-        _option("JSON feature names hash to N indices.", "hash_features", panel=INPUT, metavar="N"),
-    ] = None,
-    idle_replay: Annotated[
-        Literal["on", "off"],
-        _option("Replay while the source is idle.", "idle_replay", panel=INPUT, metavar="on|off"),
-    ] = "on",
     replay_every: Annotated[
         int | None,
         _option(
@@ -644,83 +589,9 @@ def serve(
             metavar="N",
         ),
     ] = None,
-    replay_passes: ReplayPasses = 1,
-    replay_share: Annotated[
-        float,
-        _option("Share of time replaying while behind.", "replay_share", panel=REPLAY, metavar="X"),
-    ] = 0.2,
-    max_features: MaxFeatures = DEFAULT_MAX_FEATURES,
-    one_vs_rest: OneVsRest = False,
-    max_labels: MaxLabels = DEFAULT_MAX_LABELS,
-    max_weights: MaxWeights = DEFAULT_MAX_WEIGHTS,
-    tau_pos_kappa: TauPosKappa = None,
-    per_label_metrics: Annotated[
-        bool,
-        _option(
-            "Per-label series too.", "per_label_metrics", panel=ONE_VS_REST, show_default=False
-        ),
-    ] = False,
-    sync_topic: Annotated[
-        str | None,
-        _option(
-            "Join the group that syncs on this topic.", "sync_topic", panel=GROUP, metavar="NAME"
-        ),
-    ] = None,
-    sync: Annotated[
-        Literal["dynamic", "periodic"],
-        _option(
-            "Publish on drift, or every --sync-every.",
-            "sync",
-            panel=GROUP,
-            metavar="dynamic|periodic",
-        ),
-    ] = "dynamic",
-    sync_every: Annotated[
-        int,
-        _option("Examples between checks or publications.", "sync_every", panel=GROUP, metavar="N"),
-    ] = 1000,
-    sync_threshold: Annotated[
-        float,
-        _option(
-            "Dynamic: the drift, a share of ||model||.", "sync_threshold", panel=GROUP, metavar="X"
-        ),
-    ] = 0.6,
-    sync_max_interval: Annotated[
-        float,
-        _option(
-            "Publish at least this often.",
-            "sync_max_interval",
-            panel=GROUP,
-            parser=_seconds,
-            metavar="DURATION",
-        ),
-    ] = "60s",  # type: ignore[assignment]  # the parser makes it seconds
-    sync_idle_after: Annotated[
-        float,
-        _option(
-            "Publish once the stream is idle this long.",
-            "sync_idle_after",
-            panel=GROUP,
-            parser=_seconds,
-            metavar="DURATION",
-        ),
-    ] = "1s",  # type: ignore[assignment]  # the parser makes it seconds
-    sync_share: Annotated[
-        float,
-        _option("Most of its time spent publishing.", "sync_share", panel=GROUP, metavar="X"),
-    ] = 0.1,
-    member_id: Annotated[
-        str | None,
-        _option("Id in the group (host-pid-random).", "member_id", panel=GROUP, metavar="ID"),
-    ] = None,
+    replay_passes: ReplayPasses = DEFAULT_REPLAY.passes,
     model_key: Annotated[
-        bool,
-        _option(
-            "One model per message key.",
-            "model_key",
-            panel=KEYED,
-            show_default=False,
-        ),
+        bool, _option("One model per message key.", "model_key", panel=KEYED, show_default=False)
     ] = False,
     state_topic: Annotated[
         str | None,
@@ -749,69 +620,153 @@ def serve(
             metavar="DURATION",
         ),
     ] = None,
+    **settings: Any,
 ) -> None:
     """Learn continuously from standard input or a Kafka topic, with metrics and checkpoints."""
     with _errors_to_exit_codes():
-        from streamlearn.daemon import DaemonSettings
-        from streamlearn.group.policy import SyncPolicy
-        from streamlearn.jobs.serve import ServeConfig, run_serve
+        from streamlearn.jobs.serve import run_serve
 
-        settings = DaemonSettings(
+        config = serve_config(
+            LearnerSpec.from_options(algo, learner_options, learners),
+            settings,
             replay=None
             if replay_every is None
             else ReplaySchedule(every=replay_every, passes=replay_passes),
-            replay_share=replay_share,
-            checkpoint_every=checkpoint_every,
-            checkpoint_min_interval=checkpoint_min_interval,
-            checkpoint_interval=checkpoint_interval,
-            idle_replay=idle_replay == "on",
-            max_labels=max_labels,
-            max_weights=max_weights,
-            stall_timeout=stall_timeout,
-        )
-        config = ServeConfig(
-            learner=LearnerSpec.from_options(algo, learner_options, learners),
-            settings=settings,
-            source=source,
-            bootstrap_servers=bootstrap_servers,
-            topic=topic,
-            group=group,
-            consumer_options=tuple(consumer_option or ()),
-            predictions_topic=predictions_topic,
-            dead_letter_topic=dead_letter_topic,
-            compression=compression,
-            max_record_bytes=max_record_bytes,
-            max_batch_bytes=max_batch_bytes,
-            on_offset_reset=on_offset_reset,
-            message_format=message_format,
-            checkpoint_dir=checkpoint_dir,
-            keep=keep,
-            metrics_addr=metrics_addr,
-            http_addr=None if http_addr == "off" else http_addr,
-            http_learn=http_learn,
-            http_max_body=http_max_body,
-            http_nice=http_nice,
-            hash_features=hash_features,
-            max_features=max_features,
-            one_vs_rest=one_vs_rest,
-            tau_pos_kappa=tau_pos_kappa,
-            per_label_metrics=per_label_metrics,
-            sync_topic=sync_topic,
-            sync=SyncPolicy(
-                sync,
-                every=sync_every,
-                threshold=sync_threshold,
-                max_interval=sync_max_interval,
-                share=sync_share,
-                idle_after=sync_idle_after,
-            ),
-            member_id=member_id,
             keyed=_keyed_settings(model_key, state_topic, max_models, max_model_bytes, key_ttl),
         )
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
         logging.getLogger("kafka").setLevel(logging.WARNING)  # its connection chatter
         set_up_target_for_a_command()
         run_serve(config)  # it says itself when its warm-up compiles the kernels
+
+
+def serve_options() -> list[introspect.Parameter]:
+    """The options of ``serve`` that its settings dataclasses declare: ``ServeConfig``'s,
+    ``DaemonSettings``' and the learning group's ``SyncPolicy`` (``--sync-<field>``)."""
+    from streamlearn.daemon import DaemonSettings
+    from streamlearn.group.policy import SyncPolicy
+    from streamlearn.jobs.serve import ServeConfig
+
+    return [
+        *settings_options(ServeConfig),
+        *settings_options(DaemonSettings),
+        *settings_options(SyncPolicy, SYNC_PREFIX),
+    ]
+
+
+def serve_config(
+    learner: LearnerSpec,
+    values: dict[str, Any],
+    replay: ReplaySchedule | None,
+    keyed: KeyedSettings | None,
+) -> ServeConfig:
+    """``serve``'s configuration from the values of the options its settings dataclasses
+    declare (:func:`serve_options`), the learner and the settings made from other options."""
+    from streamlearn.daemon import DaemonSettings
+    from streamlearn.group.policy import SyncPolicy
+    from streamlearn.jobs.serve import ServeConfig
+
+    daemon = settings_from(DaemonSettings, values, replay=replay)
+    sync = settings_from(SyncPolicy, values, SYNC_PREFIX)
+    return settings_from(
+        ServeConfig, values, learner=learner, settings=daemon, sync=sync, keyed=keyed
+    )
+
+
+def settings_options(declaring: type, prefix: str = "") -> list[introspect.Parameter]:
+    """One keyword parameter of a command per field of the dataclass ``declaring`` that
+    declares its option (:mod:`streamlearn.options`): named after the field (after
+    ``prefix``, or the declared name), of its type, with its default as the command line
+    writes it (``30s`` for 30 seconds, ``on`` for True)."""
+    hints = typing.get_type_hints(declaring)
+    parameters = []
+    for setting in dataclasses.fields(declaring):
+        shown = declared(setting)
+        if shown is None:
+            continue
+        hint = hints[setting.name]
+        name = _parameter_name(setting, shown, prefix)
+        extra: dict[str, Any] = {"parser": _seconds} if shown.duration else {}
+        if not shown.show_default:
+            extra["show_default"] = False
+        flags = [f"--{shown.name}"] if shown.name else []
+        typer_option = _option(
+            shown.help, name, *flags, panel=shown.panel, metavar=shown.metavar, **extra
+        )
+        annotation = Annotated[_option_type(shown, hint), typer_option]  # type: ignore[valid-type]
+        default = _option_default(shown, hint, setting.default)
+        keyword = introspect.Parameter.KEYWORD_ONLY
+        parameters.append(
+            introspect.Parameter(name, keyword, default=default, annotation=annotation)
+        )
+    return parameters
+
+
+def settings_from(
+    declaring: type[Settings], values: dict[str, Any], prefix: str = "", **given: Any
+) -> Settings:
+    """An instance of the dataclass ``declaring``: each field that declares its option
+    from that option's value in ``values`` (as :func:`settings_options` named it), the
+    others from ``given``. Its own checks make a bad value an error naming the option."""
+    hints = typing.get_type_hints(declaring)
+    for setting in dataclasses.fields(declaring):
+        shown = declared(setting)
+        if shown is not None:
+            value = values[_parameter_name(setting, shown, prefix)]
+            given[setting.name] = _field_value(shown, hints[setting.name], value)
+    return declaring(**given)
+
+
+def _parameter_name(setting: dataclasses.Field[Any], shown: Option, prefix: str) -> str:
+    return shown.name.replace("-", "_") if shown.name else prefix + setting.name
+
+
+def _is_repeated(hint: Any) -> bool:
+    """Whether a field of type ``hint`` holds a repeatable option's values (a tuple)."""
+    return typing.get_origin(hint) is tuple
+
+
+def _option_type(shown: Option, hint: Any) -> Any:
+    """The type typer reads the option as: its words, a duration's text, a repeatable
+    option's list, the word for None (``off``) among the field's texts."""
+    if shown.choices:
+        return Literal.__getitem__(shown.choices)
+    if shown.duration:
+        return float  # the parser makes the text seconds
+    if _is_repeated(hint):
+        return list[str] | None
+    if shown.off is not None:
+        return str
+    return hint
+
+
+def _option_default(shown: Option, hint: Any, default: Any) -> Any:
+    """A field's default as the command line writes it.
+
+    >>> from streamlearn.options import ON_OFF, Option
+    >>> _option_default(Option("", "", duration=True), float, 30.0)
+    '30s'
+    >>> _option_default(Option("", "", choices=ON_OFF), bool, True)
+    'on'
+    """
+    if shown.duration and default is not None:
+        return f"{default:g}s"
+    if shown.choices and hint is bool:
+        return shown.choices[0 if default else 1]
+    if _is_repeated(hint):
+        return None  # none given: the field's default, no values
+    return default
+
+
+def _field_value(shown: Option, hint: Any, value: Any) -> Any:
+    """An option's value as its field holds it (the inverse of :func:`_option_default`)."""
+    if shown.off is not None and value == shown.off:
+        return None
+    if shown.choices and hint is bool:
+        return value == shown.choices[0]
+    if _is_repeated(hint):
+        return tuple(value or ())
+    return value
 
 
 def _keyed_settings(

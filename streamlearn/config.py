@@ -21,6 +21,7 @@ from streamlearn.learn import (
     model_from_state,
 )
 from streamlearn.learn.params import AUTO_DELTAS, REQUIRED
+from streamlearn.options import INPUT, ONE_VS_REST, command_line
 from streamlearn.replay import ActiveSetSchedule, ReplaySchedule
 
 #: options that shape the active-set schedule rather than being learner parameters
@@ -49,6 +50,15 @@ DEFAULT_HTTP_MAX_BODY = 4 << 20
 #: how far below learning the HTTP thread's priority is unless told otherwise
 #: (``--http-nice``): a flood of requests then slows answers before it slows learning
 DEFAULT_HTTP_NICE = 5
+
+# the options of the bounds and of one-vs-rest, which ``learn`` and ``serve`` share
+MAX_FEATURES_OPTION = command_line("Reject lines with larger indices.", INPUT, "N")
+MAX_LABELS_OPTION = command_line("Reject lines that bring more labels.", ONE_VS_REST, "N")
+MAX_WEIGHTS_OPTION = command_line(
+    "Reject lines that make labels x features larger.", ONE_VS_REST, "N"
+)
+ONE_VS_REST_OPTION = command_line("One binary learner per label.", ONE_VS_REST, show_default=False)
+TAU_POS_KAPPA_OPTION = command_line("PAUM: tau_pos per label by its rarity.", ONE_VS_REST, "K")
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -86,6 +86,8 @@ from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import (
     DEFAULT_MAX_LABELS,
     DEFAULT_MAX_WEIGHTS,
+    MAX_LABELS_OPTION,
+    MAX_WEIGHTS_OPTION,
     LearnerSpec,
     ModelSpec,
     check_max_labels,
@@ -105,6 +107,7 @@ from streamlearn.keyed.models import KeyedBatch, KeyedModels
 from streamlearn.learn import Examples, Model, ModelLimits
 from streamlearn.learn.bank import state_to_write
 from streamlearn.modes import GroupMode, KeyedMode, Mode, Replayable, SingleModel
+from streamlearn.options import CHECKPOINTS, INPUT, KAFKA, ON_OFF, REPLAY, command_line
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.parse.messages import VALUE_LENGTH
 from streamlearn.replay import ReplaySchedule
@@ -206,17 +209,38 @@ class DaemonSettings:
     #: the time while behind the stream and not falling further behind, all idle time
     #: (with ``idle_replay``) once caught up
     replay: ReplaySchedule | None = None
-    replay_share: float = 0.2
+    replay_share: float = field(
+        default=0.2, metadata=command_line("Share of time replaying while behind.", REPLAY, "X")
+    )
     #: seconds after which a replay that timing decides (paced or idle) stops between two
     #: level-1 rounds of its pass, so that arriving messages wait little longer than this
     #: and one full epoch over the buffer
     replay_slice: float = 0.25
     #: a checkpoint after this many new examples as well (None: time alone decides)
-    checkpoint_every: int | None = None
-    checkpoint_interval: float = 30.0
+    checkpoint_every: int | None = field(
+        default=None,
+        metadata=command_line("Checkpoint after N new examples too.", CHECKPOINTS, "N"),
+    )
+    checkpoint_interval: float = field(
+        default=30.0,
+        metadata=command_line(
+            "Checkpoint after this long (30s, 5m, 1h).", CHECKPOINTS, "DURATION", duration=True
+        ),
+    )
     #: seconds between two checkpoints that ``checkpoint_every`` asks for, at the least
-    checkpoint_min_interval: float = 5.0
-    idle_replay: bool = True
+    checkpoint_min_interval: float = field(
+        default=5.0,
+        metadata=command_line(
+            "Least time between two by --checkpoint-every.",
+            CHECKPOINTS,
+            "DURATION",
+            duration=True,
+        ),
+    )
+    idle_replay: bool = field(
+        default=True,
+        metadata=command_line("Replay while the source is idle.", INPUT, "on|off", choices=ON_OFF),
+    )
     poll_timeout: float = 0.2
     #: most messages a turn takes from the source (a Kafka record batch that holds more
     #: is split across turns)
@@ -230,10 +254,10 @@ class DaemonSettings:
     decode_ahead: bool = True
     #: a one-vs-rest bank learns no more labels than this: a line that would bring more
     #: is rejected (``too many labels``)
-    max_labels: int = DEFAULT_MAX_LABELS
+    max_labels: int = field(default=DEFAULT_MAX_LABELS, metadata=MAX_LABELS_OPTION)
     #: and holds no more weights (labels times features) than this: a line that would
     #: grow it past them is rejected (``too many weights``)
-    max_weights: int = DEFAULT_MAX_WEIGHTS
+    max_weights: int = field(default=DEFAULT_MAX_WEIGHTS, metadata=MAX_WEIGHTS_OPTION)
     #: seconds a checkpoint waits for the predictions and dead letters sent before it to
     #: be delivered; while some are still on their way (a broker outage) it is not written
     flush_timeout: float = 10.0
@@ -243,7 +267,12 @@ class DaemonSettings:
     publish_share: float = 0.05
     #: seconds a partition with messages waiting may make no progress before the daemon
     #: reports it stalled (``/readyz`` false, ``streamlearn_stalled_partitions``)
-    stall_timeout: float = 60.0
+    stall_timeout: float = field(
+        default=60.0,
+        metadata=command_line(
+            "No progress this long turns /readyz false.", KAFKA, "DURATION", duration=True
+        ),
+    )
     #: seconds a stop (SIGTERM, SIGINT) may take, its last checkpoint included: every wait
     #: on a broker after the signal takes the time left
     stop_timeout: float = 3.0
