@@ -27,9 +27,6 @@ from typer.core import TyperCommand
 from streamlearn import __version__
 from streamlearn._kernels import announce_compilation, set_up_target_for_a_command
 from streamlearn.config import (
-    DEFAULT_MAX_FEATURES,
-    DEFAULT_MAX_LABELS,
-    DEFAULT_MAX_WEIGHTS,
     LearnConfig,
     LearnerSpec,
 )
@@ -47,9 +44,7 @@ from streamlearn.learn import LEARNERS, LearnerTable
 from streamlearn.learn.params import COMMON_PARAMS
 from streamlearn.options import (
     ALGORITHM,
-    INPUT,
     KEYED,
-    ONE_VS_REST,
     OUTPUT,
     REPLAY,
     WINDOW,
@@ -244,30 +239,6 @@ ReplayEvery = Annotated[
 ReplayPasses = Annotated[
     int, _option("Passes of each replay.", "replay_passes", panel=REPLAY, metavar="N")
 ]
-MaxFeatures = Annotated[
-    int,
-    _option("Reject lines with larger indices.", "max_features", panel=INPUT, metavar="N"),
-]
-MaxLabels = Annotated[
-    int, _option("Reject lines that bring more labels.", "max_labels", panel=ONE_VS_REST,
-                 metavar="N"),
-]  # fmt: skip
-MaxWeights = Annotated[
-    int,
-    _option("Reject lines that make labels x features larger.", "max_weights",
-            panel=ONE_VS_REST, metavar="N"),
-]  # fmt: skip
-OneVsRest = Annotated[
-    bool,
-    _option("One binary learner per label.", "one_vs_rest", panel=ONE_VS_REST, show_default=False),
-]
-TauPosKappa = Annotated[
-    float | None,
-    _option("PAUM: tau_pos per label by its rarity.", "tau_pos_kappa", panel=ONE_VS_REST,
-            metavar="K"),
-]  # fmt: skip
-
-
 #: the replay schedule's defaults (``--replay-every``, ``--replay-passes``)
 DEFAULT_REPLAY = ReplaySchedule()
 
@@ -461,7 +432,9 @@ def make_app(learners: LearnerTable = LEARNERS) -> typer.Typer:
         pretty_exceptions_enable=False,
     )
     made.callback()(_root)
-    made.command(name="learn", epilog=EPILOG)(_command(learn, learners, with_options=True))
+    learn_options = partial(settings_options, LearnConfig)
+    learn_command = _command(learn, learners, True, learn_options, LEARN_ORDER)
+    made.command(name="learn", epilog=EPILOG)(learn_command)
     made.command(name="serve", epilog=EPILOG, cls=_made_when_used(partial(_serve, learners)))(
         _placeholder(serve)
     )
@@ -494,63 +467,38 @@ def _placeholder(body: Callable[..., None]) -> Callable[[], None]:
     return placeholder
 
 
+#: learn's options in the order its help lists them (after --algo and the learner's):
+#: LearnConfig declares most of them
+LEARN_ORDER = (
+    "model", "resume", "replay_every", "replay_passes", "converge", "epochs", "max_features",
+    "strict", "keep", "one_vs_rest", "max_labels", "max_weights", "tau_pos_kappa", "as_json",
+    "quiet",
+)  # fmt: skip
+
+
 def learn(
     *,
     learners: LearnerTable,
     learner_options: dict[str, Any],
     inputs: Inputs = None,
     algo: Algo = "pdm",
-    model: Annotated[
-        str | None, _option("Write the model here.", "model", panel=OUTPUT, metavar="FILE")
-    ] = None,
-    resume: Annotated[
-        str | None,
-        _option("Continue from this model file.", "resume", panel=OUTPUT, metavar="FILE"),
-    ] = None,
-    replay_every: ReplayEvery = 10_000,
-    replay_passes: ReplayPasses = 1,
-    converge: Annotated[
-        bool, _option("Replay to convergence at the end.", "converge", panel=REPLAY)
-    ] = True,
-    epochs: Annotated[
-        int | None,
-        _option("N plain passes instead of replay.", "epochs", panel=REPLAY, metavar="N"),
-    ] = None,
-    max_features: MaxFeatures = DEFAULT_MAX_FEATURES,
-    strict: Annotated[
-        bool,
-        _option("Stop at the first bad line (exit 2).", "strict", panel=INPUT, show_default=False),
-    ] = False,
-    keep: Annotated[
-        int, _option("Model files to keep (m.ckpt.1, ...).", "keep", panel=OUTPUT, metavar="N")
-    ] = 1,
-    one_vs_rest: OneVsRest = False,
-    max_labels: MaxLabels = DEFAULT_MAX_LABELS,
-    max_weights: MaxWeights = DEFAULT_MAX_WEIGHTS,
-    tau_pos_kappa: TauPosKappa = None,
+    replay_every: ReplayEvery = DEFAULT_REPLAY.every,
+    replay_passes: ReplayPasses = DEFAULT_REPLAY.passes,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the result as JSON.", rich_help_panel=OUTPUT)
     ] = False,
     quiet: Quiet = False,
+    **settings: Any,
 ) -> None:
     """Learn a model from svmlight lines (files or standard input)."""
     with _errors_to_exit_codes():
-        config = LearnConfig(
+        config = settings_from(
+            LearnConfig,
+            settings,
             learner=LearnerSpec.from_options(algo, learner_options, learners),
             inputs=tuple(str(p) for p in inputs or ()),
-            model=model,
-            resume=resume,
             replay=ReplaySchedule(every=replay_every, passes=replay_passes),
-            converge=converge,
             max_passes=learner_options.get("max_passes"),
-            epochs=epochs,
-            max_features=max_features,
-            strict=strict,
-            keep=keep,
-            one_vs_rest=one_vs_rest,
-            max_labels=max_labels,
-            max_weights=max_weights,
-            tau_pos_kappa=tau_pos_kappa,
         )
         size = InputStream(config.inputs).size
         with _compile_notice(quiet), _progress(size, quiet) as advance:

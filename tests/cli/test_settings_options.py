@@ -8,6 +8,7 @@ Its options used to repeat twelve defaults that ``ServeConfig``, ``DaemonSetting
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,8 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
-from streamlearn.cli import app, serve_config
-from streamlearn.config import LearnerSpec
+from streamlearn.cli import app, serve_config, settings_from
+from streamlearn.config import LearnConfig, LearnerSpec
 from streamlearn.daemon import DaemonSettings
 from streamlearn.group.policy import SyncPolicy
 from streamlearn.jobs.serve import ServeConfig
@@ -30,8 +31,6 @@ DECLARING = (ServeConfig, DaemonSettings, SyncPolicy)
 
 def parsed(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """The values ``serve`` is called with for ``argv`` (no STREAMLEARN_ variable set)."""
-    import os
-
     for name in [n for n in os.environ if n.startswith("STREAMLEARN_")]:
         monkeypatch.delenv(name)
     with SERVE.make_context("serve", argv) as context:
@@ -109,3 +108,18 @@ def test_a_config_file_sets_format_by_its_option_name(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["serve", "--config", str(config)])
     assert result.exit_code == 1
     assert "--format json" in result.stderr and "svmlight lines" in result.stderr
+
+
+def test_learn_without_options_is_configured_as_learn_configs_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``learn`` shares the mechanism: its options are LearnConfig's fields'."""
+    command: Any = typer.main.get_command(app).commands["learn"]  # type: ignore[attr-defined]
+    for name in [n for n in os.environ if n.startswith("STREAMLEARN_")]:
+        monkeypatch.delenv(name)
+    with command.make_context("learn", []) as context:
+        values = dict(context.params)
+    learner = LearnerSpec("pdm")
+    assert settings_from(LearnConfig, values, learner=learner) == LearnConfig(learner=learner)
+    assert (values["replay_every"], values["replay_passes"]) == (10_000, 1)
+    assert ReplaySchedule(every=10_000, passes=1) == ReplaySchedule()
