@@ -7,13 +7,11 @@ one command); flags win over the environment, which wins over the file.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect as introspect
 import json
 import logging
 import math
 import sys
-import typing
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
@@ -48,16 +46,21 @@ from streamlearn.options import (
     OUTPUT,
     REPLAY,
     WINDOW,
-    Option,
-    declared,
 )
 from streamlearn.parse import Rejected
 from streamlearn.replay import ReplaySchedule
+from streamlearn.settings_options import (
+    env_variable,
+    made_when_used,
+    placeholder,
+    seconds,
+    settings_from,
+    settings_options,
+    typer_option,
+)
 from streamlearn.sources import InputStream
 
 if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
-
     from streamlearn.jobs.serve import ServeConfig
     from streamlearn.keyed.settings import KeyedSettings
 
@@ -66,11 +69,6 @@ EXIT_USAGE = 2
 SHOWN_REJECTS = 5
 
 T = TypeVar("T")
-Settings = TypeVar("Settings", bound="DataclassInstance")
-
-
-def _env(name: str) -> str:
-    return "STREAMLEARN_" + name.upper().replace("-", "_")
 
 
 def _print_version(show: bool) -> None:
@@ -91,7 +89,7 @@ def _root(
         Path | None,
         typer.Option(
             "--config",
-            envvar=_env("config"),
+            envvar=env_variable("config"),
             show_envvar=False,
             help="TOML file of option values.",
             metavar="FILE",
@@ -192,17 +190,6 @@ METAVARS: dict[type, str | None] = {int: "N", float: "X", str: "TEXT", bool: Non
 LEARNER_METAVARS = {"delta": "X|auto|first", "forget": "window|never"}
 
 
-def _option(help_text: str, name: str, *flags: str, panel: str | None = None, **kwargs: Any) -> Any:
-    return typer.Option(
-        *flags,
-        help=help_text,
-        envvar=_env(name),
-        show_envvar=False,
-        rich_help_panel=panel,
-        **kwargs,
-    )
-
-
 Inputs = Annotated[
     list[Path] | None,
     typer.Argument(
@@ -216,7 +203,7 @@ Quiet = Annotated[
     typer.Option(
         "--quiet",
         "-q",
-        envvar=_env("quiet"),
+        envvar=env_variable("quiet"),
         show_envvar=False,
         help="No progress bar, no compile notice.",
         rich_help_panel=OUTPUT,
@@ -227,17 +214,17 @@ AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON."
 
 # the learner's own options (``--eps``, ``--tau-pos``, ...) come from the table of
 # learners (:func:`learner_options`); these are the job's
-Algo = Annotated[str, _option("Algorithm.", "algo", panel=ALGORITHM, metavar="NAME")]
+Algo = Annotated[str, typer_option("Algorithm.", "algo", panel=ALGORITHM, metavar="NAME")]
 Shrink = Annotated[
-    bool | None, _option("Active sets keep only updated examples.", "shrink", panel=REPLAY)
+    bool | None, typer_option("Active sets keep only updated examples.", "shrink", panel=REPLAY)
 ]
 ReplayEvery = Annotated[
     int,
-    _option("Replay after every N new examples (0: never).", "replay_every", panel=REPLAY,
+    typer_option("Replay after every N new examples (0: never).", "replay_every", panel=REPLAY,
             metavar="N"),
 ]  # fmt: skip
 ReplayPasses = Annotated[
-    int, _option("Passes of each replay.", "replay_passes", panel=REPLAY, metavar="N")
+    int, typer_option("Passes of each replay.", "replay_passes", panel=REPLAY, metavar="N")
 ]
 #: the replay schedule's defaults (``--replay-every``, ``--replay-passes``)
 DEFAULT_REPLAY = ReplaySchedule()
@@ -264,7 +251,7 @@ def learner_options(learners: LearnerTable) -> list[introspect.Parameter]:
         flags = [f"--{name.replace('_', '-')}"]
         if kind is bool:
             flags = [f"{flags[0]}/--no-{name.replace('_', '-')}"]
-        option = _option(
+        option = typer_option(
             help_text,
             name,
             *flags,
@@ -356,7 +343,7 @@ def _own_parameters(
         if param.name == "algo":
             # the table's names as a choice: a wrong one is a usage error (exit 2)
             names: Any = Literal.__getitem__(tuple(sorted(learners)))
-            algo = Annotated[names, _option(
+            algo = Annotated[names, typer_option(
                 f"One of {', '.join(sorted(learners))}.", "algo", panel=ALGORITHM, metavar="NAME",
             )]  # fmt: skip
             param = param.replace(annotation=algo)
@@ -372,41 +359,8 @@ def _in_order(
     start = next(i for i, param in enumerate(parameters) if param.name == "algo") + 1 + learners
     head, rest = parameters[:start], {param.name: param for param in parameters[start:]}
     if sorted(rest) != sorted(order):
-        raise AssertionError(f"the order of the options misses {set(rest) ^ set(order)}")
+        raise ValueError(f"the order does not list these options once: {set(rest) ^ set(order)}")
     return [*head, *(rest[name] for name in order)]
-
-
-def _made_when_used(make: Callable[[], TyperCommand]) -> type[TyperCommand]:
-    """A typer command class whose options and body are ``make``'s command's, made when
-    first used (for its help or to run it). ``serve``'s options come from the settings
-    dataclasses of the daemon, which the other commands must not import: they start
-    faster without (tests/cli/test_startup_imports.py)."""
-
-    class MadeWhenUsed(TyperCommand):
-        made: TyperCommand | None = None
-
-        def _made(self) -> TyperCommand:
-            if self.made is None:
-                self.made = make()
-            return self.made
-
-        @property
-        def params(self) -> list[Any]:
-            return self._made().params
-
-        @params.setter
-        def params(self, value: list[Any]) -> None:
-            """Click sets the placeholder's (none)."""
-
-        @property
-        def callback(self) -> Callable[..., Any] | None:
-            return self._made().callback
-
-        @callback.setter
-        def callback(self, value: Callable[..., Any] | None) -> None:
-            """Click sets the placeholder's."""
-
-    return MadeWhenUsed
 
 
 def warmup(*, learners: LearnerTable) -> None:
@@ -435,8 +389,8 @@ def make_app(learners: LearnerTable = LEARNERS) -> typer.Typer:
     learn_options = partial(settings_options, LearnConfig)
     learn_command = _command(learn, learners, True, learn_options, LEARN_ORDER)
     made.command(name="learn", epilog=EPILOG)(learn_command)
-    made.command(name="serve", epilog=EPILOG, cls=_made_when_used(partial(_serve, learners)))(
-        _placeholder(serve)
+    made.command(name="serve", epilog=EPILOG, cls=made_when_used(partial(_serve, learners)))(
+        placeholder(serve)
     )
     made.command(name="predict", epilog=EPILOG)(_command(predict, learners))
     made.command(name="eval", epilog=EPILOG)(_command(evaluate_command, learners))
@@ -451,20 +405,8 @@ def _serve(learners: LearnerTable) -> TyperCommand:
     command = _command(serve, learners, True, serve_options, SERVE_ORDER)
     alone.command(name="serve", epilog=EPILOG)(command)
     made = typer.main.get_command(alone)
-    assert isinstance(made, TyperCommand)  # an app of one command and no callback: it
+    assert isinstance(made, TyperCommand)  # an app of one command is that command
     return made
-
-
-def _placeholder(body: Callable[..., None]) -> Callable[[], None]:
-    """A command without options and with ``body``'s name and help, for
-    :func:`_made_when_used` to fill."""
-
-    def placeholder() -> None:
-        raise AssertionError("the command made when used runs instead")
-
-    placeholder.__name__ = body.__name__
-    placeholder.__doc__ = body.__doc__
-    return placeholder
 
 
 #: learn's options in the order its help lists them (after --algo and the learner's):
@@ -530,7 +472,7 @@ def serve(
     algo: Algo = "pdm",
     replay_every: Annotated[
         int | None,
-        _option(
+        typer_option(
             "Replay every N new examples (default: by time).",
             "replay_every",
             panel=REPLAY,
@@ -539,19 +481,22 @@ def serve(
     ] = None,
     replay_passes: ReplayPasses = DEFAULT_REPLAY.passes,
     model_key: Annotated[
-        bool, _option("One model per message key.", "model_key", panel=KEYED, show_default=False)
+        bool,
+        typer_option("One model per message key.", "model_key", panel=KEYED, show_default=False),
     ] = False,
     state_topic: Annotated[
         str | None,
-        _option("Topic of models that leave memory.", "state_topic", panel=KEYED, metavar="NAME"),
+        typer_option(
+            "Topic of models that leave memory.", "state_topic", panel=KEYED, metavar="NAME"
+        ),
     ] = None,
     max_models: Annotated[
         int | None,
-        _option("Models in memory at most (1000).", "max_models", panel=KEYED, metavar="N"),
+        typer_option("Models in memory at most (1000).", "max_models", panel=KEYED, metavar="N"),
     ] = None,
     max_model_bytes: Annotated[
         int | None,
-        _option(
+        typer_option(
             "Bytes of models in memory at most (1 GiB).",
             "max_model_bytes",
             panel=KEYED,
@@ -560,11 +505,11 @@ def serve(
     ] = None,
     key_ttl: Annotated[
         float | None,
-        _option(
+        typer_option(
             "Remove a key's model idle this long (7d).",
             "key_ttl",
             panel=KEYED,
-            parser=_seconds,
+            parser=seconds,
             metavar="DURATION",
         ),
     ] = None,
@@ -621,102 +566,6 @@ def serve_config(
     )
 
 
-def settings_options(declaring: type, prefix: str = "") -> list[introspect.Parameter]:
-    """One keyword parameter of a command per field of the dataclass ``declaring`` that
-    declares its option (:mod:`streamlearn.options`): named after the field (after
-    ``prefix``, or the declared name), of its type, with its default as the command line
-    writes it (``30s`` for 30 seconds, ``on`` for True)."""
-    hints = typing.get_type_hints(declaring)
-    parameters = []
-    for setting in dataclasses.fields(declaring):
-        shown = declared(setting)
-        if shown is None:
-            continue
-        hint = hints[setting.name]
-        name = _parameter_name(setting, shown, prefix)
-        extra: dict[str, Any] = {"parser": _seconds} if shown.duration else {}
-        if not shown.show_default:
-            extra["show_default"] = False
-        flags = [f"--{shown.name}"] if shown.name else []
-        typer_option = _option(
-            shown.help, name, *flags, panel=shown.panel, metavar=shown.metavar, **extra
-        )
-        annotation = Annotated[_option_type(shown, hint), typer_option]  # type: ignore[valid-type]
-        default = _option_default(shown, hint, setting.default)
-        keyword = introspect.Parameter.KEYWORD_ONLY
-        parameters.append(
-            introspect.Parameter(name, keyword, default=default, annotation=annotation)
-        )
-    return parameters
-
-
-def settings_from(
-    declaring: type[Settings], values: dict[str, Any], prefix: str = "", **given: Any
-) -> Settings:
-    """An instance of the dataclass ``declaring``: each field that declares its option
-    from that option's value in ``values`` (as :func:`settings_options` named it), the
-    others from ``given``. Its own checks make a bad value an error naming the option."""
-    hints = typing.get_type_hints(declaring)
-    for setting in dataclasses.fields(declaring):
-        shown = declared(setting)
-        if shown is not None:
-            value = values[_parameter_name(setting, shown, prefix)]
-            given[setting.name] = _field_value(shown, hints[setting.name], value)
-    return declaring(**given)
-
-
-def _parameter_name(setting: dataclasses.Field[Any], shown: Option, prefix: str) -> str:
-    return shown.name.replace("-", "_") if shown.name else prefix + setting.name
-
-
-def _is_repeated(hint: Any) -> bool:
-    """Whether a field of type ``hint`` holds a repeatable option's values (a tuple)."""
-    return typing.get_origin(hint) is tuple
-
-
-def _option_type(shown: Option, hint: Any) -> Any:
-    """The type typer reads the option as: its words, a duration's text, a repeatable
-    option's list, the word for None (``off``) among the field's texts."""
-    if shown.choices:
-        return Literal.__getitem__(shown.choices)
-    if shown.duration:
-        return float  # the parser makes the text seconds
-    if _is_repeated(hint):
-        return list[str] | None
-    if shown.off is not None:
-        return str
-    return hint
-
-
-def _option_default(shown: Option, hint: Any, default: Any) -> Any:
-    """A field's default as the command line writes it.
-
-    >>> from streamlearn.options import ON_OFF, Option
-    >>> _option_default(Option("", "", duration=True), float, 30.0)
-    '30s'
-    >>> _option_default(Option("", "", choices=ON_OFF), bool, True)
-    'on'
-    """
-    if shown.duration and default is not None:
-        return f"{default:g}s"
-    if shown.choices and hint is bool:
-        return shown.choices[0 if default else 1]
-    if _is_repeated(hint):
-        return None  # none given: the field's default, no values
-    return default
-
-
-def _field_value(shown: Option, hint: Any, value: Any) -> Any:
-    """An option's value as its field holds it (the inverse of :func:`_option_default`)."""
-    if shown.off is not None and value == shown.off:
-        return None
-    if shown.choices and hint is bool:
-        return value == shown.choices[0]
-    if _is_repeated(hint):
-        return tuple(value or ())
-    return value
-
-
 def _keyed_settings(
     model_key: bool,
     state_topic: str | None,
@@ -743,30 +592,12 @@ def _keyed_settings(
     )
 
 
-def _seconds(text: str | float) -> float:
-    """A duration option's seconds: ``30s``, ``5m``, ``1h``, ``7d`` or a number of seconds
-    (a usage error otherwise).
-
-    >>> _seconds("5m"), _seconds("2.5"), _seconds("7d")
-    (300.0, 2.5, 604800.0)
-    """
-    if isinstance(text, int | float):
-        return float(text)
-    units = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-    try:
-        if text and text[-1] in units:
-            return float(text[:-1]) * units[text[-1]]
-        return float(text)
-    except ValueError:
-        raise typer.BadParameter(f"not a duration: {text!r} (use 30s, 5m, 1h, 7d)") from None
-
-
 def predict(
     *,
     learners: LearnerTable,
     inputs: Inputs = None,
     model: Annotated[
-        str, _option("Model file written by learn.", "model", metavar="FILE")
+        str, typer_option("Model file written by learn.", "model", metavar="FILE")
     ] = "model.ckpt",
     labels: Annotated[
         bool,
@@ -796,7 +627,7 @@ def evaluate_command(
     learners: LearnerTable,
     inputs: Inputs = None,
     model: Annotated[
-        str, _option("Model file written by learn.", "model", metavar="FILE")
+        str, typer_option("Model file written by learn.", "model", metavar="FILE")
     ] = "model.ckpt",
     as_json: AsJson = False,
 ) -> None:

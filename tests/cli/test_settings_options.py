@@ -16,7 +16,7 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
-from streamlearn.cli import app, serve_config, settings_from
+from streamlearn.cli import app, serve_config
 from streamlearn.config import LearnConfig, LearnerSpec
 from streamlearn.daemon import DaemonSettings
 from streamlearn.group.policy import SyncPolicy
@@ -24,6 +24,7 @@ from streamlearn.jobs.serve import ServeConfig
 from streamlearn.keyed.settings import KeyedSettings
 from streamlearn.options import declared
 from streamlearn.replay import ReplaySchedule
+from streamlearn.settings_options import settings_from
 
 SERVE: Any = typer.main.get_command(app).commands["serve"]  # type: ignore[attr-defined]
 DECLARING = (ServeConfig, DaemonSettings, SyncPolicy)
