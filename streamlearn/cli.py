@@ -14,24 +14,20 @@ import math
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import typer
+import typer.main
+from typer.core import TyperCommand
 
 from streamlearn import __version__
 from streamlearn._kernels import announce_compilation, set_up_target_for_a_command
 from streamlearn.config import (
-    DEFAULT_HTTP_ADDR,
-    DEFAULT_HTTP_MAX_BODY,
-    DEFAULT_HTTP_NICE,
-    DEFAULT_MAX_FEATURES,
-    DEFAULT_MAX_LABELS,
-    DEFAULT_MAX_WEIGHTS,
     LearnConfig,
     LearnerSpec,
 )
-from streamlearn.drift import DEFAULT_DELTA, DEFAULT_THRESHOLD
 from streamlearn.errors import BadLineError, InvalidParameterError, StreamlearnError
 from streamlearn.jobs.learn import LearnReport, load_model, run_learn
 from streamlearn.jobs.model import (
@@ -44,12 +40,28 @@ from streamlearn.jobs.model import (
 from streamlearn.jobs.rejects import RejectLog
 from streamlearn.learn import LEARNERS, LearnerTable
 from streamlearn.learn.params import COMMON_PARAMS
+from streamlearn.options import (
+    ALGORITHM,
+    KEYED,
+    OUTPUT,
+    REPLAY,
+    WINDOW,
+)
 from streamlearn.parse import Rejected
 from streamlearn.replay import ReplaySchedule
+from streamlearn.settings_options import (
+    env_variable,
+    made_when_used,
+    placeholder,
+    seconds,
+    settings_from,
+    settings_options,
+    typer_option,
+)
 from streamlearn.sources import InputStream
-from streamlearn.sources.kafka_codecs import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MAX_RECORD_BYTES
 
 if TYPE_CHECKING:
+    from streamlearn.jobs.serve import ServeConfig
     from streamlearn.keyed.settings import KeyedSettings
 
 EXIT_ERROR = 1
@@ -57,10 +69,6 @@ EXIT_USAGE = 2
 SHOWN_REJECTS = 5
 
 T = TypeVar("T")
-
-
-def _env(name: str) -> str:
-    return "STREAMLEARN_" + name.upper().replace("-", "_")
 
 
 def _print_version(show: bool) -> None:
@@ -81,7 +89,7 @@ def _root(
         Path | None,
         typer.Option(
             "--config",
-            envvar=_env("config"),
+            envvar=env_variable("config"),
             show_envvar=False,
             help="TOML file of option values.",
             metavar="FILE",
@@ -139,20 +147,9 @@ def _defaults_from_toml(path: Path) -> dict[str, Any]:
     return commands
 
 
-# the help panels: each option in one, with one short line of help (docs/cli.md has the
-# long text); the environment variables are read but not listed, which made the help of
-# ``serve`` too wide for 80 columns: the epilog states their rule once
-ALGORITHM = "Algorithm"
-REPLAY = "Replay"
-WINDOW = "Replay buffer"
-INPUT = "Input"
-ONE_VS_REST = "One-vs-rest"
-OUTPUT = "Output"
-KAFKA = "Kafka"
-CHECKPOINTS = "Checkpoints"
-HTTP = "HTTP and metrics"
-GROUP = "Learning group"
-KEYED = "Keyed models"
+# the help panels are streamlearn.options'; the environment variables are read but not
+# listed, which made the help of ``serve`` too wide for 80 columns: the epilog states
+# their rule once
 EPILOG = (
     "Most options also come from a variable STREAMLEARN_<OPTION> (--replay-every: "
     "STREAMLEARN_REPLAY_EVERY) or a --config file; flags win. Details: docs/cli.md."
@@ -193,17 +190,6 @@ METAVARS: dict[type, str | None] = {int: "N", float: "X", str: "TEXT", bool: Non
 LEARNER_METAVARS = {"delta": "X|auto|first", "forget": "window|never"}
 
 
-def _option(help_text: str, name: str, *flags: str, panel: str | None = None, **kwargs: Any) -> Any:
-    return typer.Option(
-        *flags,
-        help=help_text,
-        envvar=_env(name),
-        show_envvar=False,
-        rich_help_panel=panel,
-        **kwargs,
-    )
-
-
 Inputs = Annotated[
     list[Path] | None,
     typer.Argument(
@@ -217,7 +203,7 @@ Quiet = Annotated[
     typer.Option(
         "--quiet",
         "-q",
-        envvar=_env("quiet"),
+        envvar=env_variable("quiet"),
         show_envvar=False,
         help="No progress bar, no compile notice.",
         rich_help_panel=OUTPUT,
@@ -228,40 +214,20 @@ AsJson = Annotated[bool, typer.Option("--json", help="Print the result as JSON."
 
 # the learner's own options (``--eps``, ``--tau-pos``, ...) come from the table of
 # learners (:func:`learner_options`); these are the job's
-Algo = Annotated[str, _option("Algorithm.", "algo", panel=ALGORITHM, metavar="NAME")]
+Algo = Annotated[str, typer_option("Algorithm.", "algo", panel=ALGORITHM, metavar="NAME")]
 Shrink = Annotated[
-    bool | None, _option("Active sets keep only updated examples.", "shrink", panel=REPLAY)
+    bool | None, typer_option("Active sets keep only updated examples.", "shrink", panel=REPLAY)
 ]
 ReplayEvery = Annotated[
     int,
-    _option("Replay after every N new examples (0: never).", "replay_every", panel=REPLAY,
+    typer_option("Replay after every N new examples (0: never).", "replay_every", panel=REPLAY,
             metavar="N"),
 ]  # fmt: skip
 ReplayPasses = Annotated[
-    int, _option("Passes of each replay.", "replay_passes", panel=REPLAY, metavar="N")
+    int, typer_option("Passes of each replay.", "replay_passes", panel=REPLAY, metavar="N")
 ]
-MaxFeatures = Annotated[
-    int,
-    _option("Reject lines with larger indices.", "max_features", panel=INPUT, metavar="N"),
-]
-MaxLabels = Annotated[
-    int, _option("Reject lines that bring more labels.", "max_labels", panel=ONE_VS_REST,
-                 metavar="N"),
-]  # fmt: skip
-MaxWeights = Annotated[
-    int,
-    _option("Reject lines that make labels x features larger.", "max_weights",
-            panel=ONE_VS_REST, metavar="N"),
-]  # fmt: skip
-OneVsRest = Annotated[
-    bool,
-    _option("One binary learner per label.", "one_vs_rest", panel=ONE_VS_REST, show_default=False),
-]
-TauPosKappa = Annotated[
-    float | None,
-    _option("PAUM: tau_pos per label by its rarity.", "tau_pos_kappa", panel=ONE_VS_REST,
-            metavar="K"),
-]  # fmt: skip
+#: the replay schedule's defaults (``--replay-every``, ``--replay-passes``)
+DEFAULT_REPLAY = ReplaySchedule()
 
 
 def learner_options(learners: LearnerTable) -> list[introspect.Parameter]:
@@ -285,7 +251,7 @@ def learner_options(learners: LearnerTable) -> list[introspect.Parameter]:
         flags = [f"--{name.replace('_', '-')}"]
         if kind is bool:
             flags = [f"{flags[0]}/--no-{name.replace('_', '-')}"]
-        option = _option(
+        option = typer_option(
             help_text,
             name,
             *flags,
@@ -316,42 +282,30 @@ def _learner_meanings(
 
 
 def _command(
-    body: Callable[..., None], learners: LearnerTable, with_options: bool = False
+    body: Callable[..., None],
+    learners: LearnerTable,
+    with_options: bool = False,
+    declared_options: Callable[[], list[introspect.Parameter]] | None = None,
+    order: tuple[str, ...] = (),
 ) -> Callable[..., None]:
     """``body`` as a typer command of an app over ``learners``: its parameters but
     ``learners`` and ``learner_options`` (which it is called with), and with
     ``with_options`` the learners' options after ``--algo`` (their values go to
-    ``learner_options``, with ``--shrink``)."""
-    own = introspect.signature(body, eval_str=True).parameters.values()
-    keyword = introspect.Parameter.KEYWORD_ONLY
+    ``learner_options``, with ``--shrink``). ``declared_options`` makes the options that
+    ``body`` takes as keywords (its ``**``); ``order`` is the order of the options after
+    the learner's (each of them once)."""
     parameters: list[introspect.Parameter] = []
     option_names: list[str] = []
-    for param in own:
-        if param.name in ("learners", "learner_options"):
-            continue
-        if param.name == "algo":
-            # the table's names as a choice: a wrong one is a usage error (exit 2)
-            names: Any = Literal.__getitem__(tuple(sorted(learners)))
-            algo = Annotated[names, _option(
-                f"One of {', '.join(sorted(learners))}.", "algo", panel=ALGORITHM, metavar="NAME",
-            )]  # fmt: skip
-            parameters.append(param.replace(kind=keyword, annotation=algo))
-            if with_options:
-                generated = learner_options(learners)
-                option_names = [option.name for option in generated]
-                parameters.extend(generated)
-            continue
-        parameters.append(param.replace(kind=keyword))
-
-    # --config after the command too (``streamlearn serve --config f.toml``): read first
-    # (eager), so that the options after it take their defaults from the file
-    parameters.insert(0, introspect.Parameter(
-        "config", keyword, default=None,
-        annotation=Annotated[Path | None, typer.Option(
-            "--config", help="TOML file of option values.", metavar="FILE",
-            exists=True, is_eager=True, callback=_command_config,
-        )],
-    ))  # fmt: skip
+    for param in _own_parameters(body, learners):
+        parameters.append(param)
+        if param.name == "algo" and with_options:
+            generated = learner_options(learners)
+            option_names = [option.name for option in generated]
+            parameters.extend(generated)
+    if declared_options is not None:
+        parameters.extend(declared_options())
+    if order:
+        parameters = _in_order(parameters, len(option_names), order)
 
     def command(**values: Any) -> None:
         values.pop("config", None)
@@ -360,11 +314,53 @@ def _command(
             extra["learner_options"] = {name: values.pop(name, None) for name in option_names}
         body(**values, **extra)
 
+    # --config after the command too (``streamlearn serve --config f.toml``): read first
+    # (eager), so that the options after it take their defaults from the file
+    parameters.insert(0, introspect.Parameter(
+        "config", introspect.Parameter.KEYWORD_ONLY, default=None,
+        annotation=Annotated[Path | None, typer.Option(
+            "--config", help="TOML file of option values.", metavar="FILE",
+            exists=True, is_eager=True, callback=_command_config,
+        )],
+    ))  # fmt: skip
     command.__name__ = body.__name__
     command.__doc__ = body.__doc__
     command.__signature__ = introspect.Signature(parameters)  # type: ignore[attr-defined]
     command.__annotations__ = {param.name: param.annotation for param in parameters}
     return command
+
+
+def _own_parameters(
+    body: Callable[..., None], learners: LearnerTable
+) -> list[introspect.Parameter]:
+    """``body``'s parameters as a command's keywords, but ``learners``,
+    ``learner_options`` and its ``**``; ``--algo`` a choice of ``learners``' names."""
+    keyword = introspect.Parameter.KEYWORD_ONLY
+    parameters = []
+    for param in introspect.signature(body, eval_str=True).parameters.values():
+        if param.name in ("learners", "learner_options") or param.kind is param.VAR_KEYWORD:
+            continue
+        if param.name == "algo":
+            # the table's names as a choice: a wrong one is a usage error (exit 2)
+            names: Any = Literal.__getitem__(tuple(sorted(learners)))
+            algo = Annotated[names, typer_option(
+                f"One of {', '.join(sorted(learners))}.", "algo", panel=ALGORITHM, metavar="NAME",
+            )]  # fmt: skip
+            param = param.replace(annotation=algo)
+        parameters.append(param.replace(kind=keyword))
+    return parameters
+
+
+def _in_order(
+    parameters: list[introspect.Parameter], learners: int, order: tuple[str, ...]
+) -> list[introspect.Parameter]:
+    """``parameters`` with those after ``--algo`` and its ``learners`` options in
+    ``order``, which must name each of them once (the help lists them so)."""
+    start = next(i for i, param in enumerate(parameters) if param.name == "algo") + 1 + learners
+    head, rest = parameters[:start], {param.name: param for param in parameters[start:]}
+    if sorted(rest) != sorted(order):
+        raise ValueError(f"the order does not list these options once: {set(rest) ^ set(order)}")
+    return [*head, *(rest[name] for name in order)]
 
 
 def warmup(*, learners: LearnerTable) -> None:
@@ -390,8 +386,12 @@ def make_app(learners: LearnerTable = LEARNERS) -> typer.Typer:
         pretty_exceptions_enable=False,
     )
     made.callback()(_root)
-    made.command(name="learn", epilog=EPILOG)(_command(learn, learners, with_options=True))
-    made.command(name="serve", epilog=EPILOG)(_command(serve, learners, with_options=True))
+    learn_options = partial(settings_options, LearnConfig)
+    learn_command = _command(learn, learners, True, learn_options, LEARN_ORDER)
+    made.command(name="learn", epilog=EPILOG)(learn_command)
+    made.command(name="serve", epilog=EPILOG, cls=made_when_used(partial(_serve, learners)))(
+        placeholder(serve)
+    )
     made.command(name="predict", epilog=EPILOG)(_command(predict, learners))
     made.command(name="eval", epilog=EPILOG)(_command(evaluate_command, learners))
     made.command(name="inspect", epilog=EPILOG)(_command(inspect, learners))
@@ -400,63 +400,48 @@ def make_app(learners: LearnerTable = LEARNERS) -> typer.Typer:
     return made
 
 
+def _serve(learners: LearnerTable) -> TyperCommand:
+    """The ``serve`` command over ``learners``, its options made from its settings."""
+    alone = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    command = _command(serve, learners, True, serve_options, SERVE_ORDER)
+    alone.command(name="serve", epilog=EPILOG)(command)
+    made = typer.main.get_command(alone)
+    assert isinstance(made, TyperCommand)  # an app of one command is that command
+    return made
+
+
+#: learn's options in the order its help lists them (after --algo and the learner's):
+#: LearnConfig declares most of them
+LEARN_ORDER = (
+    "model", "resume", "replay_every", "replay_passes", "converge", "epochs", "max_features",
+    "strict", "keep", "one_vs_rest", "max_labels", "max_weights", "tau_pos_kappa", "as_json",
+    "quiet",
+)  # fmt: skip
+
+
 def learn(
     *,
     learners: LearnerTable,
     learner_options: dict[str, Any],
     inputs: Inputs = None,
     algo: Algo = "pdm",
-    model: Annotated[
-        str | None, _option("Write the model here.", "model", panel=OUTPUT, metavar="FILE")
-    ] = None,
-    resume: Annotated[
-        str | None,
-        _option("Continue from this model file.", "resume", panel=OUTPUT, metavar="FILE"),
-    ] = None,
-    replay_every: ReplayEvery = 10_000,
-    replay_passes: ReplayPasses = 1,
-    converge: Annotated[
-        bool, _option("Replay to convergence at the end.", "converge", panel=REPLAY)
-    ] = True,
-    epochs: Annotated[
-        int | None,
-        _option("N plain passes instead of replay.", "epochs", panel=REPLAY, metavar="N"),
-    ] = None,
-    max_features: MaxFeatures = DEFAULT_MAX_FEATURES,
-    strict: Annotated[
-        bool,
-        _option("Stop at the first bad line (exit 2).", "strict", panel=INPUT, show_default=False),
-    ] = False,
-    keep: Annotated[
-        int, _option("Model files to keep (m.ckpt.1, ...).", "keep", panel=OUTPUT, metavar="N")
-    ] = 1,
-    one_vs_rest: OneVsRest = False,
-    max_labels: MaxLabels = DEFAULT_MAX_LABELS,
-    max_weights: MaxWeights = DEFAULT_MAX_WEIGHTS,
-    tau_pos_kappa: TauPosKappa = None,
+    replay_every: ReplayEvery = DEFAULT_REPLAY.every,
+    replay_passes: ReplayPasses = DEFAULT_REPLAY.passes,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the result as JSON.", rich_help_panel=OUTPUT)
     ] = False,
     quiet: Quiet = False,
+    **settings: Any,
 ) -> None:
     """Learn a model from svmlight lines (files or standard input)."""
     with _errors_to_exit_codes():
-        config = LearnConfig(
+        config = settings_from(
+            LearnConfig,
+            settings,
             learner=LearnerSpec.from_options(algo, learner_options, learners),
             inputs=tuple(str(p) for p in inputs or ()),
-            model=model,
-            resume=resume,
             replay=ReplaySchedule(every=replay_every, passes=replay_passes),
-            converge=converge,
             max_passes=learner_options.get("max_passes"),
-            epochs=epochs,
-            max_features=max_features,
-            strict=strict,
-            keep=keep,
-            one_vs_rest=one_vs_rest,
-            max_labels=max_labels,
-            max_weights=max_weights,
-            tau_pos_kappa=tau_pos_kappa,
         )
         size = InputStream(config.inputs).size
         with _compile_notice(quiet), _progress(size, quiet) as advance:
@@ -464,290 +449,56 @@ def learn(
         _print_learn(report, as_json)
 
 
+#: serve's options in the order its help lists them (after --algo and the learner's): the
+#: settings dataclasses declare most of them (:func:`settings_options`)
+SERVE_ORDER = (
+    "source", "bootstrap_servers", "topic", "group", "consumer_option", "predictions_topic",
+    "dead_letter_topic", "compression", "max_record_bytes", "max_batch_bytes",
+    "on_offset_reset", "stall_timeout", "format", "checkpoint_dir", "checkpoint_every",
+    "checkpoint_min_interval", "checkpoint_interval", "keep", "metrics_addr", "http_addr",
+    "http_learn", "http_max_body", "http_nice", "drift_threshold", "drift_delta",
+    "hash_features", "idle_replay",
+    "replay_every", "replay_passes", "replay_share", "max_features", "one_vs_rest",
+    "max_labels", "max_weights", "tau_pos_kappa", "per_label_metrics", "sync_topic", "sync",
+    "sync_every", "sync_threshold", "sync_max_interval", "sync_idle_after", "sync_share",
+    "member_id", "model_key", "state_topic", "max_models", "max_model_bytes", "key_ttl",
+)  # fmt: skip
+#: the prefix of the learning group's options (``--sync-every``: ``SyncPolicy.every``)
+SYNC_PREFIX = "sync_"
+
+
 def serve(
     *,
     learners: LearnerTable,
     learner_options: dict[str, Any],
     algo: Algo = "pdm",
-    source: Annotated[
-        Literal["stdin", "kafka"],
-        _option("Where examples come from.", "source", panel=INPUT, metavar="stdin|kafka"),
-    ] = "stdin",
-    bootstrap_servers: Annotated[
-        str | None,
-        _option("Brokers, host:port,host:port.", "bootstrap_servers", panel=KAFKA, metavar="HOSTS"),
-    ] = None,
-    topic: Annotated[
-        str | None, _option("Topic of the examples.", "topic", panel=KAFKA, metavar="NAME")
-    ] = None,
-    group: Annotated[
-        str, _option("Consumer group.", "group", panel=KAFKA, metavar="NAME")
-    ] = "streamlearn",
-    consumer_option: Annotated[
-        list[str] | None,
-        _option(
-            "Consumer option NAME=VALUE, repeatable.",
-            "consumer_option",
-            "--consumer-option",
-            panel=KAFKA,
-            metavar="K=V",
-        ),
-    ] = None,
-    predictions_topic: Annotated[
-        str | None,
-        _option(
-            "Topic of predictions (stdin: stdout).",
-            "predictions_topic",
-            panel=KAFKA,
-            metavar="NAME",
-        ),
-    ] = None,
-    dead_letter_topic: Annotated[
-        str | None,
-        _option(
-            "Topic of rejected or unreadable messages.",
-            "dead_letter_topic",
-            panel=KAFKA,
-            metavar="NAME",
-        ),
-    ] = None,
-    compression: Annotated[
-        Literal["none", "gzip", "snappy", "lz4", "zstd"],
-        _option(
-            "Of what serve writes: none, gzip, snappy, lz4, zstd.",
-            "compression",
-            panel=KAFKA,
-            metavar="CODEC",
-        ),
-    ] = "none",
-    max_record_bytes: Annotated[
-        int,
-        _option(
-            "Skip larger messages as unreadable.", "max_record_bytes", panel=KAFKA, metavar="N"
-        ),
-    ] = DEFAULT_MAX_RECORD_BYTES,
-    max_batch_bytes: Annotated[
-        int,
-        _option(
-            "Skip batches that decompress to more.", "max_batch_bytes", panel=KAFKA, metavar="N"
-        ),
-    ] = DEFAULT_MAX_BATCH_BYTES,
-    on_offset_reset: Annotated[
-        Literal["wait", "earliest"],
-        _option(
-            "A log that went back: hold it, or relearn it.",
-            "on_offset_reset",
-            panel=KAFKA,
-            metavar="wait|earliest",
-        ),
-    ] = "wait",
-    stall_timeout: Annotated[
-        float,
-        _option(
-            "No progress this long turns /readyz false.",
-            "stall_timeout",
-            panel=KAFKA,
-            parser=_seconds,
-            metavar="DURATION",
-        ),
-    ] = "60s",  # type: ignore[assignment]  # the parser makes it seconds
-    drift_threshold: Annotated[
-        float,
-        _option(
-            "Page-Hinkley alarm level of the error; 0: off.",
-            "drift_threshold",
-            panel=HTTP,
-            metavar="H",
-        ),
-    ] = DEFAULT_THRESHOLD,
-    drift_delta: Annotated[
-        float,
-        _option("Its tolerance of the error's rise.", "drift_delta", panel=HTTP, metavar="D"),
-    ] = DEFAULT_DELTA,
-    message_format: Annotated[
-        Literal["svmlight", "msgpack", "json"],
-        _option(
-            "Messages without a content type: svmlight, msgpack, json.",
-            "format",
-            "--format",
-            panel=KAFKA,
-            metavar="FORMAT",
-        ),
-    ] = "svmlight",
-    checkpoint_dir: Annotated[
-        str | None,
-        _option(
-            "Directory of checkpoints (none: none).",
-            "checkpoint_dir",
-            panel=CHECKPOINTS,
-            metavar="DIR",
-        ),
-    ] = None,
-    checkpoint_every: Annotated[
-        int | None,
-        _option(
-            "Checkpoint after N new examples too.",
-            "checkpoint_every",
-            panel=CHECKPOINTS,
-            metavar="N",
-        ),
-    ] = None,
-    checkpoint_min_interval: Annotated[
-        float,
-        _option(
-            "Least time between two by --checkpoint-every.",
-            "checkpoint_min_interval",
-            panel=CHECKPOINTS,
-            parser=_seconds,
-            metavar="DURATION",
-        ),
-    ] = "5s",  # type: ignore[assignment]  # the parser makes it seconds
-    checkpoint_interval: Annotated[
-        float,
-        _option(
-            "Checkpoint after this long (30s, 5m, 1h).",
-            "checkpoint_interval",
-            panel=CHECKPOINTS,
-            parser=_seconds,
-            metavar="DURATION",
-        ),
-    ] = "30s",  # type: ignore[assignment]  # the parser makes it seconds
-    keep: Annotated[
-        int, _option("Checkpoints to keep.", "keep", panel=CHECKPOINTS, metavar="N")
-    ] = 3,
-    metrics_addr: Annotated[
-        str,
-        _option("Of /metrics, /healthz, /readyz.", "metrics_addr", panel=HTTP, metavar="HOST:PORT"),
-    ] = "127.0.0.1:9108",
-    http_addr: Annotated[
-        str,
-        _option(
-            "Of the HTTP API, or off (a token off loopback).",
-            "http_addr",
-            panel=HTTP,
-            metavar="HOST:PORT",
-        ),
-    ] = DEFAULT_HTTP_ADDR,
-    http_learn: Annotated[
-        bool,
-        _option("Learn what is POSTed to /learn.", "http_learn", panel=HTTP, show_default=False),
-    ] = False,
-    http_max_body: Annotated[
-        int,
-        _option("Bytes of the largest request body.", "http_max_body", panel=HTTP, metavar="N"),
-    ] = DEFAULT_HTTP_MAX_BODY,
-    http_nice: Annotated[
-        int,
-        _option(
-            "Nice steps of the HTTP thread below learning.", "http_nice", panel=HTTP, metavar="N"
-        ),
-    ] = DEFAULT_HTTP_NICE,
-    hash_features: Annotated[
-        int | None,
-        _option("JSON feature names hash to N indices.", "hash_features", panel=INPUT, metavar="N"),
-    ] = None,
-    idle_replay: Annotated[
-        Literal["on", "off"],
-        _option("Replay while the source is idle.", "idle_replay", panel=INPUT, metavar="on|off"),
-    ] = "on",
     replay_every: Annotated[
         int | None,
-        _option(
+        typer_option(
             "Replay every N new examples (default: by time).",
             "replay_every",
             panel=REPLAY,
             metavar="N",
         ),
     ] = None,
-    replay_passes: ReplayPasses = 1,
-    replay_share: Annotated[
-        float,
-        _option("Share of time replaying while behind.", "replay_share", panel=REPLAY, metavar="X"),
-    ] = 0.2,
-    max_features: MaxFeatures = DEFAULT_MAX_FEATURES,
-    one_vs_rest: OneVsRest = False,
-    max_labels: MaxLabels = DEFAULT_MAX_LABELS,
-    max_weights: MaxWeights = DEFAULT_MAX_WEIGHTS,
-    tau_pos_kappa: TauPosKappa = None,
-    per_label_metrics: Annotated[
-        bool,
-        _option(
-            "Per-label series too.", "per_label_metrics", panel=ONE_VS_REST, show_default=False
-        ),
-    ] = False,
-    sync_topic: Annotated[
-        str | None,
-        _option(
-            "Join the group that syncs on this topic.", "sync_topic", panel=GROUP, metavar="NAME"
-        ),
-    ] = None,
-    sync: Annotated[
-        Literal["dynamic", "periodic"],
-        _option(
-            "Publish on drift, or every --sync-every.",
-            "sync",
-            panel=GROUP,
-            metavar="dynamic|periodic",
-        ),
-    ] = "dynamic",
-    sync_every: Annotated[
-        int,
-        _option("Examples between checks or publications.", "sync_every", panel=GROUP, metavar="N"),
-    ] = 1000,
-    sync_threshold: Annotated[
-        float,
-        _option(
-            "Dynamic: the drift, a share of ||model||.", "sync_threshold", panel=GROUP, metavar="X"
-        ),
-    ] = 0.6,
-    sync_max_interval: Annotated[
-        float,
-        _option(
-            "Publish at least this often.",
-            "sync_max_interval",
-            panel=GROUP,
-            parser=_seconds,
-            metavar="DURATION",
-        ),
-    ] = "60s",  # type: ignore[assignment]  # the parser makes it seconds
-    sync_idle_after: Annotated[
-        float,
-        _option(
-            "Publish once the stream is idle this long.",
-            "sync_idle_after",
-            panel=GROUP,
-            parser=_seconds,
-            metavar="DURATION",
-        ),
-    ] = "1s",  # type: ignore[assignment]  # the parser makes it seconds
-    sync_share: Annotated[
-        float,
-        _option("Most of its time spent publishing.", "sync_share", panel=GROUP, metavar="X"),
-    ] = 0.1,
-    member_id: Annotated[
-        str | None,
-        _option("Id in the group (host-pid-random).", "member_id", panel=GROUP, metavar="ID"),
-    ] = None,
+    replay_passes: ReplayPasses = DEFAULT_REPLAY.passes,
     model_key: Annotated[
         bool,
-        _option(
-            "One model per message key.",
-            "model_key",
-            panel=KEYED,
-            show_default=False,
-        ),
+        typer_option("One model per message key.", "model_key", panel=KEYED, show_default=False),
     ] = False,
     state_topic: Annotated[
         str | None,
-        _option("Topic of models that leave memory.", "state_topic", panel=KEYED, metavar="NAME"),
+        typer_option(
+            "Topic of models that leave memory.", "state_topic", panel=KEYED, metavar="NAME"
+        ),
     ] = None,
     max_models: Annotated[
         int | None,
-        _option("Models in memory at most (1000).", "max_models", panel=KEYED, metavar="N"),
+        typer_option("Models in memory at most (1000).", "max_models", panel=KEYED, metavar="N"),
     ] = None,
     max_model_bytes: Annotated[
         int | None,
-        _option(
+        typer_option(
             "Bytes of models in memory at most (1 GiB).",
             "max_model_bytes",
             panel=KEYED,
@@ -756,79 +507,65 @@ def serve(
     ] = None,
     key_ttl: Annotated[
         float | None,
-        _option(
+        typer_option(
             "Remove a key's model idle this long (7d).",
             "key_ttl",
             panel=KEYED,
-            parser=_seconds,
+            parser=seconds,
             metavar="DURATION",
         ),
     ] = None,
+    **settings: Any,
 ) -> None:
     """Learn continuously from standard input or a Kafka topic, with metrics and checkpoints."""
     with _errors_to_exit_codes():
-        from streamlearn.daemon import DaemonSettings
-        from streamlearn.group.policy import SyncPolicy
-        from streamlearn.jobs.serve import ServeConfig, run_serve
+        from streamlearn.jobs.serve import run_serve
 
-        settings = DaemonSettings(
+        config = serve_config(
+            LearnerSpec.from_options(algo, learner_options, learners),
+            settings,
             replay=None
             if replay_every is None
             else ReplaySchedule(every=replay_every, passes=replay_passes),
-            replay_share=replay_share,
-            checkpoint_every=checkpoint_every,
-            checkpoint_min_interval=checkpoint_min_interval,
-            checkpoint_interval=checkpoint_interval,
-            idle_replay=idle_replay == "on",
-            max_labels=max_labels,
-            max_weights=max_weights,
-            stall_timeout=stall_timeout,
-            drift_threshold=drift_threshold or None,
-            drift_delta=drift_delta,
-        )
-        config = ServeConfig(
-            learner=LearnerSpec.from_options(algo, learner_options, learners),
-            settings=settings,
-            source=source,
-            bootstrap_servers=bootstrap_servers,
-            topic=topic,
-            group=group,
-            consumer_options=tuple(consumer_option or ()),
-            predictions_topic=predictions_topic,
-            dead_letter_topic=dead_letter_topic,
-            compression=compression,
-            max_record_bytes=max_record_bytes,
-            max_batch_bytes=max_batch_bytes,
-            on_offset_reset=on_offset_reset,
-            message_format=message_format,
-            checkpoint_dir=checkpoint_dir,
-            keep=keep,
-            metrics_addr=metrics_addr,
-            http_addr=None if http_addr == "off" else http_addr,
-            http_learn=http_learn,
-            http_max_body=http_max_body,
-            http_nice=http_nice,
-            hash_features=hash_features,
-            max_features=max_features,
-            one_vs_rest=one_vs_rest,
-            tau_pos_kappa=tau_pos_kappa,
-            per_label_metrics=per_label_metrics,
-            sync_topic=sync_topic,
-            sync=SyncPolicy(
-                sync,
-                every=sync_every,
-                threshold=sync_threshold,
-                max_interval=sync_max_interval,
-                share=sync_share,
-                idle_after=sync_idle_after,
-            ),
-            member_id=member_id,
             keyed=_keyed_settings(model_key, state_topic, max_models, max_model_bytes, key_ttl),
         )
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
         logging.getLogger("kafka").setLevel(logging.WARNING)  # its connection chatter
         set_up_target_for_a_command()
         run_serve(config)  # it says itself when its warm-up compiles the kernels
+
+
+def serve_options() -> list[introspect.Parameter]:
+    """The options of ``serve`` that its settings dataclasses declare: ``ServeConfig``'s,
+    ``DaemonSettings``' and the learning group's ``SyncPolicy`` (``--sync-<field>``)."""
+    from streamlearn.daemon import DaemonSettings
+    from streamlearn.group.policy import SyncPolicy
+    from streamlearn.jobs.serve import ServeConfig
+
+    return [
+        *settings_options(ServeConfig),
+        *settings_options(DaemonSettings),
+        *settings_options(SyncPolicy, SYNC_PREFIX),
+    ]
+
+
+def serve_config(
+    learner: LearnerSpec,
+    values: dict[str, Any],
+    replay: ReplaySchedule | None,
+    keyed: KeyedSettings | None,
+) -> ServeConfig:
+    """``serve``'s configuration from the values of the options its settings dataclasses
+    declare (:func:`serve_options`), the learner and the settings made from other options."""
+    from streamlearn.daemon import DaemonSettings
+    from streamlearn.group.policy import SyncPolicy
+    from streamlearn.jobs.serve import ServeConfig
+
+    daemon = settings_from(DaemonSettings, values, replay=replay)
+    sync = settings_from(SyncPolicy, values, SYNC_PREFIX)
+    return settings_from(
+        ServeConfig, values, learner=learner, settings=daemon, sync=sync, keyed=keyed
+    )
 
 
 def _keyed_settings(
@@ -857,30 +594,12 @@ def _keyed_settings(
     )
 
 
-def _seconds(text: str | float) -> float:
-    """A duration option's seconds: ``30s``, ``5m``, ``1h``, ``7d`` or a number of seconds
-    (a usage error otherwise).
-
-    >>> _seconds("5m"), _seconds("2.5"), _seconds("7d")
-    (300.0, 2.5, 604800.0)
-    """
-    if isinstance(text, int | float):
-        return float(text)
-    units = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-    try:
-        if text and text[-1] in units:
-            return float(text[:-1]) * units[text[-1]]
-        return float(text)
-    except ValueError:
-        raise typer.BadParameter(f"not a duration: {text!r} (use 30s, 5m, 1h, 7d)") from None
-
-
 def predict(
     *,
     learners: LearnerTable,
     inputs: Inputs = None,
     model: Annotated[
-        str, _option("Model file written by learn.", "model", metavar="FILE")
+        str, typer_option("Model file written by learn.", "model", metavar="FILE")
     ] = "model.ckpt",
     labels: Annotated[
         bool,
@@ -910,7 +629,7 @@ def evaluate_command(
     learners: LearnerTable,
     inputs: Inputs = None,
     model: Annotated[
-        str, _option("Model file written by learn.", "model", metavar="FILE")
+        str, typer_option("Model file written by learn.", "model", metavar="FILE")
     ] = "model.ckpt",
     as_json: AsJson = False,
 ) -> None:

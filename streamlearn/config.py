@@ -21,6 +21,7 @@ from streamlearn.learn import (
     model_from_state,
 )
 from streamlearn.learn.params import AUTO_DELTAS, REQUIRED
+from streamlearn.options import INPUT, ONE_VS_REST, OUTPUT, REPLAY, command_line
 from streamlearn.replay import ActiveSetSchedule, ReplaySchedule
 
 #: options that shape the active-set schedule rather than being learner parameters
@@ -49,6 +50,15 @@ DEFAULT_HTTP_MAX_BODY = 4 << 20
 #: how far below learning the HTTP thread's priority is unless told otherwise
 #: (``--http-nice``): a flood of requests then slows answers before it slows learning
 DEFAULT_HTTP_NICE = 5
+
+# the options of the bounds and of one-vs-rest, which ``learn`` and ``serve`` share
+MAX_FEATURES_OPTION = command_line("Reject lines with larger indices.", INPUT, "N")
+MAX_LABELS_OPTION = command_line("Reject lines that bring more labels.", ONE_VS_REST, "N")
+MAX_WEIGHTS_OPTION = command_line(
+    "Reject lines that make labels x features larger.", ONE_VS_REST, "N"
+)
+ONE_VS_REST_OPTION = command_line("One binary learner per label.", ONE_VS_REST, show_default=False)
+TAU_POS_KAPPA_OPTION = command_line("PAUM: tau_pos per label by its rarity.", ONE_VS_REST, "K")
 
 
 @dataclass(frozen=True)
@@ -192,26 +202,40 @@ def resume_conflicts(
 
 @dataclass(frozen=True)
 class LearnConfig:
-    """Everything ``streamlearn learn`` does, decided before it starts."""
+    """Everything ``streamlearn learn`` does, decided before it starts (each field that an
+    option of ``learn`` sets declares it: :mod:`streamlearn.options`)."""
 
     learner: LearnerSpec
     inputs: tuple[str, ...] = ()
-    model: str | None = None
-    resume: str | None = None
+    model: str | None = field(
+        default=None, metadata=command_line("Write the model here.", OUTPUT, "FILE")
+    )
+    resume: str | None = field(
+        default=None, metadata=command_line("Continue from this model file.", OUTPUT, "FILE")
+    )
     replay: ReplaySchedule = field(default_factory=ReplaySchedule)
-    converge: bool = True
+    converge: bool = field(
+        default=True, metadata=command_line("Replay to convergence at the end.", REPLAY)
+    )
     max_passes: int | None = None
-    epochs: int | None = None
-    max_features: int = DEFAULT_MAX_FEATURES
-    max_labels: int = DEFAULT_MAX_LABELS
-    max_weights: int = DEFAULT_MAX_WEIGHTS
-    strict: bool = False
+    epochs: int | None = field(
+        default=None, metadata=command_line("N plain passes instead of replay.", REPLAY, "N")
+    )
+    max_features: int = field(default=DEFAULT_MAX_FEATURES, metadata=MAX_FEATURES_OPTION)
+    max_labels: int = field(default=DEFAULT_MAX_LABELS, metadata=MAX_LABELS_OPTION)
+    max_weights: int = field(default=DEFAULT_MAX_WEIGHTS, metadata=MAX_WEIGHTS_OPTION)
+    strict: bool = field(
+        default=False,
+        metadata=command_line("Stop at the first bad line (exit 2).", INPUT, show_default=False),
+    )
     chunk_size: int = 4 << 20
-    keep: int = 1
+    keep: int = field(
+        default=1, metadata=command_line("Model files to keep (m.ckpt.1, ...).", OUTPUT, "N")
+    )
     #: one binary learner per label (a :class:`~streamlearn.learn.ModelBank`)
-    one_vs_rest: bool = False
+    one_vs_rest: bool = field(default=False, metadata=ONE_VS_REST_OPTION)
     #: PAUM banks: kappa of the per-label margin of positives
-    tau_pos_kappa: float | None = None
+    tau_pos_kappa: float | None = field(default=None, metadata=TAU_POS_KAPPA_OPTION)
 
     def __post_init__(self) -> None:
         if self.epochs is not None and self.epochs < 1:

@@ -76,7 +76,7 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -88,6 +88,8 @@ from streamlearn.checkpoint.store import CheckpointStore
 from streamlearn.config import (
     DEFAULT_MAX_LABELS,
     DEFAULT_MAX_WEIGHTS,
+    MAX_LABELS_OPTION,
+    MAX_WEIGHTS_OPTION,
     LearnerSpec,
     ModelSpec,
     check_max_labels,
@@ -118,6 +120,7 @@ from streamlearn.modes import (
     Poll,
     SingleModel,
 )
+from streamlearn.options import CHECKPOINTS, HTTP, INPUT, KAFKA, ON_OFF, REPLAY, command_line
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.parse.messages import VALUE_LENGTH
 from streamlearn.replay import ReplaySchedule
@@ -219,17 +222,38 @@ class DaemonSettings:
     #: the time while behind the stream and not falling further behind, all idle time
     #: (with ``idle_replay``) once caught up
     replay: ReplaySchedule | None = None
-    replay_share: float = 0.2
+    replay_share: float = field(
+        default=0.2, metadata=command_line("Share of time replaying while behind.", REPLAY, "X")
+    )
     #: seconds after which a replay that timing decides (paced or idle) stops between two
     #: level-1 rounds of its pass, so that arriving messages wait little longer than this
     #: and one full epoch over the buffer
     replay_slice: float = 0.25
     #: a checkpoint after this many new examples as well (None: time alone decides)
-    checkpoint_every: int | None = None
-    checkpoint_interval: float = 30.0
+    checkpoint_every: int | None = field(
+        default=None,
+        metadata=command_line("Checkpoint after N new examples too.", CHECKPOINTS, "N"),
+    )
+    checkpoint_interval: float = field(
+        default=30.0,
+        metadata=command_line(
+            "Checkpoint after this long (30s, 5m, 1h).", CHECKPOINTS, "DURATION", duration=True
+        ),
+    )
     #: seconds between two checkpoints that ``checkpoint_every`` asks for, at the least
-    checkpoint_min_interval: float = 5.0
-    idle_replay: bool = True
+    checkpoint_min_interval: float = field(
+        default=5.0,
+        metadata=command_line(
+            "Least time between two by --checkpoint-every.",
+            CHECKPOINTS,
+            "DURATION",
+            duration=True,
+        ),
+    )
+    idle_replay: bool = field(
+        default=True,
+        metadata=command_line("Replay while the source is idle.", INPUT, "on|off", choices=ON_OFF),
+    )
     poll_timeout: float = 0.2
     #: most messages a turn takes from the source (a Kafka record batch that holds more
     #: is split across turns)
@@ -243,10 +267,10 @@ class DaemonSettings:
     decode_ahead: bool = True
     #: a one-vs-rest bank learns no more labels than this: a line that would bring more
     #: is rejected (``too many labels``)
-    max_labels: int = DEFAULT_MAX_LABELS
+    max_labels: int = field(default=DEFAULT_MAX_LABELS, metadata=MAX_LABELS_OPTION)
     #: and holds no more weights (labels times features) than this: a line that would
     #: grow it past them is rejected (``too many weights``)
-    max_weights: int = DEFAULT_MAX_WEIGHTS
+    max_weights: int = field(default=DEFAULT_MAX_WEIGHTS, metadata=MAX_WEIGHTS_OPTION)
     #: seconds a checkpoint waits for the predictions and dead letters sent before it to
     #: be delivered; while some are still on their way (a broker outage) it is not written
     flush_timeout: float = 10.0
@@ -256,21 +280,34 @@ class DaemonSettings:
     publish_share: float = 0.05
     #: seconds a partition with messages waiting may make no progress before the daemon
     #: reports it stalled (``/readyz`` false, ``streamlearn_stalled_partitions``)
-    stall_timeout: float = 60.0
+    stall_timeout: float = field(
+        default=60.0,
+        metadata=command_line(
+            "No progress this long turns /readyz false.", KAFKA, "DURATION", duration=True
+        ),
+    )
     #: seconds a stop (SIGTERM, SIGINT) may take, its last checkpoint included: every wait
     #: on a broker after the signal takes the time left
     stop_timeout: float = 3.0
-    #: the Page-Hinkley test's alarm level on the progressive error (None: no test) and
-    #: its tolerance (see :mod:`streamlearn.drift`)
-    drift_threshold: float | None = DEFAULT_THRESHOLD
-    drift_delta: float = DEFAULT_DELTA
+    #: the Page-Hinkley test's alarm level on the progressive error (0: no test) and its
+    #: tolerance (see :mod:`streamlearn.drift`)
+    drift_threshold: float = field(
+        default=DEFAULT_THRESHOLD,
+        metadata=command_line("Page-Hinkley alarm level of the error; 0: off.", HTTP, "H"),
+    )
+    drift_delta: float = field(
+        default=DEFAULT_DELTA,
+        metadata=command_line("Its tolerance of the error's rise.", HTTP, "D"),
+    )
 
     def __post_init__(self) -> None:
         check_max_labels(self.max_labels)
         check_max_weights(self.max_weights)
         threshold = self.drift_threshold
-        if threshold is not None and not (math.isfinite(threshold) and threshold > 0.0):
-            raise InvalidParameterError(f"--drift-threshold must be > 0, got {threshold!r}")
+        if not (math.isfinite(threshold) and threshold >= 0.0):
+            raise InvalidParameterError(
+                f"--drift-threshold must be >= 0 (0: no test), got {threshold!r}"
+            )
         if not (math.isfinite(self.drift_delta) and self.drift_delta >= 0.0):
             raise InvalidParameterError(f"--drift-delta must be >= 0, got {self.drift_delta!r}")
         if not 0.0 <= self.replay_share < 1.0:  # NaN too
@@ -384,19 +421,19 @@ class Daemon:
         #: where answers, rejections and unreadable messages go
         self.outputs = Outputs(sink, dead_letters, self.observer, self.budget, clock,
                                source.stream)  # fmt: skip
+        #: the test of the progressive error for a rise (concept drift)
+        self._drift = (
+            None if settings.drift_threshold == 0.0
+            else PageHinkley(settings.drift_delta, settings.drift_threshold)
+        )  # fmt: skip
         self._intake = Intake(
             settings.limits, settings.replay or NO_REPLAY, answering=sink is not None,
-            clock=clock, piece=None if settings.drift_threshold is None else DRIFT_PIECE,
+            clock=clock, piece=None if self._drift is None else DRIFT_PIECE,
         )  # fmt: skip
         #: partitions with messages waiting that made no progress for ``stall_timeout``
         self._stalls = StallWatch(settings.stall_timeout, self.observer.set_stalled)
         #: partitions the source holds back (their log went back behind the position)
         self._held = 0
-        #: the test of the progressive error for a rise (concept drift)
-        self._drift = (
-            None if settings.drift_threshold is None
-            else PageHinkley(settings.drift_delta, settings.drift_threshold)
-        )  # fmt: skip
         #: whether the run ended with nothing left unsaved: its last checkpoint written
         #: (or, stopped while deliveries wait on a broker, the one before standing)
         self.settled = False

@@ -33,10 +33,11 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from streamlearn.errors import InvalidParameterError
+from streamlearn.options import GROUP, command_line
 
 SyncMode = Literal["dynamic", "periodic"]
 SYNC_MODES: tuple[SyncMode, ...] = ("dynamic", "periodic")
@@ -44,16 +45,40 @@ SYNC_MODES: tuple[SyncMode, ...] = ("dynamic", "periodic")
 
 @dataclass(frozen=True)
 class SyncPolicy:
-    """When to publish (see the module doc)."""
+    """When to publish (see the module doc). Its options are ``serve``'s ``--sync`` (the
+    mode) and ``--sync-<field>``."""
 
-    mode: SyncMode = "dynamic"
-    every: int = 1000
-    threshold: float = 0.6
-    max_interval: float = 60.0
-    share: float = 0.1
+    mode: SyncMode = field(
+        default="dynamic",
+        metadata=command_line(
+            "Publish on drift, or every --sync-every.",
+            GROUP,
+            "|".join(SYNC_MODES),
+            name="sync",
+            choices=SYNC_MODES,
+        ),
+    )
+    every: int = field(
+        default=1000, metadata=command_line("Examples between checks or publications.", GROUP, "N")
+    )
+    threshold: float = field(
+        default=0.6, metadata=command_line("Dynamic: the drift, a share of ||model||.", GROUP, "X")
+    )
+    max_interval: float = field(
+        default=60.0,
+        metadata=command_line("Publish at least this often.", GROUP, "DURATION", duration=True),
+    )
+    share: float = field(
+        default=0.1, metadata=command_line("Most of its time spent publishing.", GROUP, "X")
+    )
     #: seconds the stream must bring nothing before a member counts it idle (and
     #: publishes what it learned, whatever the protocol says)
-    idle_after: float = 1.0
+    idle_after: float = field(
+        default=1.0,
+        metadata=command_line(
+            "Publish once the stream is idle this long.", GROUP, "DURATION", duration=True
+        ),
+    )
 
     def __post_init__(self) -> None:
         if self.mode not in SYNC_MODES:

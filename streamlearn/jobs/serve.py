@@ -26,6 +26,9 @@ from streamlearn.config import (
     DEFAULT_HTTP_MAX_BODY,
     DEFAULT_HTTP_NICE,
     DEFAULT_MAX_FEATURES,
+    MAX_FEATURES_OPTION,
+    ONE_VS_REST_OPTION,
+    TAU_POS_KAPPA_OPTION,
     LearnerSpec,
     ModelSpec,
     check_max_features,
@@ -49,6 +52,7 @@ from streamlearn.jobs.sources import (
     FORMATS,
     KEYS,
     REBALANCES,
+    SOURCES,
     needs,
     source_kind,
 )
@@ -58,6 +62,7 @@ from streamlearn.keyed.settings import KeyedSettings
 from streamlearn.learn import LabelledRows, Model
 from streamlearn.learn.contribution import shareable
 from streamlearn.metrics import DaemonMetrics, new_registry
+from streamlearn.options import CHECKPOINTS, GROUP, HTTP, INPUT, KAFKA, ONE_VS_REST, command_line
 from streamlearn.parse import ParsedRows
 from streamlearn.parse.messages import FORMATS as MESSAGE_FORMATS
 from streamlearn.parse.messages import MessageDecoder, decode_message
@@ -90,56 +95,139 @@ STOP_GRACE = 1.5
 
 @dataclass(frozen=True)
 class ServeConfig:
-    """Everything ``streamlearn serve`` needs, decided before it starts."""
+    """Everything ``streamlearn serve`` needs, decided before it starts (each field that an
+    option of ``serve`` sets declares it: :mod:`streamlearn.options`)."""
 
     learner: LearnerSpec
     settings: DaemonSettings = field(default_factory=DaemonSettings)
-    source: str = "stdin"
-    bootstrap_servers: str | None = None
-    topic: str | None = None
-    group: str = "streamlearn"
+    source: str = field(
+        default="stdin",
+        metadata=command_line(
+            "Where examples come from.", INPUT, "|".join(SOURCES), choices=tuple(SOURCES)
+        ),
+    )
+    bootstrap_servers: str | None = field(
+        default=None, metadata=command_line("Brokers, host:port,host:port.", KAFKA, "HOSTS")
+    )
+    topic: str | None = field(
+        default=None, metadata=command_line("Topic of the examples.", KAFKA, "NAME")
+    )
+    group: str = field(
+        default="streamlearn", metadata=command_line("Consumer group.", KAFKA, "NAME")
+    )
     #: Kafka consumer options as ``NAME=VALUE`` texts (``--consumer-option``)
-    consumer_options: tuple[str, ...] = ()
-    predictions_topic: str | None = None
-    dead_letter_topic: str | None = None
+    consumer_options: tuple[str, ...] = field(
+        default=(),
+        metadata=command_line(
+            "Consumer option NAME=VALUE, repeatable.", KAFKA, "K=V", name="consumer-option"
+        ),
+    )
+    predictions_topic: str | None = field(
+        default=None, metadata=command_line("Topic of predictions (stdin: stdout).", KAFKA, "NAME")
+    )
+    dead_letter_topic: str | None = field(
+        default=None,
+        metadata=command_line("Topic of rejected or unreadable messages.", KAFKA, "NAME"),
+    )
     #: the codec of the batches written to Kafka (predictions, dead letters, sync and
     #: state records)
-    compression: str = "none"
+    compression: str = field(
+        default="none",
+        metadata=command_line(
+            f"Of what serve writes: {', '.join(PRODUCER_CODECS)}.",
+            KAFKA,
+            "CODEC",
+            choices=PRODUCER_CODECS,
+        ),
+    )
     #: a Kafka record larger than this (value or key) cannot be read: skipped
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    max_record_bytes: int = field(
+        default=DEFAULT_MAX_RECORD_BYTES,
+        metadata=command_line("Skip larger messages as unreadable.", KAFKA, "N"),
+    )
     #: a Kafka record batch whose records decompress to more than this: skipped
-    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    max_batch_bytes: int = field(
+        default=DEFAULT_MAX_BATCH_BYTES,
+        metadata=command_line("Skip batches that decompress to more.", KAFKA, "N"),
+    )
     #: a partition whose log went back behind what was learned: held, or read again
-    on_offset_reset: str = "wait"
-    message_format: str = "svmlight"
-    checkpoint_dir: str | None = None
-    keep: int = 3
-    metrics_addr: str = "127.0.0.1:9108"
-    max_features: int = DEFAULT_MAX_FEATURES
+    on_offset_reset: str = field(
+        default="wait",
+        metadata=command_line(
+            "A log that went back: hold it, or relearn it.",
+            KAFKA,
+            "|".join(OFFSET_RESET_POLICIES),
+            choices=OFFSET_RESET_POLICIES,
+        ),
+    )
+    message_format: str = field(
+        default="svmlight",
+        metadata=command_line(
+            f"Messages without a content type: {', '.join(MESSAGE_FORMATS)}.",
+            KAFKA,
+            "FORMAT",
+            name="format",
+            choices=MESSAGE_FORMATS,
+        ),
+    )
+    checkpoint_dir: str | None = field(
+        default=None,
+        metadata=command_line("Directory of checkpoints (none: none).", CHECKPOINTS, "DIR"),
+    )
+    keep: int = field(default=3, metadata=command_line("Checkpoints to keep.", CHECKPOINTS, "N"))
+    metrics_addr: str = field(
+        default="127.0.0.1:9108",
+        metadata=command_line("Of /metrics, /healthz, /readyz.", HTTP, "HOST:PORT"),
+    )
+    max_features: int = field(default=DEFAULT_MAX_FEATURES, metadata=MAX_FEATURES_OPTION)
     lines_per_message: int = 1000
     #: one binary learner per label (a :class:`~streamlearn.learn.ModelBank`)
-    one_vs_rest: bool = False
+    one_vs_rest: bool = field(default=False, metadata=ONE_VS_REST_OPTION)
     #: PAUM banks: kappa of the per-label margin of positives
-    tau_pos_kappa: float | None = None
+    tau_pos_kappa: float | None = field(default=None, metadata=TAU_POS_KAPPA_OPTION)
     #: export a bank's ``streamlearn_label_*`` series (one per label and family)
-    per_label_metrics: bool = False
+    per_label_metrics: bool = field(
+        default=False,
+        metadata=command_line("Per-label series too.", ONE_VS_REST, show_default=False),
+    )
     #: HOST:PORT of the HTTP API (/predict, /learn, /model), or None for none
-    http_addr: str | None = DEFAULT_HTTP_ADDR
+    http_addr: str | None = field(
+        default=DEFAULT_HTTP_ADDR,
+        metadata=command_line(
+            "Of the HTTP API, or off (a token off loopback).", HTTP, "HOST:PORT", off="off"
+        ),
+    )
     #: whether POST /learn learns (otherwise it answers 403)
-    http_learn: bool = False
+    http_learn: bool = field(
+        default=False,
+        metadata=command_line("Learn what is POSTed to /learn.", HTTP, show_default=False),
+    )
     #: bytes of the largest request body the API reads
-    http_max_body: int = DEFAULT_HTTP_MAX_BODY
+    http_max_body: int = field(
+        default=DEFAULT_HTTP_MAX_BODY,
+        metadata=command_line("Bytes of the largest request body.", HTTP, "N"),
+    )
     #: how far below learning the HTTP thread's scheduling priority is (Linux; 0: equal)
-    http_nice: int = DEFAULT_HTTP_NICE
+    http_nice: int = field(
+        default=DEFAULT_HTTP_NICE,
+        metadata=command_line("Nice steps of the HTTP thread below learning.", HTTP, "N"),
+    )
     #: where examples given by feature name put each name (``crc32(name) % N``); None:
     #: 2^20, or ``max_features`` when it is smaller
-    hash_features: int | None = None
+    hash_features: int | None = field(
+        default=None, metadata=command_line("JSON feature names hash to N indices.", INPUT, "N")
+    )
     #: a learning group's sync topic (None: the daemon learns alone)
-    sync_topic: str | None = None
+    sync_topic: str | None = field(
+        default=None,
+        metadata=command_line("Join the group that syncs on this topic.", GROUP, "NAME"),
+    )
     #: when a member of a learning group publishes its share
     sync: SyncPolicy = field(default_factory=SyncPolicy)
     #: this member's id in the learning group (None: a new one, host-pid-random)
-    member_id: str | None = None
+    member_id: str | None = field(
+        default=None, metadata=command_line("Id in the group (host-pid-random).", GROUP, "ID")
+    )
     #: one model per message key (``--model-key``; None: one model)
     keyed: KeyedSettings | None = None
 
