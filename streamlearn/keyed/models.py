@@ -57,6 +57,16 @@ from streamlearn.keyed.records import ModelRecord, decode_record, encode_record
 from streamlearn.keyed.registry import Resident, ResidentModels
 from streamlearn.keyed.rows import KeyGroups, key_ids
 from streamlearn.keyed.store import StateStore
+from streamlearn.keyed.together import (
+    Layout,
+    Layouts,
+    PollRows,
+    learn_together,
+    make_room,
+    needs_room,
+    run_min,
+    scaled_down,
+)
 from streamlearn.learn import Model, ModelLimits
 from streamlearn.learn.description import describe
 from streamlearn.parse import ParsedRows, Rejected
@@ -149,7 +159,10 @@ class KeyedModels:
 
     ``build`` makes a new key's model, ``restore`` a model from its ``state_dict()``;
     ``store`` holds the records of the models that left memory. ``wall`` stamps the
-    records, ``writer`` names the software that wrote them.
+    records, ``writer`` names the software that wrote them. ``together`` (the default)
+    learns the keys of a poll whose models learn a plain stream in one kernel call
+    (:mod:`~streamlearn.keyed.together`); False gives every key a turn of its own, with
+    the same results.
     """
 
     def __init__(
@@ -165,6 +178,7 @@ class KeyedModels:
         wall: Callable[[], float] = time.time,
         clock: Callable[[], float] = time.monotonic,
         key_ttl: float | None = None,
+        together: bool = True,
     ) -> None:
         if key_ttl is not None and not (math.isfinite(key_ttl) and key_ttl > 0):
             raise InvalidParameterError(f"--key-ttl must be a duration > 0, got {key_ttl!r}")
@@ -207,6 +221,12 @@ class KeyedModels:
         self.key_ttl = key_ttl
         self.expired = 0
         self._next_expiry = -math.inf
+        #: the keys whose models learn a poll together, and those waiting for the kernel
+        #: call of their poll (their run of its rows)
+        self.together = together
+        self._layouts = Layouts()
+        self._waiting: dict[bytes, tuple[Layout, int]] = {}
+        self._poll: PollRows | None = None
 
     # -- learning and answering ----------------------------------------------------------
 
@@ -227,31 +247,155 @@ class KeyedModels:
         done.rejected = [Rejected(int(line), NO_KEY, "") for line in keyless]
         ends = _key_ends(ids, batch.partitions, batch.offsets, len(keys))
         answered: list[tuple[int, int, bytes]] = []
+        together = self._together(batch, keys, labelled, questions, schedule)
         for key_id, key in enumerate(keys):
-            rows, owners = labelled.rows_of(key_id)
-            asked, asked_owners = questions.rows_of(key_id)
             last_partition = next(reversed(ends[key_id]))
-            resident = self._resident(key, last_partition, create=rows.n_rows > 0)
-            if resident is None:  # no model yet, nothing to learn: the empty model answers
-                if asked.n_rows:
-                    answers = self.empty.answers((asked.indptr, asked.indices, asked.values))
-                    answered.extend(_lined(asked, asked_owners, answers))
-                continue
-            new = _unseen(resident, batch.partitions[owners], batch.offsets[owners])
-            if not new.all():
-                done.skipped += int((~new).sum())
-                rows = rows.select(new, [])
-            answered.extend(self._learn(key, resident, rows, asked, asked_owners, limits, schedule,
-                                        done))  # fmt: skip
+            chosen = together.get(key_id)
+            if chosen is not None and self._layouts.known(key) is chosen[0]:
+                self._wait_together(key, last_partition, *chosen, done)
+            else:
+                answered.extend(self._turn(key, key_id, last_partition, labelled, questions,
+                                           batch, limits, schedule, done))  # fmt: skip
+            resident = self.resident.peek(key)
+            if resident is None:
+                continue  # no model: the empty model answered its questions
             for partition, end in ends[key_id].items():
                 resident.positions[partition] = max(resident.positions.get(partition, 0), end)
             self._spill(self.resident.victims(keep=key))
+        self._learn_waiting()
         self.skipped += done.skipped
         self._flush_spills()
         answered.sort()
         done.answers = [(owner, answer) for _, owner, answer in answered]
         done.rejected.sort(key=lambda item: item.line)
         return done
+
+    def _turn(
+        self,
+        key: bytes,
+        key_id: int,
+        last_partition: int,
+        labelled: KeyGroups,
+        questions: KeyGroups,
+        batch: KeyedBatch,
+        limits: ModelLimits | None,
+        schedule: ReplaySchedule,
+        done: Applied,
+    ) -> list[tuple[int, int, bytes]]:
+        """A key's turn of its own: its rows learned and its questions answered."""
+        rows, owners = labelled.rows_of(key_id)
+        asked, asked_owners = questions.rows_of(key_id)
+        resident = self._resident(key, last_partition, create=rows.n_rows > 0)
+        if resident is None:  # no model yet, nothing to learn: the empty model answers
+            if asked.n_rows:
+                answers = self.empty.answers((asked.indptr, asked.indices, asked.values))
+                return _lined(asked, asked_owners, answers)
+            return []
+        new = _unseen(resident, batch.partitions[owners], batch.offsets[owners])
+        if not new.all():
+            done.skipped += int((~new).sum())
+            rows = rows.select(new, [])
+        return self._learn(key, resident, rows, asked, asked_owners, limits, schedule, done)
+
+    def _together(
+        self,
+        batch: KeyedBatch,
+        keys: list[bytes],
+        labelled: KeyGroups,
+        questions: KeyGroups,
+        schedule: ReplaySchedule,
+    ) -> dict[int, tuple[Layout, int, bool]]:
+        """The keys (their numbers) whose rows this poll learns together, with their
+        models' layouts, their runs of the poll's rows and whether the models must make
+        room for them first (see
+        :mod:`~streamlearn.keyed.together`)."""
+        self._poll = None
+        if not self.together or schedule.enabled or not labelled.runs:
+            return {}
+        candidates: list[tuple[int, Layout]] = []
+        for key_id in labelled.runs:
+            if key_id in questions.runs:
+                continue
+            key = keys[key_id]
+            resident = self.resident.peek(key)
+            if resident is None:
+                continue
+            layout = self._layouts.known(key)
+            if layout is None or layout.learner is not resident.model:
+                self._layouts.forget(key)
+                layout = self._layouts.get(key, resident.model)
+            if layout is not None:
+                candidates.append((key_id, layout))
+        if not candidates:
+            return {}
+        runs = {key_id: labelled.runs[key_id] for key_id, _ in candidates}
+        poll, positions = PollRows.admitted(candidates[0][1].learner, labelled.rows, runs)
+        firsts = np.array([labelled.runs[key_id][0] for key_id, _ in candidates], dtype=np.int64)
+        lasts = np.array([labelled.runs[key_id][1] for key_id, _ in candidates], dtype=np.int64)
+        offsets = batch.offsets[labelled.owners]
+        earliest = run_min(offsets, firsts, lasts).tolist()
+        chosen: dict[int, tuple[Layout, int, bool]] = {}
+        for (key_id, layout), first_offset in zip(candidates, earliest, strict=True):
+            run = positions.get(key_id)
+            if run is None:
+                continue
+            resident = self.resident.peek(keys[key_id])
+            assert resident is not None
+            n = int(poll.last[run] - poll.first[run])
+            if (max(resident.positions.values(), default=0) > first_offset
+                    or int(poll.widest[run]) > layout.max_nnz
+                    or not layout.window_allows(n)):  # fmt: skip
+                continue
+            chosen[key_id] = (layout, run, False)
+        grow = needs_room([layout for layout, _, _ in chosen.values()],
+                          [run for _, run, _ in chosen.values()], poll)  # fmt: skip
+        for (key_id, (layout, run, _)), room in zip(list(chosen.items()), grow, strict=True):
+            chosen[key_id] = (layout, run, room)
+        self._poll = poll
+        return chosen
+
+    def _wait_together(
+        self, key: bytes, partition: int, layout: Layout, run: int, room: bool, done: Applied
+    ) -> None:
+        """``key``'s turn when its rows are learned together: its model made room for
+        them, counted as changed, and left waiting for the kernel call."""
+        poll = self._poll
+        assert poll is not None
+        resident = self.resident.get(key)
+        assert resident is not None
+        resident.partition = partition
+        if room:
+            make_room(layout, poll, run)
+            self._layouts.forget(key)
+            remade = self._layouts.get(key, resident.model)
+            assert remade is not None
+            layout = remade
+            self.resident.measure(key)
+        n = int(poll.last[run] - poll.first[run])
+        resident.examples += n
+        done.learned += n
+        self._waiting[key] = (layout, run)
+        resident.dirty = True
+        resident.active_at = self.wall()
+        self._tick += 1
+        resident.version = self._tick
+
+    def _learn_waiting(self) -> None:
+        """The kernel call of the models waiting for it, and what it counts."""
+        if not self._waiting:
+            return
+        poll = self._poll
+        assert poll is not None
+        keys = list(self._waiting)
+        layouts = [self._waiting[key][0] for key in keys]
+        runs = [self._waiting[key][1] for key in keys]
+        self._waiting = {}
+        learned = learn_together(layouts, runs, poll)
+        self.update_events += learned.update_events
+        self.stream_judged += learned.judged
+        self.stream_mistakes += learned.mistakes
+        for position in scaled_down(layouts):
+            self._layouts.forget(keys[position])
 
     def learn_posted(
         self, key: bytes, rows: ParsedRows, limits: ModelLimits | None = None
@@ -302,6 +446,7 @@ class KeyedModels:
         done: Applied,
     ) -> list[tuple[int, int, bytes]]:
         """Learn ``rows`` into ``resident``'s model, answering ``asked`` on the way."""
+        self._layouts.forget(key)
         model = resident.model
         before = _Counts.of(model)
         examples, refused = model.admit(rows, limits or ModelLimits())
@@ -368,6 +513,7 @@ class KeyedModels:
         # spilled keys by their records' time (a resident key's record is older than it)
         idle += [(p, key) for p, key in self.store.stale(cutoff) if key not in self.resident]
         for partition, key in idle:
+            self._layouts.forget(key)
             self.resident.pop(key)
             self.store.delete(partition, key)
             self._copies.pop(key, None)
@@ -473,7 +619,11 @@ class KeyedModels:
 
     def _spill(self, keys: Iterable[bytes]) -> None:
         """Move the models of ``keys`` out of memory (written if they changed)."""
+        keys = list(keys)
+        if any(key in self._waiting for key in keys):
+            self._learn_waiting()
         for key in keys:
+            self._layouts.forget(key)
             resident = self.resident.pop(key)
             if resident is None:
                 continue
@@ -521,6 +671,7 @@ class KeyedModels:
                    if resident.partition in partitions]  # fmt: skip
         written = 0
         for key in leaving:
+            self._layouts.forget(key)
             resident = self.resident.pop(key)
             if resident is not None and resident.dirty:
                 self._write(key, resident)
@@ -567,6 +718,7 @@ class KeyedModels:
             resident = self.resident.peek(key)
             assert resident is not None
             before = _Counts.of(resident.model)
+            self._layouts.forget(key)
             resident.model.replay(max_passes=max_passes, interrupt=interrupt)
             self._changed(key, resident, before)
             self._replayed += 1
