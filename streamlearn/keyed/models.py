@@ -65,10 +65,10 @@ from streamlearn.keyed.together import (
     make_room,
     needs_room,
     run_min,
-    scaled_down,
 )
 from streamlearn.learn import Model, ModelLimits
 from streamlearn.learn.description import describe
+from streamlearn.learn.stream_learner import stream_learner
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.parse.messages import NO_KEY
 from streamlearn.replay import ReplaySchedule
@@ -248,20 +248,25 @@ class KeyedModels:
         ends = _key_ends(ids, batch.partitions, batch.offsets, len(keys))
         answered: list[tuple[int, int, bytes]] = []
         together = self._together(batch, keys, labelled, questions, schedule)
+        held = self.resident
         for key_id, key in enumerate(keys):
-            last_partition = next(reversed(ends[key_id]))
+            key_ends = ends[key_id]
+            last_partition = next(reversed(key_ends))
             chosen = together.get(key_id)
-            if chosen is not None and self._layouts.known(key) is chosen[0]:
-                self._wait_together(key, last_partition, *chosen, done)
-            else:
+            resident = None
+            if chosen is not None:
+                resident = self._wait_together(key, last_partition, chosen, done)
+            if resident is None:
                 answered.extend(self._turn(key, key_id, last_partition, labelled, questions,
                                            batch, limits, schedule, done))  # fmt: skip
-            resident = self.resident.peek(key)
-            if resident is None:
-                continue  # no model: the empty model answered its questions
-            for partition, end in ends[key_id].items():
-                resident.positions[partition] = max(resident.positions.get(partition, 0), end)
-            self._spill(self.resident.victims(keep=key))
+                resident = held.peek(key)
+                if resident is None:
+                    continue  # no model: the empty model answered its questions
+            positions = resident.positions
+            for partition, end in key_ends.items():
+                positions[partition] = max(positions.get(partition, 0), end)
+            if held.over_bounds():
+                self._spill(held.victims(keep=key))
         self._learn_waiting()
         self.skipped += done.skipped
         self._flush_spills()
@@ -304,81 +309,82 @@ class KeyedModels:
         labelled: KeyGroups,
         questions: KeyGroups,
         schedule: ReplaySchedule,
-    ) -> dict[int, tuple[Layout, int, bool]]:
-        """The keys (their numbers) whose rows this poll learns together, with their
-        models' layouts, their runs of the poll's rows and whether the models must make
-        room for them first (see
-        :mod:`~streamlearn.keyed.together`)."""
+    ) -> dict[int, _Candidate]:
+        """The keys (their numbers) whose rows this poll may learn together (see
+        :mod:`~streamlearn.keyed.together`; :meth:`_wait_together` decides)."""
         self._poll = None
         if not self.together or schedule.enabled or not labelled.runs:
             return {}
-        candidates: list[tuple[int, Layout]] = []
-        for key_id in labelled.runs:
-            if key_id in questions.runs:
+        if stream_learner(self.empty) is None:
+            return {}  # the models are banks: each key takes its turn
+        bounds = np.array(list(labelled.runs.values()), dtype=np.int64).reshape(-1, 2)
+        first, last = bounds[:, 0], bounds[:, 1]
+        poll = PollRows.admitted(self.empty, labelled.rows, first, last)
+        earliest = run_min(batch.offsets[labelled.owners], first, last).tolist()
+        figures = zip(labelled.runs, poll.whole.tolist(), (poll.last - poll.first).tolist(),
+                      poll.widest.tolist(), earliest, strict=True)  # fmt: skip
+        chosen: dict[int, _Candidate] = {}
+        asked = questions.runs
+        held = self.resident
+        layouts = self._layouts
+        for run, (key_id, whole, n, widest, first_offset) in enumerate(figures):
+            if not whole or key_id in asked:
                 continue
             key = keys[key_id]
-            resident = self.resident.peek(key)
-            if resident is None:
-                continue
-            layout = self._layouts.known(key)
-            if layout is None or layout.learner is not resident.model:
-                self._layouts.forget(key)
-                layout = self._layouts.get(key, resident.model)
+            resident = held.peek(key)
+            layout = None if resident is None else layouts.get(key, resident.model)
             if layout is not None:
-                candidates.append((key_id, layout))
-        if not candidates:
+                chosen[key_id] = _Candidate(layout, run, n, widest, first_offset)
+        if not chosen:
             return {}
-        runs = {key_id: labelled.runs[key_id] for key_id, _ in candidates}
-        poll, positions = PollRows.admitted(candidates[0][1].learner, labelled.rows, runs)
-        firsts = np.array([labelled.runs[key_id][0] for key_id, _ in candidates], dtype=np.int64)
-        lasts = np.array([labelled.runs[key_id][1] for key_id, _ in candidates], dtype=np.int64)
-        offsets = batch.offsets[labelled.owners]
-        earliest = run_min(offsets, firsts, lasts).tolist()
-        chosen: dict[int, tuple[Layout, int, bool]] = {}
-        for (key_id, layout), first_offset in zip(candidates, earliest, strict=True):
-            run = positions.get(key_id)
-            if run is None:
-                continue
-            resident = self.resident.peek(keys[key_id])
-            assert resident is not None
-            n = int(poll.last[run] - poll.first[run])
-            if (max(resident.positions.values(), default=0) > first_offset
-                    or int(poll.widest[run]) > layout.max_nnz
-                    or not layout.window_allows(n)):  # fmt: skip
-                continue
-            chosen[key_id] = (layout, run, False)
-        grow = needs_room([layout for layout, _, _ in chosen.values()],
-                          [run for _, run, _ in chosen.values()], poll)  # fmt: skip
-        for (key_id, (layout, run, _)), room in zip(list(chosen.items()), grow, strict=True):
-            chosen[key_id] = (layout, run, room)
+        candidates = list(chosen.values())
+        rows = layouts.rows([candidate.layout for candidate in candidates])
+        runs = np.fromiter((candidate.run for candidate in candidates), np.int64, len(rows))
+        for candidate, grow in zip(candidates, needs_room(layouts, rows, runs, poll),
+                                   strict=True):  # fmt: skip
+            candidate.room = grow
         self._poll = poll
         return chosen
 
     def _wait_together(
-        self, key: bytes, partition: int, layout: Layout, run: int, room: bool, done: Applied
-    ) -> None:
-        """``key``'s turn when its rows are learned together: its model made room for
-        them, counted as changed, and left waiting for the kernel call."""
-        poll = self._poll
-        assert poll is not None
-        resident = self.resident.get(key)
-        assert resident is not None
+        self, key: bytes, partition: int, candidate: _Candidate, done: Applied
+    ) -> Resident | None:
+        """``key``'s turn when its rows may be learned together: when they are (its
+        model is the one laid out, its rows go together: see ``Layout.takes``, and none
+        was read before), its model makes room for them, counts them and waits for the
+        kernel call, and is returned. None: the key takes its turn as before."""
+        layout, n = candidate.layout, candidate.n
+        resident = self.resident.get(key)  # the most recently used now, either way
+        if (resident is None or resident.model is not layout.learner
+                or self._layouts.known(key) is not layout
+                or not layout.takes(n, candidate.widest)
+                or max(resident.positions.values(), default=0) > candidate.first_offset
+                ):  # fmt: skip
+            return None
         resident.partition = partition
-        if room:
-            make_room(layout, poll, run)
-            self._layouts.forget(key)
-            remade = self._layouts.get(key, resident.model)
-            assert remade is not None
+        learner = layout.learner
+        if candidate.room:
+            poll = self._poll
+            assert poll is not None
+            make_room(learner, poll, candidate.run)  # as its turn would, first
+            remade = self._layouts.grown(key, layout)
+            if remade is None:
+                return None  # its turn makes no more room: it has what it needs
             layout = remade
             self.resident.measure(key)
-        n = int(poll.last[run] - poll.first[run])
+        learner.state.examples_seen += n
+        window = learner.window
+        if window.room:  # the window counts them (the kernel leaves it alone)
+            window.max_sqnorm = max(window.max_sqnorm, candidate.peak(self._poll))
+            window.seen += n
         resident.examples += n
         done.learned += n
-        self._waiting[key] = (layout, run)
+        self._waiting[key] = (layout, candidate.run)
         resident.dirty = True
         resident.active_at = self.wall()
         self._tick += 1
         resident.version = self._tick
+        return resident
 
     def _learn_waiting(self) -> None:
         """The kernel call of the models waiting for it, and what it counts."""
@@ -387,14 +393,15 @@ class KeyedModels:
         poll = self._poll
         assert poll is not None
         keys = list(self._waiting)
-        layouts = [self._waiting[key][0] for key in keys]
-        runs = [self._waiting[key][1] for key in keys]
+        waiting = list(self._waiting.values())
         self._waiting = {}
-        learned = learn_together(layouts, runs, poll)
+        layouts = [layout for layout, _ in waiting]
+        runs = np.fromiter((run for _, run in waiting), np.int64, len(waiting))
+        learned = learn_together(self._layouts, layouts, runs, poll)
         self.update_events += learned.update_events
         self.stream_judged += learned.judged
         self.stream_mistakes += learned.mistakes
-        for position in scaled_down(layouts):
+        for position in learned.scaled_down or ():
             self._layouts.forget(keys[position])
 
     def learn_posted(
@@ -812,6 +819,25 @@ class KeyedModels:
         return _copy(key, model, record.examples, in_memory=False)
 
 
+@dataclass
+class _Candidate:
+    """A key whose rows a poll may learn together: its model's layout, its run of the
+    poll's rows, how many there are and the widest's nonzeros, the offset of its first
+    message, and whether its model must make room for them first."""
+
+    layout: Layout
+    run: int
+    n: int
+    widest: int
+    first_offset: int
+    room: bool = False
+
+    def peak(self, poll: PollRows | None) -> float:
+        """The largest squared norm of its rows."""
+        assert poll is not None
+        return float(poll.max_sqnorm[self.run])
+
+
 class _HeldExamples:
     """The examples the models in memory hold, as a length (the daemon's pacing asks)."""
 
@@ -836,7 +862,20 @@ def _key_ends(
     ids: IntArray, partitions: npt.NDArray[Any], offsets: IntArray, n_keys: int
 ) -> list[dict[int, int]]:
     """Per key number, the offset after its last message in each partition (the
-    partition of its last message last)."""
+    partition of its last message last).
+
+    >>> ids, partitions = np.array([0, 1, 0, -1]), np.array([3, 3, 3, 3])
+    >>> _key_ends(ids, partitions, np.array([7, 8, 9, 10]), 2)
+    [{3: 10}, {3: 9}]
+    >>> _key_ends(ids, np.array([3, 3, 4, 4]), np.array([7, 8, 9, 10]), 2)
+    [{3: 8, 4: 10}, {3: 9}]
+    """
+    keyed = ids >= 0
+    if partitions.shape[0] and bool((partitions == partitions[0]).all()):
+        partition = int(partitions[0])  # a poll of one partition, the usual case
+        last = np.zeros(n_keys, dtype=np.int64)
+        np.maximum.at(last, ids[keyed], offsets[keyed] + 1)
+        return [{partition: end} for end in last.tolist()]
     ends: list[dict[int, int]] = [{} for _ in range(n_keys)]
     for key_id, partition, offset in zip(ids.tolist(), partitions.tolist(), offsets.tolist(),
                                          strict=True):  # fmt: skip

@@ -3,23 +3,25 @@ plain stream (:func:`~streamlearn._kernels.many.learn_models`), not a turn of Py
 
 :class:`Layouts` keeps, per key whose model is one binary learner
 (:func:`~streamlearn.learn.stream_learner.stream_learner`), where its arrays are and what
-its rule is (:class:`Layout`), made again whenever anything else changes the model. A
-key's labelled rows of a poll go this way when they are learned exactly as the model's
-own ``learn_on_schedule`` would learn them in one piece with no replay: no question of
-the key in the poll, every row admitted, none read before, none larger than the buffer,
-and Delta not about to be fixed (``delta='auto'``: not the model's first example, nor
-the one that fills its window). Every other key takes its turn as before, with the same
-results: the kernel runs the same inlined code as ``learn_stream``, the buffer given the
-same room first, and the counts the learner keeps in Python are updated as it does.
+its rule is: a row of its tables, made again whenever anything else changes the model
+(:meth:`Layouts.forget`). A key's labelled rows of a poll go this way when they are
+learned exactly as the model's own ``learn_on_schedule`` would learn them in one piece
+with no replay (:meth:`Layout.takes`): no question of the key in the poll, every row
+admitted, none read before, none larger than the buffer can ever hold, and Delta not
+about to be fixed (``delta='auto'``: not the model's first example, nor the one that
+fills its window). Every other key takes its turn as before. The results are the same:
+the kernel runs the code ``learn_stream`` runs, inlined, after the model made the same
+room for the rows (:func:`needs_room`, :func:`make_room`), and the counts a learner
+keeps in Python are kept as its ``learn_batch`` keeps them (:func:`learn_together`).
 
 The kernel reaches the models' arrays through views of the process's memory that span
-them all (:func:`memory_views`), each array found by its address: the arrays are not
-moved nor copied, and the layouts hold a reference to each, so none is freed while a
-call can reach it.
+them all (:func:`memory_views`), each array found by its address: nothing is moved or
+copied, and each layout holds its arrays, so none is freed while a call can reach it.
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,84 +45,90 @@ _DTYPES: dict[str, np.dtype[Any]] = {
     "I": np.dtype(np.int32),
     "B": np.dtype(np.int8),
 }
-_RING_COUNT, _RING_WRITE_POS = 1, 2
+_ITEMSIZES = np.array([_DTYPES[view].itemsize for _, view in ARRAYS], dtype=np.int64)
+#: columns of ``at``: the scalars and the ring
+_SCALARS = [name for name, _ in ARRAYS].index("scalars")
+_RING = [name for name, _ in ARRAYS].index("ring")
+#: entries of the scalars and of the ring
+_UPDATES = 2
+_RING_COUNT, _RING_WRITE_POS, _RING_EVICTED = 1, 2, 3
+#: columns of :attr:`Layouts.limits`
+_N_FEATURES, _MAX_EXAMPLES, _MAX_NNZ, _FORGOTTEN, _SCALE_FREE = range(5)
+#: columns of :attr:`Layouts.sizes` and :attr:`Layouts.codes`
+_SLOTS, _CELLS = 1, 2
+_FORGET, _DEFER_UNTIL = 1, 2
 
 
 @dataclass(eq=False)
 class Layout:
-    """One binary learner's arrays and rule, as the kernel takes them."""
+    """One binary learner laid out for the kernel: its row of the tables of
+    :class:`Layouts`, and its arrays (held, so that none is freed meanwhile)."""
 
     learner: LinearLearner
-    #: the arrays in the order of :data:`ARRAYS` (held: none is freed meanwhile)
     arrays: tuple[npt.NDArray[Any], ...]
-    #: their addresses
-    addresses: tuple[int, ...]
-    #: weights, slots, arena cells
-    sizes: tuple[int, int, int]
-    codes: tuple[int, int, int]
-    params: tuple[float, float, float, float]
-    n_features: int
-    max_examples: int
+    row: int
     max_nnz: int
-    evictions_forgotten: int
-    scale_free: bool
 
-    @staticmethod
-    def of(model: Model) -> Layout | None:
-        """The layout of ``model``; None when it is not one binary learner, or an array
-        is not where the kernel can take it (contiguous, aligned, writable)."""
-        learner = stream_learner(model)
-        if learner is None:
-            return None
-        state = learner.state
-        buf = state.buffer
-        arrays = tuple(
-            getattr(state if name in ("weights", "scalars", "stats") else buf, name)
-            for name, _ in ARRAYS
-        )
-        for array, (_, view) in zip(arrays, ARRAYS, strict=True):
-            dtype = _DTYPES[view]
-            if (array.ndim != 1 or array.dtype != dtype or not array.flags.c_contiguous
-                    or not array.flags.writeable
-                    or array.ctypes.data % dtype.itemsize):  # fmt: skip
-                return None
-        code, params, rho, delta_sq, _, _ = learner.kernel_rule(False, False)
-        forget = learner.forget == "window"
-        return Layout(
-            learner,
-            arrays,
-            tuple(int(array.ctypes.data) for array in arrays),
-            (state.weights.shape[0], buf.capacity, buf.arena_idx.shape[0]),
-            (int(code), int(forget), int(state.defer_until)),
-            (float(params[0]), float(params[1]), float(rho), float(delta_sq)),
-            state.n_features,
-            buf.max_examples,
-            buf.max_nnz,
-            int(state.evictions_forgotten),
-            bool(learner.entry.scale_free),
-        )
-
-    def window_allows(self, n_rows: int) -> bool:
-        """Whether ``n_rows`` more examples leave Delta as it is: it is fixed, or the
-        window still has room after them and has seen an example already."""
+    def takes(self, n_rows: int, widest: int) -> bool:
+        """Whether ``n_rows`` rows, the widest of ``widest`` nonzeros, are learned
+        together: each fits in the buffer, and Delta stays as it is (it is fixed, or its
+        window has seen an example and still has room after them)."""
         window = self.learner.window
-        if window.pending:
+        if widest > self.max_nnz or window.pending:
             return False
         room = window.room
         return room == 0 or (window.seen > 0 and room > n_rows)
 
 
-class Layouts:
-    """The layouts of the keys in memory whose models go together (see the module doc)."""
+def _address(array: npt.NDArray[Any]) -> int:
+    """Where ``array``'s data starts (a ctypes object over its buffer finds it four
+    times as fast as ``array.ctypes``; an empty array has no byte to put one over)."""
+    try:
+        buffer: Any = array  # numpy's stubs do not say that arrays are buffers
+        return ctypes.addressof(ctypes.c_char.from_buffer(buffer))
+    except (TypeError, ValueError):
+        return int(array.ctypes.data)
 
-    def __init__(self) -> None:
+
+def _arrays_of(learner: LinearLearner) -> tuple[npt.NDArray[Any], ...]:
+    """The learner's arrays the kernel works on, in the order of ``ARRAYS``."""
+    state = learner.state
+    buf = state.buffer
+    return (state.weights, state.scalars, state.stats, *buf.arrays(), buf.ring)
+
+
+class Layouts:
+    """The layouts of the keys in memory whose models go together, and their tables:
+    one row per layout (see the module doc)."""
+
+    def __init__(self, rows: int = 64) -> None:
         self._by_key: dict[bytes, Layout | None] = {}
+        self._free: list[int] = []
+        self._used = 0
+        #: each array's address and where it ends (columns in the order of ``ARRAYS``)
+        self.addresses = np.zeros((rows, len(ARRAYS)), dtype=np.int64)
+        self.ends = np.zeros((rows, len(ARRAYS)), dtype=np.int64)
+        #: the weights, slots and arena cells allocated
+        self.sizes = np.zeros((rows, 3), dtype=np.int64)
+        #: the rule's code, whether evicted examples leave the model, ``defer_until``
+        self.codes = np.zeros((rows, 3), dtype=np.int64)
+        #: the rule's two parameters, rho and Delta^2
+        self.params = np.zeros((rows, 4), dtype=np.float64)
+        #: features counted, ``max_examples``, ``max_nnz``, ``evictions_forgotten`` and
+        #: whether the learner scales its state down (``keep_in_range``)
+        self.limits = np.zeros((rows, 5), dtype=np.int64)
 
     def get(self, key: bytes, model: Model) -> Layout | None:
-        """The layout of ``key``'s ``model`` (made if it has none)."""
+        """The layout of ``key``'s ``model``: made when it has none or it lays out
+        another model; None when the model does not go together."""
+        layout = self._by_key.get(key)
+        if layout is not None and layout.learner is model:
+            return layout
         if key in self._by_key:
-            return self._by_key[key]
-        layout = self._by_key[key] = Layout.of(model)
+            if layout is None and stream_learner(model) is None:
+                return None
+            self.forget(key)
+        layout = self._by_key[key] = self._laid_out(model)
         return layout
 
     def known(self, key: bytes) -> Layout | None:
@@ -128,23 +136,85 @@ class Layouts:
         return self._by_key.get(key)
 
     def forget(self, key: bytes) -> None:
-        """``key``'s model changed another way, or left memory: its layout is made again."""
-        self._by_key.pop(key, None)
+        """``key``'s model changed another way, or left memory: its row is free."""
+        layout = self._by_key.pop(key, None)
+        if layout is not None:
+            self._free.append(layout.row)
 
-    def clear(self) -> None:
-        """Forget every layout."""
-        self._by_key.clear()
+    def rows(self, layouts: Sequence[Layout]) -> IntArray:
+        """The rows of ``layouts``."""
+        return np.fromiter((layout.row for layout in layouts), np.int64, len(layouts))
+
+    def grown(self, key: bytes, layout: Layout) -> Layout | None:
+        """``key``'s ``layout`` after its learner made room (:func:`make_room`): the
+        arrays it replaced found again, the others where they were; None when it no
+        longer goes together."""
+        learner = layout.learner
+        arrays = _arrays_of(learner)
+        held = self.addresses[layout.row].tolist()
+        addresses = [
+            address if new is old else _address(new)
+            for new, old, address in zip(arrays, layout.arrays, held, strict=True)
+        ]
+        self.forget(key)
+        made = self._by_key[key] = self._laid_out(learner, arrays, addresses)
+        return made
+
+    def _laid_out(
+        self,
+        model: Model,
+        arrays: tuple[npt.NDArray[Any], ...] | None = None,
+        addresses: list[int] | None = None,
+    ) -> Layout | None:
+        """``model`` laid out in a row of the tables (its arrays and their addresses
+        when they are known already); None when it does not go together."""
+        learner = stream_learner(model)
+        if learner is None:
+            return None
+        state = learner.state
+        buf = state.buffer
+        if arrays is None or addresses is None:
+            arrays = _arrays_of(learner)
+            addresses = [_address(array) for array in arrays]
+        for array, address, (_, view) in zip(arrays, addresses, ARRAYS, strict=True):
+            dtype = _DTYPES[view]
+            flags = array.flags
+            if (array.ndim != 1 or array.dtype != dtype or not flags.c_contiguous
+                    or not flags.writeable or address % dtype.itemsize):  # fmt: skip
+                return None
+        row = self._row()
+        self.addresses[row] = addresses
+        self.ends[row] = [address + array.nbytes for address, array in zip(addresses, arrays,
+                                                                         strict=True)]  # fmt: skip
+        code, params, rho, delta_sq, _, _ = learner.kernel_rule(False, False)
+        self.sizes[row] = (state.weights.shape[0], buf.capacity, buf.arena_idx.shape[0])
+        self.codes[row] = (code, learner.forget == "window", state.defer_until)
+        self.params[row] = (params[0], params[1], rho, delta_sq)
+        self.limits[row] = (state.n_features, buf.max_examples, buf.max_nnz,
+                            state.evictions_forgotten, learner.entry.scale_free)  # fmt: skip
+        return Layout(learner, arrays, row, buf.max_nnz)
+
+    def _row(self) -> int:
+        if self._free:
+            return self._free.pop()
+        if self._used == self.addresses.shape[0]:
+            for name in ("addresses", "ends", "sizes", "codes", "params", "limits"):
+                table = getattr(self, name)
+                setattr(self, name, np.concatenate([table, np.zeros_like(table)]))
+        self._used += 1
+        return self._used - 1
 
 
 @dataclass(frozen=True)
 class PollRows:
-    """A poll's admitted labelled rows, grouped by key, and per key's run of them:
-    figures the decision to learn a key together needs."""
+    """A poll's labelled rows grouped by key, as a binary learner admits them, and per
+    run of a key's rows: its rows and cells, its widest row, largest feature index and
+    largest squared norm (figures only for the runs whose rows are all admitted)."""
 
     batch: Batch
     x_sqnorms: npt.NDArray[np.float64]
-    #: per run: first and last row, cells, largest row's cells, largest index, largest
-    #: squared norm
+    #: whether every row of the run was admitted
+    whole: npt.NDArray[np.bool_]
     first: IntArray
     last: IntArray
     cells: IntArray
@@ -153,71 +223,69 @@ class PollRows:
     max_sqnorm: npt.NDArray[np.float64]
 
     @staticmethod
-    def admitted(learner: LinearLearner, rows: ParsedRows, runs: dict[int, tuple[int, int]]
-                 ) -> tuple[PollRows, dict[int, int]]:  # fmt: skip
-        """``rows`` (grouped by key, ``runs`` their key numbers' runs) as ``learner``
-        admits them, and the position among the runs of the poll of each key number
-        whose rows are all admitted."""
+    def admitted(learner: Model, rows: ParsedRows, first: IntArray, last: IntArray) -> PollRows:
+        """``rows``, whose runs ``first[r]:last[r]`` are the keys' (in order, none
+        empty, every row in one), as ``learner`` admits them."""
         batch, refused = learner.admit(rows, ModelLimits())
         assert isinstance(batch, Batch)
-        keys = list(runs)
-        bounds = np.array([runs[key] for key in keys], dtype=np.int64).reshape(-1, 2)
-        first, last = bounds[:, 0], bounds[:, 1]
-        whole = np.ones(len(keys), dtype=bool)
+        whole = np.ones(first.shape[0], dtype=bool)
         if refused:
             ok = ~np.isin(rows.line_numbers, [item.line for item in refused])
             kept = np.concatenate([[0], np.cumsum(ok)])
             whole = kept[last] - kept[first] == last - first
             first, last = kept[first], kept[last]
-        chosen = [key for key, fits in zip(keys, whole.tolist(), strict=True) if fits]
-        poll = PollRows.of(batch, row_sqnorms(batch.indptr, batch.values), first[whole],
-                           last[whole])  # fmt: skip
-        return poll, {key: run for run, key in enumerate(chosen)}
-
-    @staticmethod
-    def of(batch: Batch, x_sqnorms: npt.NDArray[np.float64], first: IntArray,
-           last: IntArray) -> PollRows:  # fmt: skip
-        """The figures of the runs ``first[r]:last[r]`` of ``batch`` (none empty)."""
+        x_sqnorms = row_sqnorms(batch.indptr, batch.values)
+        n = first.shape[0]
+        cells = np.zeros(n, dtype=np.int64)
+        widest = np.zeros(n, dtype=np.int64)
+        max_index = np.full(n, -1, dtype=np.int64)
+        max_sqnorm = np.zeros(n, dtype=np.float64)
         indptr = batch.indptr
-        cells = indptr[last] - indptr[first]
-        widest = _run_max(np.diff(indptr), first, last)
-        max_sqnorm = _run_max(x_sqnorms, first, last)
-        max_index = np.full(first.shape[0], -1, dtype=np.int64)
-        some = cells > 0
-        if some.any():
+        runs = np.flatnonzero(whole)
+        if runs.shape[0]:
+            lo, hi = first[runs], last[runs]
+            cells[runs] = indptr[hi] - indptr[lo]
+            widest[runs] = run_max(np.diff(indptr), lo, hi)
+            max_sqnorm[runs] = run_max(x_sqnorms, lo, hi)
+            some = runs[cells[runs] > 0]
             indices = batch.indices.astype(np.int64)
-            max_index[some] = _run_max(indices, indptr[first[some]], indptr[last[some]])
-        return PollRows(batch, x_sqnorms, first, last, cells, widest, max_index, max_sqnorm)
+            max_index[some] = run_max(indices, indptr[first[some]], indptr[last[some]])
+        return PollRows(batch, x_sqnorms, whole, first, last, cells, widest, max_index,
+                        max_sqnorm)  # fmt: skip
 
 
-def _run_max(values: npt.NDArray[Any], first: IntArray, last: IntArray) -> npt.NDArray[Any]:
+def run_max(values: npt.NDArray[Any], first: IntArray, last: IntArray) -> npt.NDArray[Any]:
     """The largest of ``values[first[r]:last[r]]`` for each run ``r`` (none empty)."""
-    if not first.shape[0]:
-        return values[:0]
-    padded = np.append(values, values[:1])
-    bounds = np.stack([first, last], axis=1).ravel()
-    return np.maximum.reduceat(padded, bounds)[::2]
+    return _run_reduce(np.maximum, values, first, last)
 
 
 def run_min(values: npt.NDArray[Any], first: IntArray, last: IntArray) -> npt.NDArray[Any]:
-    """The smallest of ``values[first[r]:last[r]]`` for each run ``r`` (none empty)."""
+    """The smallest of ``values[first[r]:last[r]]`` for each run ``r`` (none empty).
+
+    >>> run_min(np.array([5, 3, 9, 7]), np.array([0, 2]), np.array([2, 4])).tolist()
+    [3, 7]
+    """
+    return _run_reduce(np.minimum, values, first, last)
+
+
+def _run_reduce(
+    ufunc: np.ufunc, values: npt.NDArray[Any], first: IntArray, last: IntArray
+) -> npt.NDArray[Any]:
     if not first.shape[0]:
         return values[:0]
-    padded = np.append(values, values[:1])
-    bounds = np.stack([first, last], axis=1).ravel()
-    return np.minimum.reduceat(padded, bounds)[::2]
+    padded = np.append(values, values[:1])  # a run may end at the end
+    out: npt.NDArray[Any] = ufunc.reduceat(padded, np.stack([first, last], axis=1).ravel())
+    return out[::2]
 
 
-def memory_views(addresses: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
-                 ) -> tuple[dict[str, npt.NDArray[Any]], int]:  # fmt: skip
+def memory_views(addresses: IntArray, ends: IntArray) -> tuple[dict[str, npt.NDArray[Any]], int]:
     """Views of the memory from the lowest of ``addresses`` (aligned down to 8 bytes) to
-    the highest of ``ends``, as float64, int64, int32 and int8 arrays, and their start."""
+    the highest of ``ends``, as float64, int64, int32 and int8 arrays (``F``, ``Z``,
+    ``I``, ``B``), and the address they start at."""
     start = int(addresses.min()) & ~7
     length = (int(ends.max()) - start + 7) & ~7
-    views = {}
-    for view, dtype in _DTYPES.items():
-        holder = _Raw(start, length // dtype.itemsize, dtype)
-        views[view] = np.asarray(holder)
+    views = {view: np.asarray(_Raw(start, length // dtype.itemsize, dtype))
+             for view, dtype in _DTYPES.items()}  # fmt: skip
     return views, start
 
 
@@ -233,91 +301,84 @@ class _Raw:
         }
 
 
-@dataclass
-class Learned:
-    """What :func:`learn_together` did: counts to add to the keyed models' own."""
-
-    update_events: int = 0
-    judged: int = 0
-    mistakes: int = 0
+def _reach(tables: Layouts, rows: IntArray) -> tuple[dict[str, npt.NDArray[Any]], IntArray]:
+    """The memory views over the arrays of ``rows``, and where each array starts in them."""
+    addresses = tables.addresses[rows]
+    views, start = memory_views(addresses, tables.ends[rows])
+    return views, (addresses - start) // _ITEMSIZES
 
 
-def needs_room(layouts: Sequence[Layout], runs: Sequence[int], poll: PollRows) -> list[bool]:
-    """Per layout, whether its learner must make room first for its run of ``poll``
-    (more weights, slots or arena cells: what ``_stream_ready`` would grow), or count
-    more features: then the learner does it itself (:func:`make_room`)."""
-    if not layouts:
+def needs_room(tables: Layouts, rows: IntArray, runs: IntArray, poll: PollRows) -> list[bool]:
+    """Per row of ``tables``, whether its learner must make room first for its run of
+    ``poll`` (more weights, slots or arena cells, as ``_stream_ready`` grows them) or
+    count more features: :func:`make_room` then does it as the learner would."""
+    if not rows.shape[0]:
         return []
-    table = np.array([(layout.n_features, layout.sizes[1], layout.max_examples,
-                       layout.sizes[2], layout.max_nnz, int(layout.arrays[10][_RING_COUNT]),
-                       int(layout.arrays[10][_RING_WRITE_POS])) for layout in layouts],
-                     dtype=np.int64).reshape(-1, 7)  # fmt: skip
-    n_features, capacity, max_examples, arena, max_nnz, count, write_pos = table.T
-    run = np.asarray(runs, dtype=np.int64)
-    n = poll.last[run] - poll.first[run]
-    slots = (count + n > capacity) & (capacity < max_examples)
-    cells = (arena < max_nnz) & (write_pos + poll.cells[run] + n + 1 > arena)
-    out: list[bool] = ((poll.max_index[run] + 1 > n_features) | slots | cells).tolist()
+    views, at = _reach(tables, rows)
+    ring = at[:, _RING]
+    count, write_pos = views["Z"][ring + _RING_COUNT], views["Z"][ring + _RING_WRITE_POS]
+    sizes, limits = tables.sizes[rows], tables.limits[rows]
+    capacity, arena = sizes[:, _SLOTS], sizes[:, _CELLS]
+    n = poll.last[runs] - poll.first[runs]
+    slots = (count + n > capacity) & (capacity < limits[:, _MAX_EXAMPLES])
+    cells = (arena < limits[:, _MAX_NNZ]) & (write_pos + poll.cells[runs] + n + 1 > arena)
+    features = poll.max_index[runs] + 1 > limits[:, _N_FEATURES]
+    out: list[bool] = (features | slots | cells).tolist()
     return out
 
 
-def make_room(layout: Layout, poll: PollRows, run: int) -> None:
+def make_room(learner: LinearLearner, poll: PollRows, run: int) -> None:
     """What ``_stream_ready`` does before a batch: weights, slots and arena for the run."""
     n = int(poll.last[run] - poll.first[run])
-    state = layout.learner.state
+    state = learner.state
     state.grow_weights(int(poll.max_index[run]) + 1)
     state.buffer.reserve_slots(n)
     state.buffer.reserve_for(int(poll.cells[run]) + n)
 
 
-def learn_together(layouts: Sequence[Layout], runs: Sequence[int], poll: PollRows) -> Learned:
+@dataclass
+class Learned:
+    """What :func:`learn_together` did: counts to add to the keyed models' own, and the
+    positions of the layouts that scaled their learners' state down (stale now)."""
+
+    update_events: int = 0
+    judged: int = 0
+    mistakes: int = 0
+    scaled_down: list[int] | None = None
+
+
+def learn_together(
+    tables: Layouts, layouts: Sequence[Layout], runs: IntArray, poll: PollRows
+) -> Learned:
     """Learn run ``runs[m]`` of ``poll`` into ``layouts[m]``'s learner, every one in one
-    kernel call, and keep the learners' own counts as their ``learn_batch`` would."""
-    learned = Learned()
+    kernel call; what its ``learn_batch`` does after presenting them (no longer
+    converged when the window changed, ``keep_in_range``) is done here too. The caller
+    counts the examples and their window beforehand (the kernel reads neither)."""
+    learned = Learned(scaled_down=[])
     if not layouts:
         return learned
-    addresses = np.array([layout.addresses for layout in layouts], dtype=np.int64)
-    ends = addresses + np.array([[array.nbytes for array in layout.arrays]
-                                 for layout in layouts], dtype=np.int64)  # fmt: skip
-    views, start = memory_views(addresses, ends)
-    itemsizes = np.array([_DTYPES[view].itemsize for _, view in ARRAYS], dtype=np.int64)
-    at = (addresses - start) // itemsizes
-    sizes = np.array([layout.sizes for layout in layouts], dtype=np.int64)
-    codes = np.array([layout.codes for layout in layouts], dtype=np.int64)
-    params = np.array([layout.params for layout in layouts], dtype=np.float64)
-    run = np.asarray(runs, dtype=np.int64)
-    bounds = np.ascontiguousarray(np.stack([poll.first[run], poll.last[run]], axis=1))
+    rows = tables.rows(layouts)
+    views, at = _reach(tables, rows)
+    bounds = np.ascontiguousarray(np.stack([poll.first[runs], poll.last[runs]], axis=1))
     changed = np.zeros(len(layouts), dtype=np.bool_)
     totals = np.zeros(2, dtype=np.int64)
     batch = poll.batch
-    learn_models(views["F"], views["Z"], views["I"], views["B"], at, sizes, codes, params,
-                 bounds, batch.indptr, batch.indices, batch.values, batch.labels,
-                 poll.x_sqnorms, changed, totals)  # fmt: skip
+    learn_models(views["F"], views["Z"], views["I"], views["B"], at, tables.sizes[rows],
+                 tables.codes[rows], tables.params[rows], bounds, batch.indptr,
+                 batch.indices, batch.values, batch.labels, poll.x_sqnorms, changed,
+                 totals)  # fmt: skip
+    codes, limits = tables.codes[rows], tables.limits[rows]
+    evicted = views["Z"][at[:, _RING] + _RING_EVICTED]
+    pending = np.minimum(evicted, codes[:, _DEFER_UNTIL]) - limits[:, _FORGOTTEN] > 0
+    stale = changed | (pending & (codes[:, _FORGET] != 0))
+    large = (limits[:, _SCALE_FREE] != 0) & (views["F"][at[:, _SCALARS] + _UPDATES]
+                                             > SCALE_DOWN_ABOVE)  # fmt: skip
+    for position in np.flatnonzero(stale).tolist():
+        layouts[position].learner.state.converged = False  # the window changed
+    learned.scaled_down = np.flatnonzero(large).tolist()
+    for position in learned.scaled_down:
+        layouts[position].learner.keep_in_range()
     learned.update_events = int(totals[TOTAL_EVENTS])
     learned.mistakes = int(totals[TOTAL_MISTAKES])
-    counts = (poll.last[run] - poll.first[run]).tolist()
-    peaks = poll.max_sqnorm[run].tolist()
-    for layout, n, peak, moved in zip(layouts, counts, peaks, changed.tolist(), strict=True):
-        learner = layout.learner
-        state = learner.state
-        state.examples_seen += n
-        window = learner.window
-        if window.room:
-            window.max_sqnorm = max(window.max_sqnorm, peak)
-            window.seen += n
-        if moved or learner.evictions_to_forget:
-            state.converged = False
-        learned.judged += n
-    del views
+    learned.judged = int((bounds[:, 1] - bounds[:, 0]).sum())
     return learned
-
-
-def scaled_down(layouts: Sequence[Layout]) -> list[int]:
-    """The positions of the layouts whose learners' t grew past the bound at which they
-    scale their state down (``keep_in_range``): they do it now, their layouts stale."""
-    out = []
-    for position, layout in enumerate(layouts):
-        if layout.scale_free and layout.learner.state.updates > SCALE_DOWN_ABOVE:
-            layout.learner.keep_in_range()
-            out.append(position)
-    return out
