@@ -268,6 +268,7 @@ class KeyedModels:
             if held.over_bounds():
                 self._spill(held.victims(keep=key))
         self._learn_waiting()
+        self._poll = None
         self.skipped += done.skipped
         self._flush_spills()
         answered.sort()
@@ -331,8 +332,10 @@ class KeyedModels:
             if not whole or key_id in asked:
                 continue
             key = keys[key_id]
-            resident = held.peek(key)
-            layout = None if resident is None else layouts.get(key, resident.model)
+            layout = layouts.known(key)  # checked at the key's turn: the model's own?
+            if layout is None and not layouts.settled(key):
+                resident = held.peek(key)
+                layout = None if resident is None else layouts.get(key, resident.model)
             if layout is not None:
                 chosen[key_id] = _Candidate(layout, run, n, widest, first_offset)
         if not chosen:

@@ -59,7 +59,7 @@ _SLOTS, _CELLS = 1, 2
 _FORGET, _DEFER_UNTIL = 1, 2
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Layout:
     """One binary learner laid out for the kernel: its row of the tables of
     :class:`Layouts`, and its arrays (held, so that none is freed meanwhile)."""
@@ -134,6 +134,11 @@ class Layouts:
     def known(self, key: bytes) -> Layout | None:
         """The layout of ``key`` if it has one now."""
         return self._by_key.get(key)
+
+    def settled(self, key: bytes) -> bool:
+        """Whether ``key``'s model was looked at already: laid out, or found not to go
+        together (a bank)."""
+        return key in self._by_key
 
     def forget(self, key: bytes) -> None:
         """``key``'s model changed another way, or left memory: its row is free."""
