@@ -249,26 +249,28 @@ class KeyedModels:
         answered: list[tuple[int, int, bytes]] = []
         together = self._together(batch, keys, labelled, questions, schedule)
         held = self.resident
-        for key_id, key in enumerate(keys):
-            key_ends = ends[key_id]
-            last_partition = next(reversed(key_ends))
-            chosen = together.get(key_id)
-            resident = None
-            if chosen is not None:
-                resident = self._wait_together(key, last_partition, chosen, done)
-            if resident is None:
-                answered.extend(self._turn(key, key_id, last_partition, labelled, questions,
-                                           batch, limits, schedule, done))  # fmt: skip
-                resident = held.peek(key)
+        try:
+            for key_id, key in enumerate(keys):
+                key_ends = ends[key_id]
+                last_partition = next(reversed(key_ends))
+                chosen = together.get(key_id)
+                resident = None
+                if chosen is not None:
+                    resident = self._wait_together(key, last_partition, chosen, done)
                 if resident is None:
-                    continue  # no model: the empty model answered its questions
-            positions = resident.positions
-            for partition, end in key_ends.items():
-                positions[partition] = max(positions.get(partition, 0), end)
-            if held.over_bounds():
-                self._spill(held.victims(keep=key))
-        self._learn_waiting()
-        self._poll = None
+                    answered.extend(self._turn(key, key_id, last_partition, labelled, questions,
+                                               batch, limits, schedule, done))  # fmt: skip
+                    resident = held.peek(key)
+                    if resident is None:
+                        continue  # no model: the empty model answered its questions
+                positions = resident.positions
+                for partition, end in key_ends.items():
+                    positions[partition] = max(positions.get(partition, 0), end)
+                if held.over_bounds():
+                    self._spill(held.victims(keep=key))
+        finally:  # the keys counted as learned are learned, whatever came after them
+            self._learn_waiting()
+            self._poll = None
         self.skipped += done.skipped
         self._flush_spills()
         answered.sort()
