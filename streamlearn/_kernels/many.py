@@ -25,7 +25,6 @@ from streamlearn._kernels.engine import (
     STAT_STREAM_MISTAKES,
     STAT_UPDATE_EVENTS,
     UPDATES,
-    _store_state,
     store_and_present,
 )
 
@@ -108,7 +107,7 @@ def learn_models(
                 i, indptr, indices, values, labels, x_sqnorms, buffer, ring, w, state, scalars,
                 rule, stats, forget, defer_until,
             )  # fmt: skip
-        _store_state(state, scalars)
+        scalars[BETA], scalars[SQNORM], scalars[UPDATES], scalars[SCALE] = state
         changed[m] = scalars[UPDATES] != before[0] or scalars[SQNORM] != before[1]
         totals[TOTAL_EVENTS] += stats[STAT_UPDATE_EVENTS] - events
         totals[TOTAL_MISTAKES] += stats[STAT_STREAM_MISTAKES] - mistakes

@@ -325,12 +325,13 @@ class KeyedModels:
         poll = PollRows.admitted(self.empty, labelled.rows, first, last)
         earliest = run_min(batch.offsets[labelled.owners], first, last).tolist()
         figures = zip(labelled.runs, poll.whole.tolist(), (poll.last - poll.first).tolist(),
-                      poll.widest.tolist(), earliest, strict=True)  # fmt: skip
+                      poll.widest.tolist(), earliest, poll.max_sqnorm.tolist(),
+                      strict=True)  # fmt: skip
         chosen: dict[int, _Candidate] = {}
         asked = questions.runs
         held = self.resident
         layouts = self._layouts
-        for run, (key_id, whole, n, widest, first_offset) in enumerate(figures):
+        for run, (key_id, whole, n, widest, first_offset, peak) in enumerate(figures):
             if not whole or key_id in asked:
                 continue
             key = keys[key_id]
@@ -339,7 +340,7 @@ class KeyedModels:
                 resident = held.peek(key)
                 layout = None if resident is None else layouts.get(key, resident.model)
             if layout is not None:
-                chosen[key_id] = _Candidate(layout, run, n, widest, first_offset)
+                chosen[key_id] = _Candidate(layout, run, n, widest, first_offset, peak)
         if not chosen:
             return {}
         candidates = list(chosen.values())
@@ -380,7 +381,7 @@ class KeyedModels:
         learner.state.examples_seen += n
         window = learner.window
         if window.room:  # the window counts them (the kernel leaves it alone)
-            window.max_sqnorm = max(window.max_sqnorm, candidate.peak(self._poll))
+            window.max_sqnorm = max(window.max_sqnorm, candidate.peak)
             window.seen += n
         resident.examples += n
         done.learned += n
@@ -828,19 +829,28 @@ class KeyedModels:
 class _Candidate:
     """A key whose rows a poll may learn together: its model's layout, its run of the
     poll's rows, how many there are and the widest's nonzeros, the offset of its first
-    message, and whether its model must make room for them first."""
+    message, the largest squared norm among them, and whether its model must make room
+    for them first."""
 
     layout: Layout
     run: int
     n: int
     widest: int
     first_offset: int
+    peak: float
     room: bool = False
 
-    def peak(self, poll: PollRows | None) -> float:
-        """The largest squared norm of its rows."""
-        assert poll is not None
-        return float(poll.max_sqnorm[self.run])
+
+def warm_up(build: Callable[[], Model], restore: Callable[[dict[str, Any]], Model]) -> None:
+    """Learn two tiny polls of two keys, so that the kernel of the keys learned together
+    is compiled (or loaded) before a daemon's first poll."""
+    from streamlearn.keyed.store import MemoryStates
+    from streamlearn.parse.svmlight import SvmlightParser
+
+    models = KeyedModels(build, restore, MemoryStates(), max_models=2)
+    for first in (0, 2):
+        rows = SvmlightParser().feed(b"+1 1:1 2:0.5\n-1 2:1\n")
+        models.apply(KeyedBatch.of([b"a", b"b"], rows, first=first))
 
 
 class _HeldExamples:
