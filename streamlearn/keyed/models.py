@@ -221,8 +221,9 @@ class KeyedModels:
         self.key_ttl = key_ttl
         self.expired = 0
         self._next_expiry = -math.inf
-        #: the keys whose models learn a poll together, and those waiting for the kernel
-        #: call of their poll (their run of its rows)
+        #: whether the keys of a poll are learned together where they can be; the layouts
+        #: of their models, the keys waiting for the kernel call of their poll (their
+        #: layouts and runs of its rows), and that poll's rows
         self.together = together
         self._layouts = Layouts()
         self._waiting: dict[bytes, tuple[Layout, int]] = {}
