@@ -30,7 +30,14 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn._kernels import row_sqnorms
-from streamlearn._kernels.many import ARRAYS, TOTAL_EVENTS, TOTAL_MISTAKES, learn_models
+from streamlearn._kernels.many import (
+    ARRAYS,
+    DEFER_UNTIL,
+    FORGET,
+    TOTAL_EVENTS,
+    TOTAL_MISTAKES,
+    learn_models,
+)
 from streamlearn.learn import LinearLearner, Model, ModelLimits
 from streamlearn.learn.state import SCALE_DOWN_ABOVE
 from streamlearn.learn.stream_learner import stream_learner
@@ -54,9 +61,8 @@ _UPDATES = 2
 _RING_COUNT, _RING_WRITE_POS, _RING_EVICTED = 1, 2, 3
 #: columns of :attr:`Layouts.limits`
 _N_FEATURES, _MAX_EXAMPLES, _MAX_NNZ, _FORGOTTEN, _SCALE_FREE = range(5)
-#: columns of :attr:`Layouts.sizes` and :attr:`Layouts.codes`
+#: columns of :attr:`Layouts.sizes`
 _SLOTS, _CELLS = 1, 2
-_FORGET, _DEFER_UNTIL = 1, 2
 
 
 @dataclass(eq=False, slots=True)
@@ -374,8 +380,8 @@ def learn_together(
                  totals)  # fmt: skip
     codes, limits = tables.codes[rows], tables.limits[rows]
     evicted = views["Z"][at[:, _RING] + _RING_EVICTED]
-    pending = np.minimum(evicted, codes[:, _DEFER_UNTIL]) - limits[:, _FORGOTTEN] > 0
-    stale = changed | (pending & (codes[:, _FORGET] != 0))
+    pending = np.minimum(evicted, codes[:, DEFER_UNTIL]) - limits[:, _FORGOTTEN] > 0
+    stale = changed | (pending & (codes[:, FORGET] != 0))
     large = (limits[:, _SCALE_FREE] != 0) & (views["F"][at[:, _SCALARS] + _UPDATES]
                                              > SCALE_DOWN_ABOVE)  # fmt: skip
     for position in np.flatnonzero(stale).tolist():
