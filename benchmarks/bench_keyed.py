@@ -7,7 +7,11 @@ each of its own key (``key-0`` ... ``key-{keys-1}``, the same keys at every poll
 memory bounds ``--max-models`` 1000 and ``--max-model-bytes`` 1 GiB unless given). The
 anchor, in the same run: one PDM model learning the same polls, as ``serve`` without
 ``--model-key`` does. The memory a model takes is reported as the
-registry measures it (weights and replay buffer), after its first example.
+registry measures it (weights and replay buffer), after its first example, and as the
+process holds it for each model in memory between polls (an idle model: every Python
+object and array of the keyed models, traced by ``tracemalloc`` over the first two
+polls, divided by the models in memory; only with as many keys as models in memory at
+most: beyond, the same models wait in memory and the trace would take minutes).
 
 Run: .venv/bin/python benchmarks/bench_keyed.py [--keys 1000 100000] [--polls N]
 """
@@ -15,7 +19,9 @@ Run: .venv/bin/python benchmarks/bench_keyed.py [--keys 1000 100000] [--polls N]
 from __future__ import annotations
 
 import argparse
+import gc
 import time
+import tracemalloc
 
 from _common import data_file
 
@@ -56,6 +62,26 @@ def keyed_rate(batches: list[KeyedBatch], max_models: int, max_bytes: int) -> tu
     return learned / (time.perf_counter() - started), model_bytes(one)
 
 
+def idle_bytes(batches: list[KeyedBatch], max_models: int, max_bytes: int) -> float:
+    """Bytes the process holds per model in memory after the first two polls (each
+    model has learned two examples and waits for its next), everything the keyed models
+    allocated included."""
+    spec = ModelSpec(LearnerSpec.from_options("pdm", {}))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        models = KeyedModels(spec.build, spec.restore, MemoryStates(), max_models=max_models,
+                             max_bytes=max_bytes)  # fmt: skip
+        for batch in batches[:2]:
+            models.apply(batch)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    return held / max(len(models.resident), 1)
+
+
 def one_model_rate(batches: list[KeyedBatch]) -> float:
     """Examples per second of one PDM model learning the same polls, as the daemon
     learns a poll for one model (admitted, then learned with no replay)."""
@@ -81,12 +107,16 @@ def main() -> None:
     parser.add_argument("--max-model-bytes", type=int, default=DEFAULT_MAX_MODEL_BYTES)
     args = parser.parse_args()
     print(f"{'keys a poll':>12}{'keyed ex/s':>14}{'one model ex/s':>16}{'ratio':>8}"
-          f"{'bytes a model':>15}")  # fmt: skip
+          f"{'bytes a model':>15}{'idle, process':>15}")  # fmt: skip
     for keys in args.keys:
         batches = polls(keys, args.polls)
         keyed, size = keyed_rate(batches, args.max_models, args.max_model_bytes)
         one = one_model_rate(batches)
-        print(f"{keys:>12,}{keyed:>14,.0f}{one:>16,.0f}{keyed / one:>8.3f}{size:>15,}")
+        idle = "-"  # as many keys as models in memory at most: the same models idle
+        if keys <= args.max_models:
+            idle = f"{idle_bytes(batches, args.max_models, args.max_model_bytes):,.0f}"
+        print(f"{keys:>12,}{keyed:>14,.0f}{one:>16,.0f}{keyed / one:>8.3f}{size:>15,}"
+              f"{idle:>15}")  # fmt: skip
         if keys == 1000:
             verdict = "met" if keyed >= TARGET else "NOT met"
             print(f"  target >= {TARGET:,} examples/s at 1,000 keys a poll: {verdict}")

@@ -51,6 +51,7 @@ EXPORTS: list[tuple[str, str, tuple[Any, ...], tuple[Spec, ...]]] = [
     ("engine", "present_unbuffered", (), ("i8[:]", "i4[:]", "f8[:]", "i1[:]", "f8[:]", "i8", "i8[:]", "f8[:]", "f8[:]", "f8[:]", _RULE, "i8[:]", "f8[:]", "b1")),
     ("kafka_records", "decode_records", (), ("u1[:] readonly", "i8", "i8", "i8", "i8", "i8", "u1[:]", "i8[:, :]")),
     ("kafka_records", "join_values", (), ("u1[:] readonly", "i8[:]", "i8[:]", "i8", "i8", "u1[:]", "i8[:]")),
+    ("many", "learn_models", (), ("f8[:]", "i8[:]", "i4[:]", "i1[:]", "i8[:, :]", "i8[:, :]", "i8[:, :]", "f8[:, :]", "i8[:, :]", "i8[:]", "i4[:]", "f8[:]", "i1[:]", "f8[:]", "b1[:]", "i8[:]")),
     ("margins", "buffer_certificate", (), ("i8[:]", "i8[:]", "i8[:]", "i1[:]", "f8[:]", "i4[:]", "f8[:]", "f8[:]", "f8[:]", "f8", "f8", "f8[:]", "f8[:]", "f8[:]", "f8[:]")),
     ("margins", "optimal_slack_margin", (), ("f8[:]", "f8", "f8")),
     ("ring", "add_combination", (), ("i8[:]", "f8[:]", "i8[:]", "i8[:]", "i4[:]", "f8[:]", "f8[:]")),

@@ -58,6 +58,7 @@ from streamlearn.jobs.sources import (
 )
 from streamlearn.jobs.systemd import notify as notify_systemd
 from streamlearn.keyed.models import KeyedModels
+from streamlearn.keyed.models import warm_up as warm_up_keyed
 from streamlearn.keyed.settings import KeyedSettings
 from streamlearn.learn import LabelledRows, Model
 from streamlearn.learn.contribution import shareable
@@ -665,6 +666,8 @@ def warm_up(spec: LearnerSpec | ModelSpec) -> None:
     built.summary()
     built.answers(X)
     built.predictor().answer_json(X)  # the HTTP API's answers: compiled before /readyz
+    tiny = ModelSpec(learner_spec, model.one_vs_rest, model.tau_pos_kappa)
+    warm_up_keyed(tiny.build, tiny.restore)  # serve --model-key: keys learned together
     decode_message(b"+1 1:1\n", {}, default_format="svmlight")
     warm = MessageBatch.from_messages([Message(b"+1 1:1\n"), Message(b"-1 2:1")])
     MessageDecoder().decode_columns(warm.data, warm.spans)

@@ -57,8 +57,18 @@ from streamlearn.keyed.records import ModelRecord, decode_record, encode_record
 from streamlearn.keyed.registry import Resident, ResidentModels
 from streamlearn.keyed.rows import KeyGroups, key_ids
 from streamlearn.keyed.store import StateStore
+from streamlearn.keyed.together import (
+    Layout,
+    Layouts,
+    PollRows,
+    learn_together,
+    make_room,
+    needs_room,
+    run_min,
+)
 from streamlearn.learn import Model, ModelLimits
 from streamlearn.learn.description import describe
+from streamlearn.learn.stream_learner import stream_learner
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.parse.messages import NO_KEY
 from streamlearn.replay import ReplaySchedule
@@ -149,7 +159,10 @@ class KeyedModels:
 
     ``build`` makes a new key's model, ``restore`` a model from its ``state_dict()``;
     ``store`` holds the records of the models that left memory. ``wall`` stamps the
-    records, ``writer`` names the software that wrote them.
+    records, ``writer`` names the software that wrote them. ``together`` (the default)
+    learns the keys of a poll whose models learn a plain stream in one kernel call
+    (:mod:`~streamlearn.keyed.together`); False gives every key a turn of its own, with
+    the same results.
     """
 
     def __init__(
@@ -165,6 +178,7 @@ class KeyedModels:
         wall: Callable[[], float] = time.time,
         clock: Callable[[], float] = time.monotonic,
         key_ttl: float | None = None,
+        together: bool = True,
     ) -> None:
         if key_ttl is not None and not (math.isfinite(key_ttl) and key_ttl > 0):
             raise InvalidParameterError(f"--key-ttl must be a duration > 0, got {key_ttl!r}")
@@ -207,6 +221,13 @@ class KeyedModels:
         self.key_ttl = key_ttl
         self.expired = 0
         self._next_expiry = -math.inf
+        #: whether the keys of a poll are learned together where they can be; the layouts
+        #: of their models, the keys waiting for the kernel call of their poll (their
+        #: layouts and runs of its rows), and that poll's rows
+        self.together = together
+        self._layouts = Layouts()
+        self._waiting: dict[bytes, tuple[Layout, int]] = {}
+        self._poll: PollRows | None = None
 
     # -- learning and answering ----------------------------------------------------------
 
@@ -227,31 +248,168 @@ class KeyedModels:
         done.rejected = [Rejected(int(line), NO_KEY, "") for line in keyless]
         ends = _key_ends(ids, batch.partitions, batch.offsets, len(keys))
         answered: list[tuple[int, int, bytes]] = []
-        for key_id, key in enumerate(keys):
-            rows, owners = labelled.rows_of(key_id)
-            asked, asked_owners = questions.rows_of(key_id)
-            last_partition = next(reversed(ends[key_id]))
-            resident = self._resident(key, last_partition, create=rows.n_rows > 0)
-            if resident is None:  # no model yet, nothing to learn: the empty model answers
-                if asked.n_rows:
-                    answers = self.empty.answers((asked.indptr, asked.indices, asked.values))
-                    answered.extend(_lined(asked, asked_owners, answers))
-                continue
-            new = _unseen(resident, batch.partitions[owners], batch.offsets[owners])
-            if not new.all():
-                done.skipped += int((~new).sum())
-                rows = rows.select(new, [])
-            answered.extend(self._learn(key, resident, rows, asked, asked_owners, limits, schedule,
-                                        done))  # fmt: skip
-            for partition, end in ends[key_id].items():
-                resident.positions[partition] = max(resident.positions.get(partition, 0), end)
-            self._spill(self.resident.victims(keep=key))
+        together = self._together(batch, keys, labelled, questions, schedule)
+        held = self.resident
+        try:
+            for key_id, key in enumerate(keys):
+                key_ends = ends[key_id]
+                last_partition = next(reversed(key_ends))
+                chosen = together.get(key_id)
+                resident = None
+                if chosen is not None:
+                    resident = self._wait_together(key, last_partition, chosen, done)
+                if resident is None:
+                    answered.extend(self._turn(key, key_id, last_partition, labelled, questions,
+                                               batch, limits, schedule, done))  # fmt: skip
+                    resident = held.peek(key)
+                    if resident is None:
+                        continue  # no model: the empty model answered its questions
+                positions = resident.positions
+                for partition, end in key_ends.items():
+                    positions[partition] = max(positions.get(partition, 0), end)
+                if held.over_bounds():
+                    self._spill(held.victims(keep=key))
+        finally:  # the keys counted as learned are learned, whatever came after them
+            self._learn_waiting()
+            self._poll = None
         self.skipped += done.skipped
         self._flush_spills()
         answered.sort()
         done.answers = [(owner, answer) for _, owner, answer in answered]
         done.rejected.sort(key=lambda item: item.line)
         return done
+
+    def _turn(
+        self,
+        key: bytes,
+        key_id: int,
+        last_partition: int,
+        labelled: KeyGroups,
+        questions: KeyGroups,
+        batch: KeyedBatch,
+        limits: ModelLimits | None,
+        schedule: ReplaySchedule,
+        done: Applied,
+    ) -> list[tuple[int, int, bytes]]:
+        """A key's turn of its own: its rows learned and its questions answered."""
+        rows, owners = labelled.rows_of(key_id)
+        asked, asked_owners = questions.rows_of(key_id)
+        resident = self._resident(key, last_partition, create=rows.n_rows > 0)
+        if resident is None:  # no model yet, nothing to learn: the empty model answers
+            if asked.n_rows:
+                answers = self.empty.answers((asked.indptr, asked.indices, asked.values))
+                return _lined(asked, asked_owners, answers)
+            return []
+        new = _unseen(resident, batch.partitions[owners], batch.offsets[owners])
+        if not new.all():
+            done.skipped += int((~new).sum())
+            rows = rows.select(new, [])
+        return self._learn(key, resident, rows, asked, asked_owners, limits, schedule, done)
+
+    def _together(
+        self,
+        batch: KeyedBatch,
+        keys: list[bytes],
+        labelled: KeyGroups,
+        questions: KeyGroups,
+        schedule: ReplaySchedule,
+    ) -> dict[int, _Candidate]:
+        """The keys (their numbers) whose rows this poll may learn together (see
+        :mod:`~streamlearn.keyed.together`; :meth:`_wait_together` decides)."""
+        self._poll = None
+        if not self.together or schedule.enabled or not labelled.runs:
+            return {}
+        if stream_learner(self.empty) is None:
+            return {}  # the models are banks: each key takes its turn
+        bounds = np.array(list(labelled.runs.values()), dtype=np.int64).reshape(-1, 2)
+        first, last = bounds[:, 0], bounds[:, 1]
+        poll = PollRows.admitted(self.empty, labelled.rows, first, last)
+        earliest = run_min(batch.offsets[labelled.owners], first, last).tolist()
+        figures = zip(labelled.runs, poll.whole.tolist(), (poll.last - poll.first).tolist(),
+                      poll.widest.tolist(), earliest, poll.max_sqnorm.tolist(),
+                      strict=True)  # fmt: skip
+        chosen: dict[int, _Candidate] = {}
+        asked = questions.runs
+        held = self.resident
+        layouts = self._layouts
+        for run, (key_id, whole, n, widest, first_offset, peak) in enumerate(figures):
+            if not whole or key_id in asked:
+                continue
+            key = keys[key_id]
+            layout = layouts.known(key)  # checked at the key's turn: the model's own?
+            if layout is None and not layouts.settled(key):
+                resident = held.peek(key)
+                layout = None if resident is None else layouts.get(key, resident.model)
+            if layout is not None:
+                chosen[key_id] = _Candidate(layout, run, n, widest, first_offset, peak)
+        if not chosen:
+            return {}
+        candidates = list(chosen.values())
+        rows = layouts.rows([candidate.layout for candidate in candidates])
+        runs = np.fromiter((candidate.run for candidate in candidates), np.int64, len(rows))
+        for candidate, grow in zip(candidates, needs_room(layouts, rows, runs, poll),
+                                   strict=True):  # fmt: skip
+            candidate.room = grow
+        self._poll = poll
+        return chosen
+
+    def _wait_together(
+        self, key: bytes, partition: int, candidate: _Candidate, done: Applied
+    ) -> Resident | None:
+        """``key``'s turn when its rows may be learned together: when they are (its
+        model is the one laid out, its rows go together: see ``Layout.takes``, and none
+        was read before), its model makes room for them, counts them and waits for the
+        kernel call, and is returned. None: the key takes its turn as before."""
+        layout, n = candidate.layout, candidate.n
+        resident = self.resident.get(key)  # the most recently used now, either way
+        if (resident is None or resident.model is not layout.learner
+                or self._layouts.known(key) is not layout
+                or not layout.takes(n, candidate.widest)
+                or max(resident.positions.values(), default=0) > candidate.first_offset
+                ):  # fmt: skip
+            return None
+        resident.partition = partition
+        learner = layout.learner
+        if candidate.room:
+            poll = self._poll
+            assert poll is not None
+            make_room(learner, poll, candidate.run)  # as its turn would, first
+            remade = self._layouts.grown(key, layout)
+            if remade is None:
+                return None  # its turn makes no more room: it has what it needs
+            layout = remade
+            self.resident.measure(key)
+        learner.state.examples_seen += n
+        window = learner.window
+        if window.room:  # the window counts them (the kernel leaves it alone)
+            window.max_sqnorm = max(window.max_sqnorm, candidate.peak)
+            window.seen += n
+        resident.examples += n
+        done.learned += n
+        self._waiting[key] = (layout, candidate.run)
+        resident.dirty = True
+        resident.active_at = self.wall()
+        self._tick += 1
+        resident.version = self._tick
+        return resident
+
+    def _learn_waiting(self) -> None:
+        """The kernel call of the models waiting for it, and what it counts."""
+        if not self._waiting:
+            return
+        poll = self._poll
+        assert poll is not None
+        keys = list(self._waiting)
+        waiting = list(self._waiting.values())
+        self._waiting = {}
+        layouts = [layout for layout, _ in waiting]
+        runs = np.fromiter((run for _, run in waiting), np.int64, len(waiting))
+        learned = learn_together(self._layouts, layouts, runs, poll)
+        self.update_events += learned.update_events
+        self.stream_judged += learned.judged
+        self.stream_mistakes += learned.mistakes
+        for position in learned.scaled_down or ():
+            self._layouts.forget(keys[position])
 
     def learn_posted(
         self, key: bytes, rows: ParsedRows, limits: ModelLimits | None = None
@@ -302,6 +460,7 @@ class KeyedModels:
         done: Applied,
     ) -> list[tuple[int, int, bytes]]:
         """Learn ``rows`` into ``resident``'s model, answering ``asked`` on the way."""
+        self._layouts.forget(key)
         model = resident.model
         before = _Counts.of(model)
         examples, refused = model.admit(rows, limits or ModelLimits())
@@ -368,6 +527,7 @@ class KeyedModels:
         # spilled keys by their records' time (a resident key's record is older than it)
         idle += [(p, key) for p, key in self.store.stale(cutoff) if key not in self.resident]
         for partition, key in idle:
+            self._layouts.forget(key)
             self.resident.pop(key)
             self.store.delete(partition, key)
             self._copies.pop(key, None)
@@ -473,7 +633,11 @@ class KeyedModels:
 
     def _spill(self, keys: Iterable[bytes]) -> None:
         """Move the models of ``keys`` out of memory (written if they changed)."""
+        keys = list(keys)
+        if any(key in self._waiting for key in keys):
+            self._learn_waiting()
         for key in keys:
+            self._layouts.forget(key)
             resident = self.resident.pop(key)
             if resident is None:
                 continue
@@ -521,6 +685,7 @@ class KeyedModels:
                    if resident.partition in partitions]  # fmt: skip
         written = 0
         for key in leaving:
+            self._layouts.forget(key)
             resident = self.resident.pop(key)
             if resident is not None and resident.dirty:
                 self._write(key, resident)
@@ -567,6 +732,7 @@ class KeyedModels:
             resident = self.resident.peek(key)
             assert resident is not None
             before = _Counts.of(resident.model)
+            self._layouts.forget(key)
             resident.model.replay(max_passes=max_passes, interrupt=interrupt)
             self._changed(key, resident, before)
             self._replayed += 1
@@ -660,6 +826,34 @@ class KeyedModels:
         return _copy(key, model, record.examples, in_memory=False)
 
 
+@dataclass
+class _Candidate:
+    """A key whose rows a poll may learn together: its model's layout, its run of the
+    poll's rows, how many there are and the widest's nonzeros, the offset of its first
+    message, the largest squared norm among them, and whether its model must make room
+    for them first."""
+
+    layout: Layout
+    run: int
+    n: int
+    widest: int
+    first_offset: int
+    peak: float
+    room: bool = False
+
+
+def warm_up(build: Callable[[], Model], restore: Callable[[dict[str, Any]], Model]) -> None:
+    """Learn two tiny polls of two keys, so that the kernel of the keys learned together
+    is compiled (or loaded) before a daemon's first poll."""
+    from streamlearn.keyed.store import MemoryStates
+    from streamlearn.parse.svmlight import SvmlightParser
+
+    models = KeyedModels(build, restore, MemoryStates(), max_models=2)
+    for first in (0, 2):
+        rows = SvmlightParser().feed(b"+1 1:1 2:0.5\n-1 2:1\n")
+        models.apply(KeyedBatch.of([b"a", b"b"], rows, first=first))
+
+
 class _HeldExamples:
     """The examples the models in memory hold, as a length (the daemon's pacing asks)."""
 
@@ -684,7 +878,20 @@ def _key_ends(
     ids: IntArray, partitions: npt.NDArray[Any], offsets: IntArray, n_keys: int
 ) -> list[dict[int, int]]:
     """Per key number, the offset after its last message in each partition (the
-    partition of its last message last)."""
+    partition of its last message last).
+
+    >>> ids, partitions = np.array([0, 1, 0, -1]), np.array([3, 3, 3, 3])
+    >>> _key_ends(ids, partitions, np.array([7, 8, 9, 10]), 2)
+    [{3: 10}, {3: 9}]
+    >>> _key_ends(ids, np.array([3, 3, 4, 4]), np.array([7, 8, 9, 10]), 2)
+    [{3: 8, 4: 10}, {3: 9}]
+    """
+    keyed = ids >= 0
+    if partitions.shape[0] and bool((partitions == partitions[0]).all()):
+        partition = int(partitions[0])  # a poll of one partition, the usual case
+        last = np.zeros(n_keys, dtype=np.int64)
+        np.maximum.at(last, ids[keyed], offsets[keyed] + 1)
+        return [{partition: end} for end in last.tolist()]
     ends: list[dict[int, int]] = [{} for _ in range(n_keys)]
     for key_id, partition, offset in zip(ids.tolist(), partitions.tolist(), offsets.tolist(),
                                          strict=True):  # fmt: skip

@@ -130,6 +130,10 @@ class ResidentModels:
             self.bytes -= resident.size
         return resident
 
+    def over_bounds(self) -> bool:
+        """Whether the models exceed a bound: :meth:`victims` has keys to spill."""
+        return len(self._models) > self.max_models or self.bytes > self.max_bytes
+
     def victims(self, keep: bytes | None = None, room: int = 0) -> list[bytes]:
         """The keys to spill, least recently used first, for the models to fit both
         bounds with ``room`` more models; never ``keep`` (a model larger than the byte
