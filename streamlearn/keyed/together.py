@@ -75,6 +75,14 @@ class Layout:
     row: int
     max_nnz: int
 
+    def current(self) -> bool:
+        """Whether the learner still holds the very arrays laid out: the addresses the
+        kernel writes through are theirs only while it does (a path that replaced one
+        without forgetting the layout would otherwise have the kernel write into memory
+        the learner no longer reads)."""
+        held = self.arrays
+        return all(a is b for a, b in zip(_arrays_of(self.learner), held, strict=True))
+
     def takes(self, n_rows: int, widest: int) -> bool:
         """Whether ``n_rows`` rows, the widest of ``widest`` nonzeros, are learned
         together: each fits in the buffer, and Delta stays as it is (it is fixed, or its
@@ -128,7 +136,7 @@ class Layouts:
         """The layout of ``key``'s ``model``: made when it has none or it lays out
         another model; None when the model does not go together."""
         layout = self._by_key.get(key)
-        if layout is not None and layout.learner is model:
+        if layout is not None and layout.learner is model and layout.current():
             return layout
         if key in self._by_key:
             if layout is None and stream_learner(model) is None:
