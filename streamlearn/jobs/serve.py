@@ -57,6 +57,7 @@ from streamlearn.keyed.models import KeyedModels
 from streamlearn.keyed.settings import KeyedSettings
 from streamlearn.learn import LabelledRows, Model
 from streamlearn.learn.contribution import shareable
+from streamlearn.learn.params import plain_params
 from streamlearn.metrics import DaemonMetrics, new_registry
 from streamlearn.parse import ParsedRows
 from streamlearn.parse.messages import FORMATS as MESSAGE_FORMATS
@@ -556,7 +557,7 @@ def info(model: Model) -> tuple[str, dict[str, Any]]:
     >>> info(bank)[1]["one_vs_rest"]
     True
     """
-    return model.algorithm, model.model_params()
+    return model.algorithm, plain_params(model.get_params())
 
 
 def warm_up(spec: LearnerSpec | ModelSpec) -> None:

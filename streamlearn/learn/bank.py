@@ -101,10 +101,12 @@ from streamlearn.learn.model import (
 )
 from streamlearn.learn.params import (
     AUTO_DELTAS,
-    FORGET_OF_OLD_STATES,
     STREAM_BUFFER_NNZ,
     STREAM_BUFFER_SIZE,
     finite,
+    params_from_plain,
+    plain_params,
+    without_bank_params,
 )
 from streamlearn.learn.predictor import BankPredictor, scaled_decisions
 from streamlearn.learn.state import (
@@ -124,7 +126,7 @@ from streamlearn.learn.state import (
 from streamlearn.learn.table import LEARNERS, LearnerTable
 from streamlearn.learn.window import AutoDeltaWindow
 from streamlearn.parse import ParsedRows, Rejected
-from streamlearn.replay import ActiveSetSchedule, ReplaySchedule
+from streamlearn.replay import ReplaySchedule
 from streamlearn.replay.shared import SharedReplayBuffer
 from streamlearn.types import MAX_FEATURE_INDEX, Batch, RowStatus
 
@@ -986,24 +988,22 @@ class ModelBank:
             "per_label": per_label,
         }
 
-    def learner_params(self) -> dict[str, Any]:
-        """The parameters of every label's learner (the base's)."""
-        return self.base.get_params()
-
-    def model_params(self) -> dict[str, Any]:
-        """The learners' plain parameters, ``one_vs_rest=True`` and ``tau_pos_kappa``
-        when set."""
-        params: dict[str, Any] = {**self.base.plain_params(), "one_vs_rest": True}
+    def get_params(self) -> dict[str, Any]:
+        """The parameters that define the bank: its learners' (the base's, as passed to
+        their class), ``one_vs_rest=True`` and ``tau_pos_kappa`` when set."""
+        params: dict[str, Any] = {**self.base.get_params(), "one_vs_rest": True}
         if self.tau_pos_kappa is not None:
             params["tau_pos_kappa"] = self.tau_pos_kappa
         return params
 
     def with_params(self, params: dict[str, Any]) -> Self:
         """A bank that continues from this one's state with learners of new parameters
-        (those the state was built with cannot change)."""
+        (those the state was built with cannot change; the bank's own,
+        :data:`~streamlearn.learn.params.BANK_PARAMS`, stay as they are)."""
+        params = without_bank_params(params)
         refuse_rebuilding(self.base.get_params(), params)
         state = self.state_dict()
-        state["params"] = type(self.base)(**params).plain_params()
+        state["params"] = plain_params(type(self.base)(**params).get_params())
         return type(self).from_state(state, LearnerTable([self.base.entry]))
 
     # -- state dictionaries --------------------------------------------------------------
@@ -1052,7 +1052,7 @@ class ModelBank:
             "format": BANK_FORMAT,
             "version": BANK_VERSION,
             "algorithm": self.algorithm,
-            "params": self.base.plain_params(),
+            "params": plain_params(self.base.get_params()),
             "tau_pos_kappa": math.nan if self.tau_pos_kappa is None else self.tau_pos_kappa,
             "delta_value": math.nan if self._delta_value is None else self._delta_value,
             "label_values": self.labels_,
@@ -1083,10 +1083,7 @@ class ModelBank:
         if algorithm not in learners:
             raise StateError(f"unknown algorithm in bank state: {algorithm!r}")
         try:
-            params = dict(state["params"])
-            if params.get("active_sets") is not None:
-                params["active_sets"] = ActiveSetSchedule.from_dict(params["active_sets"])
-            params.setdefault("forget", FORGET_OF_OLD_STATES)
+            params = params_from_plain(state["params"])
             kappa = float(state["tau_pos_kappa"])
             bank = cls(learners[str(algorithm)](**params),
                        tau_pos_kappa=None if math.isnan(kappa) else kappa)  # fmt: skip

@@ -14,6 +14,7 @@ import numpy.typing as npt
 from streamlearn.errors import InvalidParameterError
 from streamlearn.evaluation import multiclass_scores, multilabel_scores
 from streamlearn.learn.model import in_line_order
+from streamlearn.learn.params import plain_params
 from streamlearn.parse import ParsedRows, Rejected
 
 if TYPE_CHECKING:
@@ -127,7 +128,7 @@ def describe_bank(bank: ModelBank) -> dict[str, Any]:
     summary.pop("algorithm")
     return {
         "algorithm": bank.algorithm,
-        "params": bank.base.plain_params(),
+        "params": plain_params(bank.base.get_params()),
         "tau_pos_kappa": bank.tau_pos_kappa,
         "label_values": [label_text(v) for v in bank.labels_.tolist()],
         **summary,

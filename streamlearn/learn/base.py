@@ -43,11 +43,12 @@ from streamlearn.learn.model import learn_and_answer as _learn_and_answer
 from streamlearn.learn.model import learn_on_schedule as _learn_on_schedule
 from streamlearn.learn.params import (
     AUTO_DELTAS,
-    FORGET_OF_OLD_STATES,
     STATE_BUILT_WITH,
     STREAM_BUFFER_NNZ,
     STREAM_BUFFER_SIZE,
     count,
+    params_from_plain,
+    plain_params,
 )
 from streamlearn.learn.predictor import BinaryPredictor, calibrated, scaled_decisions
 from streamlearn.learn.state import LearnerState, require_finite
@@ -166,30 +167,16 @@ class LinearLearner:
         return [param.name for param in cls.entry.all_params]
 
     def get_params(self) -> dict[str, Any]:
-        """The hyperparameters, as passed to ``__init__``."""
+        """The hyperparameters, as passed to ``__init__`` (:func:`plain_params` gives them
+        as a state writes them)."""
         return {name: getattr(self, name) for name in self.param_names()}
-
-    def plain_params(self) -> dict[str, Any]:
-        """:meth:`get_params` with the active-set schedule as a plain dict (or None)."""
-        params = self.get_params()
-        if self.active_sets is not None:
-            params["active_sets"] = self.active_sets.to_dict()
-        return params
-
-    def learner_params(self) -> dict[str, Any]:
-        """:meth:`get_params` (the model interface's name for them)."""
-        return self.get_params()
-
-    def model_params(self) -> dict[str, Any]:
-        """:meth:`plain_params`: what defines this model."""
-        return self.plain_params()
 
     def with_params(self, params: dict[str, Any]) -> Self:
         """A learner that continues from this one's state under new parameters (those
         of :data:`~streamlearn.learn.params.STATE_BUILT_WITH` cannot change)."""
         refuse_rebuilding(self.get_params(), params)
         state = self.state_dict()
-        state["params"] = type(self)(**params).plain_params()
+        state["params"] = plain_params(type(self)(**params).get_params())
         return type(self).from_state(state)
 
     def __repr__(self) -> str:
@@ -819,7 +806,7 @@ class LinearLearner:
         summary = self.summary()
         return {
             "algorithm": self.algorithm,
-            "params": self.plain_params(),
+            "params": plain_params(self.get_params()),
             "delta": self.delta_,
             "intercept": self.intercept_,
             **{k: v for k, v in summary.items() if k not in ("algorithm", "delta")},
@@ -919,7 +906,7 @@ class LinearLearner:
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
             "algorithm": self.algorithm,
-            "params": self.plain_params(),
+            "params": plain_params(self.get_params()),
             "delta_value": learned["delta_value"],
             "weights": learned["weights"],
             "scalars": learned["scalars"],
@@ -958,11 +945,7 @@ class LinearLearner:
                 f"state is for algorithm {state.get('algorithm')!r}, not {cls.algorithm!r}"
             )
         try:
-            params = dict(state["params"])
-            if params.get("active_sets") is not None:
-                params["active_sets"] = ActiveSetSchedule.from_dict(params["active_sets"])
-            params.setdefault("forget", FORGET_OF_OLD_STATES)
-            learner = cls(**params)
+            learner = cls(**params_from_plain(state["params"]))
             learner.load_state(state)
         except StateError:
             raise

@@ -93,6 +93,7 @@ from streamlearn.learn import LEARNERS, LearnerEntry, LinearLearner
 from streamlearn.learn.base import calibration_due, calibration_stride
 from streamlearn.learn.calibration import Platt, fit_platt
 from streamlearn.learn.one_example import OneExamplePath
+from streamlearn.learn.params import plain_params
 from streamlearn.river.average import WeightAverage
 from streamlearn.river.features import HASH_CACHE_SIZE, check_value, stable_hash
 from streamlearn.river.options import (
@@ -638,7 +639,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
 
     def model_plain_params(self) -> dict[str, Any]:
         """The learner's plain parameters."""
-        return self._learner.plain_params()
+        return plain_params(self._learner.get_params())
 
 
 _OPTIONS_DOC = """
