@@ -90,10 +90,10 @@ from river import base
 from streamlearn._kernels.rows import MAX_ROW_SQNORM
 from streamlearn.errors import InvalidInputError, InvalidParameterError
 from streamlearn.learn import LEARNERS, LearnerEntry, LinearLearner
-from streamlearn.learn.base import calibration_due, calibration_stride
 from streamlearn.learn.calibration import Platt, fit_platt
 from streamlearn.learn.one_example import OneExamplePath
 from streamlearn.learn.params import plain_params
+from streamlearn.learn.window_calibration import calibration_due, calibration_stride
 from streamlearn.river.average import WeightAverage
 from streamlearn.river.features import HASH_CACHE_SIZE, check_value, stable_hash
 from streamlearn.river.options import (
