@@ -286,7 +286,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
 
     def _new_labels(self) -> None:
         """No label yet: the hot loop reads their signs through ``_signs`` (the same dict)."""
-        self._labelling = BinaryLabels(self.pos_label, type(self).__name__)
+        self._labelling = BinaryLabels(type(self).__name__)
         self._signs = self._labelling.signs
 
     def _add_label(self, y: Any, sign: float) -> None:
@@ -327,7 +327,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             known = None
         new_label = known is None
         if known is None:
-            y, sign = self._labelling.sign_of_new(y)
+            y, sign = self._labelling.sign_of_new(y, self.pos_label)
         else:
             sign = known
         if x == self._last_x:

@@ -5,9 +5,9 @@ when it is the first label seen and +1 when it is the second (a label whose natu
 is taken gets the other one). With ``pos_label``, that label is +1 and the other -1. A
 third distinct label is an error.
 
->>> labels = BinaryLabels(pos_label=None, owner="PDMClassifier")
->>> labels.add(*labels.sign_of_new("spam"))
->>> labels.add(*labels.sign_of_new("ham"))
+>>> labels = BinaryLabels(owner="PDMClassifier")
+>>> labels.add(*labels.sign_of_new("spam", pos_label=None))
+>>> labels.add(*labels.sign_of_new("ham", pos_label=None))
 >>> labels.signs, labels.predicted()
 ({'spam': -1.0, 'ham': 1.0}, ('ham', 'spam'))
 """
@@ -39,18 +39,17 @@ class BinaryLabels:
     """The labels seen, in order, and the sign of each (see the module doc); ``owner``
     is the classifier's name, for the messages."""
 
-    def __init__(self, pos_label: Any, owner: str) -> None:
-        self.pos_label = pos_label
+    def __init__(self, owner: str) -> None:
         self.owner = owner
         #: the sign each label is learned as
         self.signs: dict[Hashable, float] = {}
         #: the labels, in the order they came
         self.labels: list[Hashable] = []
 
-    def sign_of_new(self, y: Any) -> tuple[Any, float]:
-        """The label as it will be kept and its sign, for a label not seen yet; refuses
-        a third one. Nothing is recorded: :meth:`add` does, once its example has been
-        accepted."""
+    def sign_of_new(self, y: Any, pos_label: Any) -> tuple[Any, float]:
+        """The label as it will be kept and its sign, for a label not seen yet (under the
+        classifier's ``pos_label``); refuses a third one. Nothing is recorded: :meth:`add`
+        does, once its example has been accepted."""
         try:
             hash(y)
         except TypeError as exc:
@@ -63,12 +62,12 @@ class BinaryLabels:
                 f"after {self.labels[0]!r} and {self.labels[1]!r}"
             )
         taken = set(self.signs.values())
-        if self.pos_label is not None:
-            sign = 1.0 if y == self.pos_label else -1.0
+        if pos_label is not None:
+            sign = 1.0 if y == pos_label else -1.0
             if sign in taken:
                 raise InvalidInputError(
                     f"labels {self.labels[0]!r} and {y!r} both differ from pos_label="
-                    f"{self.pos_label!r}: a binary classifier needs pos_label among them"
+                    f"{pos_label!r}: a binary classifier needs pos_label among them"
                 )
         else:
             natural = natural_sign(y)
