@@ -119,7 +119,7 @@ class LearnerSpec:
         problems = []
         if model.algorithm != self.algorithm:
             problems.append(f"--algo {self.algorithm} (the checkpoint holds {model.algorithm})")
-        current = model.learner_params()
+        current = model.get_params()
         for name, value in self.params.items():
             if name == "active_sets":  # None is the default schedule
                 ours, theirs = (
@@ -172,7 +172,7 @@ class ModelSpec:
     def kind_problem(self, model: Model) -> str | None:
         """What is wrong with holding ``model`` where this spec asks for its kind: a bank
         for a binary model or the other way round (None when it is the kind asked)."""
-        held = bool(model.model_params().get("one_vs_rest", False))
+        held = model.one_vs_rest
         if held == self.one_vs_rest:
             return None
         return "a one-vs-rest model bank" if held else "a binary model"
@@ -190,7 +190,7 @@ def resume_conflicts(
     ['--eps 0.2 (the checkpoint has 0.1)', '--one-vs-rest (the checkpoint holds a binary model)']
     """
     problems = learner.conflicts_with(model)
-    held = model.model_params()
+    held = model.get_params()
     if held.get("one_vs_rest", False):
         kappa = held.get("tau_pos_kappa")
         if tau_pos_kappa is not None and tau_pos_kappa != kappa:

@@ -79,7 +79,7 @@ from streamlearn.learn import (
     ModelBank,
     model_from_state,
 )
-from streamlearn.learn.params import STATE_BUILT_WITH, init_function
+from streamlearn.learn.params import STATE_BUILT_WITH, init_function, without_bank_params
 
 STATE_FORMAT = "streamlearn.sklearn"
 STATE_VERSION = 1
@@ -250,7 +250,7 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
         calls); a parameter the learned state was built with cannot change."""
         learner = self.learner_
         params = self._learner_params()
-        held = learner.learner_params()
+        held = learner.get_params()
         changed = sorted(name for name, value in params.items() if held.get(name) != value)
         if not changed:
             return
@@ -380,7 +380,7 @@ class LinearClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
                     f"state is for algorithm {learner.algorithm!r}, not {entry.name!r}"
                 )
             replay = state.get(PARTIAL_FIT_REPLAY, DEFAULT_PARTIAL_FIT_REPLAY)
-            estimator = cls(**learner.learner_params(), partial_fit_replay=replay)
+            estimator = cls(**without_bank_params(learner.get_params()), partial_fit_replay=replay)
             estimator.replay_credit_ = float(state.get("replay_credit", 0.0))
             estimator.learner_ = learner
             estimator.classes_ = np.asarray(

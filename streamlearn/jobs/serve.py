@@ -62,6 +62,7 @@ from streamlearn.keyed.models import warm_up as warm_up_keyed
 from streamlearn.keyed.settings import KeyedSettings
 from streamlearn.learn import LabelledRows, Model
 from streamlearn.learn.contribution import shareable
+from streamlearn.learn.params import plain_params
 from streamlearn.metrics import DaemonMetrics, new_registry
 from streamlearn.options import CHECKPOINTS, GROUP, HTTP, INPUT, KAFKA, ONE_VS_REST, command_line
 from streamlearn.parse import ParsedRows
@@ -647,7 +648,7 @@ def info(model: Model) -> tuple[str, dict[str, Any]]:
     >>> info(bank)[1]["one_vs_rest"]
     True
     """
-    return model.algorithm, model.model_params()
+    return model.algorithm, plain_params(model.get_params())
 
 
 def warm_up(spec: LearnerSpec | ModelSpec) -> None:

@@ -68,6 +68,7 @@ from streamlearn.keyed.together import (
 )
 from streamlearn.learn import Model, ModelLimits
 from streamlearn.learn.description import describe
+from streamlearn.learn.params import plain_params
 from streamlearn.learn.stream_learner import stream_learner
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.parse.messages import NO_KEY
@@ -609,7 +610,7 @@ class KeyedModels:
                 raise StateError(f"the state record of key {key!r} holds no position")
             partition = max(positions, key=positions.__getitem__)
         model = self._restore(record.state)
-        params, ours = model.model_params(), self.empty.model_params()
+        params, ours = model.get_params(), self.empty.get_params()
         held, asked = (bool(p.get("one_vs_rest", False)) for p in (params, ours))
         if held != asked:
             kind = "a one-vs-rest bank" if held else "a binary model"
@@ -780,7 +781,7 @@ class KeyedModels:
         return {
             "algorithm": self.empty.algorithm,
             "kind": "keyed",
-            "params": self.empty.model_params(),
+            "params": plain_params(self.empty.get_params()),
             "examples": snapshot.get("stream_examples", 0),
             "update_events": snapshot["update_events"],
             "passes": snapshot["passes"],

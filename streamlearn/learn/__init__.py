@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from streamlearn.errors import StateError
-from streamlearn.learn.bank import BANK_FORMAT, ModelBank
+from streamlearn.learn.bank import ModelBank
+from streamlearn.learn.bank_codec import BANK_FORMAT
 from streamlearn.learn.base import LinearLearner
 from streamlearn.learn.labelsets import LabelledRows, as_labelled_rows
 from streamlearn.learn.model import Examples, Model, ModelLimits

@@ -20,7 +20,7 @@ from streamlearn.learn.model import in_line_order
 from streamlearn.parse import ParsedRows, Rejected, binary_batch
 
 if TYPE_CHECKING:
-    from streamlearn.learn.base import LinearLearner
+    from streamlearn.learn.binary_view import BinaryModelView
 
 #: what ``predict`` writes for a binary model: decision values, or labels +1/-1
 BINARY_OUTPUTS = ("scores", "labels")
@@ -45,7 +45,7 @@ def binary_lines(rows: ParsedRows, scores: npt.NDArray[np.float64], output: str)
 
 
 def evaluate_binary(
-    learner: LinearLearner,
+    learner: BinaryModelView,
     parts: Iterable[ParsedRows],
     on_rejected: Callable[[list[Rejected]], None],
 ) -> dict[str, Any]:

@@ -37,6 +37,13 @@ at the start of every :meth:`ModelBank.replay`, from all examples presented so f
 a replay to convergence every buffered example meets PAUM's condition with tau_pos from
 the label's frequency over the whole stream.
 
+What the bank has learned is one public object,
+:class:`~streamlearn.learn.bank_state.BankState`; the class decides what to present and
+when to replay, and the work lives beside it: presenting examples in
+:mod:`~streamlearn.learn.bank_stream`, the state as plain values in
+:mod:`~streamlearn.learn.bank_codec`; what it answers and reports from its state is its
+base, :class:`~streamlearn.learn.bank_view.BankModelView`.
+
 >>> import numpy as np
 >>> from streamlearn.learn import PDM
 >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 2.0]])
@@ -51,38 +58,28 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, ClassVar, Self
+from collections.abc import Callable
+from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
 
-from streamlearn._kernels import row_sqnorms
-from streamlearn._kernels.bank import (
-    bank_learn_stream,
-    bank_present_unbuffered,
-    present_history,
-)
-from streamlearn._kernels.bank_one import canonical_decisions
-from streamlearn._kernels.engine import N_STATS
-from streamlearn._kernels.rows import MAX_ROW_SQNORM
 from streamlearn.errors import (
     InvalidInputError,
     InvalidParameterError,
     StateError,
-    check_state_header,
 )
-from streamlearn.learn import bank_answers
+from streamlearn.learn.bank_codec import encode_bank, load_bank, restore_bank
+from streamlearn.learn.bank_state import BankState
+from streamlearn.learn.bank_stream import add_label, present, present_one
+from streamlearn.learn.bank_view import BankModelView
 from streamlearn.learn.base import (
     LinearLearner,
     arena_cells,
-    calibration_due,
-    calibration_stride,
-    check_state_rows,
     refuse_rebuilding,
     refuse_small_buffer,
 )
-from streamlearn.learn.calibration import Softmax, fit_temperature
+from streamlearn.learn.calibration import Softmax
 from streamlearn.learn.inputs import as_rows
 from streamlearn.learn.labelsets import (
     HasLabelSets,
@@ -100,39 +97,20 @@ from streamlearn.learn.model import (
     learn_on_schedule,
 )
 from streamlearn.learn.params import (
-    AUTO_DELTAS,
-    FORGET_OF_OLD_STATES,
     STREAM_BUFFER_NNZ,
     STREAM_BUFFER_SIZE,
     finite,
-)
-from streamlearn.learn.predictor import BankPredictor, scaled_decisions
-from streamlearn.learn.state import (
-    BETA,
-    SCALE,
-    SCALE_DOWN_ABOVE,
-    SQNORM,
-    UPDATES,
-    defer_until,
-    evictions_forgotten,
-    grown_weights,
-    packed_weights,
-    require_finite,
-    stopped_by,
-    unpacked_weights,
+    plain_params,
+    without_bank_params,
 )
 from streamlearn.learn.table import LEARNERS, LearnerTable
-from streamlearn.learn.window import AutoDeltaWindow
 from streamlearn.parse import ParsedRows, Rejected
-from streamlearn.replay import ActiveSetSchedule, ReplaySchedule
+from streamlearn.replay import ReplaySchedule
 from streamlearn.replay.shared import SharedReplayBuffer
-from streamlearn.types import MAX_FEATURE_INDEX, Batch, RowStatus
-
-BANK_FORMAT = "streamlearn.bank"
-BANK_VERSION = 1
+from streamlearn.types import Batch
 
 
-class ModelBank:
+class ModelBank(BankModelView):
     """One-vs-rest: a binary learner per label, one shared buffer (see the module doc).
 
     Parameters
@@ -147,12 +125,6 @@ class ModelBank:
         gives rarer labels larger margins.
     """
 
-    #: what :meth:`prediction_lines` writes (see :mod:`streamlearn.learn.bank_answers`)
-    outputs: ClassVar[tuple[str, ...]] = bank_answers.BANK_OUTPUTS
-    label_output: ClassVar[str] = "class"
-    #: what :meth:`answers` writes: one JSON object per example
-    answer_type: ClassVar[str] = "application/json"
-
     def __init__(self, base: LinearLearner, *, tau_pos_kappa: float | None = None) -> None:
         if not isinstance(base, LinearLearner):
             raise InvalidParameterError("base must be a learner (PDM(), PAUM(), ...)")
@@ -162,160 +134,22 @@ class ModelBank:
             tau_pos_kappa = finite("tau_pos_kappa", tau_pos_kappa)
         self.base = base
         self.tau_pos_kappa = tau_pos_kappa
-        self._params = base.get_params()
-        self._reset()
-
-    @property
-    def algorithm(self) -> str:
-        """The learners' algorithm name."""
-        return self.base.algorithm
+        #: what the bank has learned: labels, learners, their arrays, the shared buffer
+        self.state = BankState(
+            base,
+            SharedReplayBuffer(
+                base.buffer_size or STREAM_BUFFER_SIZE, base.buffer_nnz or STREAM_BUFFER_NNZ
+            ),
+        )
+        #: the class calibration, and the examples and passes it was fitted at
+        self.class_fit: tuple[Softmax, int, int] | None = None
+        #: the learner an interrupted replay resumes with
+        self._replay_from = 0
 
     @property
     def one_vs_rest(self) -> bool:
         """True: one learner per label."""
         return True
-
-    def _reset(self) -> None:
-        base = self.base
-        self._buffer = SharedReplayBuffer(
-            base.buffer_size or STREAM_BUFFER_SIZE, base.buffer_nnz or STREAM_BUFFER_NNZ
-        )
-        self._label_values: list[float] = []
-        self._label_ids: dict[float, int] = {}
-        self._learners: list[LinearLearner] = []
-        self._positives = np.zeros(1, dtype=np.int64)
-        self._weights = np.zeros((1, 16), dtype=np.float64)
-        self._scalars = np.zeros((1, 4), dtype=np.float64)
-        self._stats = np.zeros((1, N_STATS), dtype=np.int64)
-        self._n_features = 0
-        self._examples_seen = 0
-        self._class_calibration: tuple[Softmax, int, int] | None = None
-        self._delta_value: float | None = None if base.delta in AUTO_DELTAS else float(base.delta)
-        self._window: AutoDeltaWindow[LabelledRows] = AutoDeltaWindow.for_buffer(
-            self._buffer.max_examples, base.rho, LabelledRows.concatenate, base.delta
-        )
-        self._progressive = np.zeros(2, dtype=np.int64)
-        self._rules: npt.NDArray[np.float64] | None = None
-        #: the learner an interrupted replay resumes with
-        self._replay_from = 0
-
-    # -- what the bank holds -------------------------------------------------------------
-
-    @property
-    def labels_(self) -> npt.NDArray[np.float64]:
-        """Label values by label id (the order in which they first appeared)."""
-        return np.array(self._label_values, dtype=np.float64)
-
-    @property
-    def n_labels(self) -> int:
-        """Number of labels (learners)."""
-        return len(self._label_values)
-
-    def labels_to_learn(self) -> npt.NDArray[np.float64]:
-        """Every label value the bank has a learner for or will have one for: those of
-        the examples an older version's state held back for ``delta='auto'`` too
-        (sorted).
-
-        >>> from streamlearn.learn import PDM
-        >>> bank = ModelBank(PDM(eps=0.1)).learn(np.eye(2), [[4], [2, 9]])
-        >>> bank.labels_.tolist(), bank.labels_to_learn().tolist()
-        ([4.0, 2.0, 9.0], [2.0, 4.0, 9.0])
-        """
-        held = [rows.labels for rows in self._window.pending]
-        return np.unique(np.concatenate([self.labels_, *held]))
-
-    def features_to_learn(self) -> int:
-        """One more than the largest feature index the bank has weights for or will have
-        them for: those of the examples an older version's state held back for
-        ``delta='auto'`` too.
-
-        >>> from streamlearn.learn import PDM
-        >>> bank = ModelBank(PDM(eps=0.1)).learn(np.eye(3), [[4], [2], [9]])
-        >>> bank.n_features_in_, bank.features_to_learn()
-        (3, 3)
-        """
-        return max(self._n_features, self._window.features_spanned())
-
-    @property
-    def delta_(self) -> float | None:
-        """The bank's Delta; None while ``delta='auto'`` still waits for its examples."""
-        return self._delta_value
-
-    @property
-    def n_features_in_(self) -> int:
-        """One more than the largest feature index seen."""
-        return self._n_features
-
-    @property
-    def examples_presented(self) -> int:
-        """Examples presented to the bank (not those ``delta='auto'`` still holds)."""
-        return self._examples_seen
-
-    @property
-    def stream_judged(self) -> int:
-        """Presented examples with at least one label (those :attr:`stream_mistakes`
-        judges)."""
-        return int(self._progressive[0])
-
-    @property
-    def stream_mistakes(self) -> int:
-        """Progressive multi-class mistakes: of the presented examples with at least one
-        label, those whose argmax label just before learning them (ties to the label seen
-        first) was not one of their labels (for single-label examples, multi-class errors;
-        for label sets, the one-error). An example that brings a new label is judged over
-        the labels known before it."""
-        return int(self._progressive[1])
-
-    @property
-    def positives_(self) -> npt.NDArray[np.int64]:
-        """Per label id, how many presented examples carried the label."""
-        return self._positives[: self.n_labels].copy()
-
-    @property
-    def buffer(self) -> SharedReplayBuffer:
-        """The shared replay buffer (read it, do not modify it)."""
-        return self._buffer
-
-    @property
-    def held_examples(self) -> int:
-        """Examples ``delta='auto'`` holds back, not yet in the bank."""
-        return self._window.held_examples
-
-    def kept_every_example(self) -> bool:
-        """Whether the buffer holds every example learned (none evicted, none too large)."""
-        return self._buffer.evicted == 0 and self._buffer.unbuffered == 0
-
-    @property
-    def converged(self) -> bool:
-        """Whether every learner's last full replay pass made no update."""
-        return all(learner.converged for learner in self.learners())
-
-    def allocated_bytes(self) -> int:
-        """Bytes of every label's weights and of the shared buffer (its features once,
-        the rows of signs and slack of every label) as allocated."""
-        return int(self._weights.nbytes) + self._buffer.allocated_bytes
-
-    def learners(self) -> list[LinearLearner]:
-        """The learners by label id, bound to the bank's arrays (valid until the bank
-        learns again): each is a full binary learner (``coef_``, ``summary()``, ...) to
-        read; learn through the bank, never through them."""
-        for label in range(self.n_labels):
-            self._bind(label)
-        return list(self._learners)
-
-    def learner(self, label: float) -> LinearLearner:
-        """The binary learner of one label value (to read, as :meth:`learners`)."""
-        if float(label) not in self._label_ids:
-            raise KeyError(f"no label {label!r} in the bank")
-        label_id = self._label_ids[float(label)]
-        self._bind(label_id)
-        return self._learners[label_id]
-
-    @property
-    def tau_pos_(self) -> npt.NDArray[np.float64]:
-        """Banks of learners with ``tau_pos`` (PAUM): each label's current margin of
-        positives (by label id)."""
-        return np.array([getattr(learner, "tau_pos", math.nan) for learner in self._learners])
 
     # -- learning ------------------------------------------------------------------------
 
@@ -348,18 +182,18 @@ class ModelBank:
         batch's +1/-1 labels are label sets of one label each."""
         labelled = _labelled(rows)
         self._release_held()  # what the state of an older version held back
-        window = self._window
+        window = self.state.window
         if window.room and labelled.n_examples:
-            if self._delta_value is None:  # the first example: a provisional Delta
-                self._fix_delta(window.provisional(labelled))
+            if self.state.delta_value is None:  # the first example: a provisional Delta
+                self.state.fix_delta(window.provisional(labelled))
             taken = window.observe(labelled)
             if window.room:
-                self._present(labelled)
+                present(self, labelled)
                 return
-            self._present(labelled.slice(0, taken))
+            present(self, labelled.slice(0, taken))
             self._settle_delta()
             labelled = labelled.slice(taken, labelled.n_examples)
-        self._present(labelled)
+        present(self, labelled)
 
     def learn_on_schedule(self, rows: Examples, schedule: ReplaySchedule, seen: int) -> int:
         """:meth:`learn_rows`, replaying wherever ``schedule`` says once ``seen`` stream
@@ -392,25 +226,25 @@ class ModelBank:
     def _release_held(self) -> None:
         """Learn what the state of an older version held back while ``delta='auto'``
         waited for its window, Delta fixed from it as that version did."""
-        if self._window.pending:
-            held, delta = self._window.release()
-            self._window.close()
-            self._fix_delta(delta)
-            self._present(held)
+        if self.state.window.pending:
+            held, delta = self.state.window.release()
+            self.state.window.close()
+            self.state.fix_delta(delta)
+            present(self, held)
 
     def _settle_delta(self, final: bool = True) -> None:
         """With ``delta='auto'``: the bank's Delta = R/10 over the window's examples so
         far, and every label's state rescaled to it exactly (see
         :mod:`streamlearn.learn.window`). ``final`` once the window is full or the stream
         ends (:meth:`flush`): the window closes; else (a replay) it stays open."""
-        window = self._window
+        window = self.state.window
         if self.base.delta != "auto" or window.seen == 0:
             return
         if final:
             window.close()
         delta = window.delta()
-        if delta != self._delta_value:
-            self._fix_delta(delta)
+        if delta != self.state.delta_value:
+            self.state.fix_delta(delta)
             for learner in self.learners():  # bound: the norms read the buffer's slack
                 learner.state.recompute_sqnorm()
                 learner.state.converged = False
@@ -427,7 +261,7 @@ class ModelBank:
         self._release_held()
         self._settle_delta(final=False)  # a replay runs under Delta from all that came
         self._update_tau_pos()
-        self._rules = None
+        self.state.rules = None
         learners = self.learners()
         for i in range(len(learners)):
             label = (self._replay_from + i) % len(learners)
@@ -442,13 +276,13 @@ class ModelBank:
         whether none of them updated."""
         self._release_held()
         self._settle_delta(final=False)
-        self._rules = None
+        self.state.rules = None
         return all([learner.epoch_pass() for learner in self.learners()])
 
     def fit(self, X: Any, Y: Any) -> Self:
         """Learn X, Y once and replay to convergence; a bank that has learned nothing
         keeps every example of X in its buffer (see :meth:`size_buffer_for`)."""
-        if self._examples_seen == 0 and self._window.seen == 0 and self.n_labels == 0:
+        if self.state.examples_seen == 0 and self.state.window.seen == 0 and self.n_labels == 0:
             indptr, _, _ = as_rows(X)
             self.size_buffer_for(indptr.shape[0] - 1, arena_cells(indptr))
         return self.learn(X, Y).flush().replay()
@@ -457,14 +291,13 @@ class ModelBank:
         """Make a bank that has learned nothing and has no label yet hold ``n_examples``
         examples of ``cells`` arena cells without evicting any, as a learner's
         :meth:`~streamlearn.learn.base.LinearLearner.size_buffer_for`."""
-        if self._examples_seen or self._window.seen or self.n_labels:
+        if self.state.examples_seen or self.state.window.seen or self.n_labels:
             raise StateError("only a bank that has learned nothing can size its buffer")
         base = self.base
         examples, nonzeros = max(n_examples, 1), max(cells, 1)
         refuse_small_buffer(n_examples, examples, nonzeros, base.buffer_size, base.buffer_nnz)
-        self._buffer = SharedReplayBuffer(base.buffer_size or examples, base.buffer_nnz or nonzeros)
-        self._window = AutoDeltaWindow.for_buffer(
-            self._buffer.max_examples, base.rho, LabelledRows.concatenate, base.delta
+        self.state.new_buffer(
+            SharedReplayBuffer(base.buffer_size or examples, base.buffer_nnz or nonzeros)
         )
 
     def declare_labels(self, values: Any) -> Self:
@@ -478,8 +311,8 @@ class ModelBank:
         if not np.all(np.isfinite(declared)):
             raise InvalidInputError("label values must be finite numbers")
         for value in declared.tolist():
-            if value not in self._label_ids:
-                self._add_label(value, brought=False)
+            if value not in self.state.label_ids:
+                add_label(self.state, value, self.tau_pos_for(0, self.state.examples_seen))
         return self
 
     def learn_example(
@@ -491,11 +324,11 @@ class ModelBank:
         """:meth:`learn_rows` of one example (canonical ``indices``: sorted, distinct;
         ``values`` without zeros; ``labels`` its label values, distinct), for callers that
         hold one example at a time: the same result, with less work per call."""
-        label_ids = self._label_ids
+        label_ids = self.state.label_ids
         ids = [label_ids.get(value) for value in labels.tolist()]
-        watching = self._window.room > 0 or self._window.pending
+        watching = self.state.window.room > 0 or self.state.window.pending
         if not watching and None not in ids:
-            self._present_one(indices, values, ids)
+            present_one(self.state, indices, values, ids)
             return
         self.learn_rows(
             LabelledRows(
@@ -507,185 +340,9 @@ class ModelBank:
             )
         )
 
-    # -- stream presentation -------------------------------------------------------------
-
-    def _present(self, rows: LabelledRows) -> None:
-        """Present rows in order, starting each new label's learner just before the row
-        that brings it."""
-        values, firsts = np.unique(rows.labels, return_index=True)
-        new = sorted(
-            (position, value)
-            for value, position in zip(values.tolist(), firsts.tolist(), strict=True)
-            if value not in self._label_ids
-        )
-        first_position = {value: position for position, value in new}
-        # the row of each new label's first appearance; within a row, labels in their order
-        first_rows = np.searchsorted(rows.label_ptr, list(first_position.values()), side="right")
-        start = 0
-        candidates = self.n_labels  # labels known before the first row of the next slice
-        for value, row in zip(first_position, (first_rows - 1).tolist(), strict=True):
-            if row != start:
-                self._present_known(rows.slice(start, row), candidates)
-                start = row
-                candidates = self.n_labels
-            self._add_label(value, brought=True)
-        self._present_known(rows.slice(start, rows.n_examples), candidates)
-
-    def _present_one(
-        self, indices: npt.NDArray[np.int32], values: npt.NDArray[np.float64], ids: list[Any]
-    ) -> None:
-        """:meth:`_present_known` of one row whose labels (by id) the bank knows."""
-        n_labels = self.n_labels
-        nnz = indices.shape[0]
-        if nnz:
-            self._grow_features(int(indices[-1]) + 1)
-        self._reserve(1, nnz + 1)
-        signs = np.full((1, max(n_labels, 1)), -1, dtype=np.int8)
-        if n_labels == 0:
-            signs = np.zeros((1, 0), dtype=np.int8)
-        elif ids:
-            signs[0, ids] = 1
-            self._positives[ids] += 1
-        self._examples_seen += 1
-        indptr = np.array([0, nnz], dtype=np.int64)
-        updates_before = self._scalars[:n_labels, UPDATES].copy()
-        self._stream_rows(indptr, indices, values, signs, n_labels)
-        changed = (self._scalars[:n_labels, UPDATES] != updates_before).tolist()
-        for learner, label_changed in zip(self._learners, changed, strict=True):
-            learner.state.examples_seen += 1
-            if label_changed or self._evicted_since_replay(learner):
-                learner.state.converged = False
-
-    def _present_known(self, rows: LabelledRows, first_candidates: int) -> None:
-        """Present rows whose labels the bank knows; the first row is judged over the
-        labels below ``first_candidates``."""
-        n = rows.n_examples
-        if n == 0:
-            return
-        feats = rows.features()
-        self._grow_features(feats.max_index + 1)
-        self._reserve(n, feats.nnz + n)
-        signs = self._example_signs(rows)
-        n_labels = self.n_labels
-        self._positives[:n_labels] += np.sum(signs > 0, axis=0)
-        self._examples_seen += n
-        if n_labels == 0:
-            signs = np.zeros((n, 0), dtype=np.int8)
-        updates_before = self._scalars[:n_labels, UPDATES].copy()
-        self._stream_rows(feats.indptr, feats.indices, feats.values, signs, first_candidates)
-        changed = self._scalars[:n_labels, UPDATES] != updates_before
-        for label, learner in enumerate(self._learners):
-            learner.state.examples_seen += n
-            if changed[label] or self._evicted_since_replay(learner):
-                learner.state.converged = False  # the window changed: its replay is due
-
-    def _reserve(self, n_examples: int, nnz: int) -> None:
-        """Room in the shared buffer for ``n_examples`` more examples of ``nnz`` cells
-        (the learners' views are taken anew wherever they are used next)."""
-        self._buffer.reserve_slots(n_examples)
-        self._buffer.features.reserve_for(nnz)
-
-    def _evicted_since_replay(self, learner: LinearLearner) -> bool:
-        """Whether ``learner`` (bound or not) still holds examples the buffer evicted: its
-        window changed, and its next replay takes them out (``forget='window'``)."""
-        state = learner.state
-        pending = min(self._buffer.evicted, state.defer_until) > state.evictions_forgotten
-        return pending and self.base.forget == "window"
-
-    def _stream_rows(
-        self,
-        indptr: npt.NDArray[np.int64],
-        indices: npt.NDArray[np.int32],
-        values: npt.NDArray[np.float64],
-        signs: npt.NDArray[np.int8],
-        first_candidates: int,
-    ) -> None:
-        """Store and present new rows with their signs per label (see
-        :func:`~streamlearn._kernels.bank.bank_learn_stream`)."""
-        buf = self._buffer.features
-        sqnorms = row_sqnorms(indptr, values)
-        learners = (
-            self._buffer.alphas, self._weights, self._scalars, self.base.rule,
-            self._rule_params(), self.base.rho, self._delta_sq, self._stats, self._progressive,
-        )  # fmt: skip
-        n = indptr.shape[0] - 1
-        forget = self.base.forget == "window"
-        defer_until = np.array(
-            [learner.state.defer_until for learner in self._learners], dtype=np.int64
-        )
-        first = 0
-        while first < n:
-            first = bank_learn_stream(
-                indptr, indices, values, signs, sqnorms, buf.slot_start, buf.slot_len,
-                buf.slot_sqnorm, buf.arena_idx, buf.arena_val, buf.ring, buf.max_nnz,
-                self._buffer.signs, learners, first_candidates, first, forget, defer_until,
-            )  # fmt: skip
-            if first < n:  # more nonzeros than the arena can ever hold
-                bank_present_unbuffered(
-                    indptr, indices, values, signs, sqnorms, first, buf.ring, learners,
-                    first_candidates, np.zeros((max(signs.shape[1], 1), 1)), forget,
-                )  # fmt: skip
-                first += 1
-        large = self._scalars[: self.n_labels, UPDATES] > SCALE_DOWN_ABOVE
-        for label in np.flatnonzero(large).tolist():
-            self._bind(label)
-            self._learners[label].keep_in_range()
-
-    def _example_signs(self, rows: LabelledRows) -> npt.NDArray[np.int8]:
-        """+1/-1 per example and label id (every label of the rows is known here)."""
-        signs = np.full((rows.n_examples, max(self.n_labels, 1)), -1, dtype=np.int8)
-        if rows.labels.shape[0]:
-            known = np.array(self._label_values, dtype=np.float64)  # by id
-            by_value = np.argsort(known, kind="stable")
-            ids = by_value[np.searchsorted(known, rows.labels, sorter=by_value)]
-            row_of_label = np.repeat(np.arange(rows.n_examples), np.diff(rows.label_ptr))
-            signs[row_of_label, ids] = 1
-        return signs
-
-    def _add_label(self, value: float, brought: bool) -> None:
-        """A new learner for ``value``, presented the buffered examples as negatives;
-        ``brought``: an example about to be presented carries it (it counts for c)."""
-        label = self._buffer.add_label()
-        self._rules = None
-        self._label_ids[value] = label
-        self._label_values.append(value)
-        capacity = self._weights.shape[0]
-        if label >= capacity:
-            self._weights = _grown_rows(self._weights, 2 * capacity)
-            self._scalars = _grown_rows(self._scalars, 2 * capacity)
-            self._stats = _grown_rows(self._stats, 2 * capacity)
-            self._positives = np.concatenate([self._positives, np.zeros(capacity, np.int64)])
-        self._weights[label] = 0.0
-        self._scalars[label] = [0.0, 0.0, 0.0, 1.0]
-        self._stats[label] = 0
-        self._positives[label] = 0
-        self._learners.append(
-            self._new_learner(self._tau_pos_for(int(brought), self._examples_seen + int(brought)))
-        )
-        slots = self._buffer.features.live_slots()
-        feats = self._buffer.features
-        present_history(
-            slots, feats.slot_start, feats.slot_len, feats.slot_sqnorm, feats.arena_idx,
-            feats.arena_val, -1, self._buffer.signs[label], self._buffer.alphas[label],
-            self._weights[label], self._scalars[label], self.base.rule,
-            self._rule_params()[label], self.base.rho, self._delta_sq, self._stats[label],
-        )  # fmt: skip
-        self._learners[label].state.examples_seen = int(slots.shape[0])
-        # examples evicted before the label came were never its learner's; those it
-        # has are forgotten as they go until its first replay
-        self._learners[label].state.evictions_forgotten = self._buffer.evicted
-
-    def _new_learner(self, tau_pos: float | None) -> LinearLearner:
-        params = dict(self._params)
-        if tau_pos is not None:
-            params["tau_pos"] = tau_pos
-        learner = type(self.base)(**params)
-        learner.state.delta = self._delta_value
-        return learner
-
-    def _tau_pos_for(self, positives: int, examples: int) -> float | None:
-        """With ``tau_pos_kappa``: the margin of positives for a label's fraction of
-        positives."""
+    def tau_pos_for(self, positives: int, examples: int) -> float | None:
+        """With ``tau_pos_kappa``: the margin of positives of a label carried by
+        ``positives`` of ``examples`` examples (None without a kappa)."""
         if self.tau_pos_kappa is None:
             return None
         fraction = positives / examples if examples else 0.0
@@ -693,325 +350,36 @@ class ModelBank:
         return tau_pos * 2.0 / (1.0 + math.exp(-self.tau_pos_kappa * fraction))
 
     def _update_tau_pos(self) -> None:
-        for label, learner in enumerate(self._learners):
-            tau = self._tau_pos_for(int(self._positives[label]), self._examples_seen)
+        for label, learner in enumerate(self.state.learners):
+            tau = self.tau_pos_for(int(self.state.positives[label]), self.state.examples_seen)
             if tau is not None:
                 setattr(learner, "tau_pos", tau)  # noqa: B010 - a learner parameter
 
-    def _rule_params(self) -> npt.NDArray[np.float64]:
-        """Every learner's rule parameters (kept until a label is added, a replay or an
-        epoch pass, which are what change them: ``tau_pos``, PDM-succ's run)."""
-        rules = self._rules
-        if rules is not None and rules.shape[0] == self._weights.shape[0]:
-            return rules
-        params = np.zeros((self._weights.shape[0], 2), dtype=np.float64)
-        for label in range(self.n_labels):
-            self._bind(label)
-            params[label] = self._learners[label].rule_values()
-        self._rules = params
-        return params
-
-    def _grow_features(self, n_features: int) -> None:
-        self._weights = grown_weights(self._weights, n_features)
-        self._n_features = max(self._n_features, n_features)
-
-    def _bind(self, label: int) -> None:
-        """Point learner ``label``'s state at its rows of the bank's arrays and its view
-        of the shared buffer."""
-        state = self._learners[label].state
-        state.borrow(
-            weights=self._weights[label],
-            scalars=self._scalars[label],
-            stats=self._stats[label],
-            buffer=self._buffer.view(label),
-        )
-        state.n_features = self._n_features
-        state.delta = self._delta_value
-
-    @property
-    def _delta_sq(self) -> float:
-        delta = self._delta_value or 0.0
-        return delta * delta
-
-    def _fix_delta(self, delta: float) -> None:
-        self._delta_value = delta
-        for learner in self._learners:
-            learner.state.delta = delta
-
-    # -- prediction ----------------------------------------------------------------------
-
-    def decision_function(self, X: Any) -> npt.NDArray[np.float64]:
-        """Decision values w_l . x + b_l, one row per example, one column per label id."""
-        indptr, indices, values = as_rows(X)
-        out = np.zeros((indptr.shape[0] - 1, self.n_labels), dtype=np.float64)
-        for label, learner in enumerate(self.learners()):
-            out[:, label] = scaled_decisions(
-                (indptr, indices, values), learner.state.weights, learner.output_scale,
-                learner.intercept_,
-            )  # fmt: skip
-        return out
-
-    def decision_row(
-        self, indices: npt.NDArray[np.integer[Any]], values: npt.NDArray[np.float64]
-    ) -> npt.NDArray[np.float64]:
-        """Decision values of one example (any order, no repeated index) per label id, in
-        the engine's units ``scale (w . x + rho beta)`` (for PAUM before the learning
-        rate): for callers that hold one example. Indices beyond the features seen
-        weigh 0; a negative one raises :class:`InvalidInputError`.
-
-        >>> from streamlearn.learn import PDM
-        >>> bank = ModelBank(PDM(delta=0.0)).learn(np.eye(2), [3, 4])
-        >>> bank.decision_row(np.array([0, 5]), np.array([1.0, 9.0])).round(3).tolist()
-        [1.0, -1.0]
-        """
-        n = self.n_labels
-        if indices.shape[0] and indices.min() < 0:
-            raise InvalidInputError(f"feature index {indices.min()} is negative")
-        known = indices < self._weights.shape[1]
-        if not known.all():
-            indices, values = indices[known], values[known]
-        scalars = self._scalars[:n]
-        dots = self._weights[:n, indices] @ values
-        out: npt.NDArray[np.float64] = scalars[:, SCALE] * (dots + self.base.rho * scalars[:, BETA])
-        return out
-
-    def canonical_decisions(
-        self, indices: npt.NDArray[np.int64], values: npt.NDArray[np.float64], decide: bool
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
-        """One raw example (any order, zeros and repeated indices allowed) in canonical
-        form (zeros dropped, indices sorted, repeated ones added up, as ``as_rows`` makes
-        it), with, when ``decide``, its :meth:`decision_row` per label id; None when a
-        value is NaN or infinite. One compiled call, for callers that hold one example.
-        A negative index, one above 2^31 - 2, or values whose squares add up to more
-        than float64 holds raise :class:`InvalidInputError`.
-
-        >>> from streamlearn.learn import PDM
-        >>> bank = ModelBank(PDM(delta=0.0)).learn(np.eye(2), [3, 4])
-        >>> raw = np.array([1, 0, 1]), np.array([1.0, 2.0, 3.0])
-        >>> idx, val, f = bank.canonical_decisions(*raw, decide=True)
-        >>> idx.tolist(), val.tolist(), f.round(3).tolist()
-        ([0, 1], [2.0, 4.0], [-2.0, 2.0])
-        """
-        n = indices.shape[0]
-        out_idx = np.empty(n, dtype=np.int32)
-        out_val = np.empty(n, dtype=np.float64)
-        n_labels = self.n_labels if decide else 0
-        out_f = np.empty(n_labels, dtype=np.float64)
-        nnz = canonical_decisions(
-            indices, values, out_idx, out_val, self._weights, self._scalars, n_labels,
-            float(self.base.rho), out_f,
-        )  # fmt: skip
-        if nnz == -RowStatus.NOT_FINITE:
-            return None
-        if nnz == -RowStatus.BAD_INDEX:
-            bad = indices[(indices < 0) | (indices > MAX_FEATURE_INDEX)][0]
-            raise InvalidInputError(f"feature index {bad} is outside [0, {MAX_FEATURE_INDEX}]")
-        if nnz == -RowStatus.TOO_LARGE:
-            raise InvalidInputError(
-                "the example's values are too large: the sum of their squares is above "
-                f"{MAX_ROW_SQNORM:g}"
-            )
-        return out_idx[:nnz], out_val[:nnz], out_f
-
-    def margin_units(self) -> npt.NDArray[np.float64]:
-        """Per label id, the learner's margin unit in the units of :meth:`decision_row`:
-        ``||a||^2 / t`` (``||a||^2`` for a convex combination, as Kozinec's), an upper
-        bound on the smallest a . y_k of its learned examples; NaN before its first
-        update."""
-        n = self.n_labels
-        sqnorm = self._scalars[:n, SQNORM]
-        updates = self._scalars[:n, UPDATES]
-        per_update = not self.base.entry.convex_combination
-        units = sqnorm / np.where(updates > 0.0, updates, 1.0) if per_update else sqnorm.copy()
-        units[(updates <= 0.0) | (sqnorm <= 0.0)] = math.nan
-        result: npt.NDArray[np.float64] = units
-        return result
-
-    def predict(self, X: Any) -> npt.NDArray[np.float64]:
-        """Multi-class: the label value of the largest decision value (ties: the lowest
-        label id, i.e. the label seen first)."""
-        if self.n_labels == 0:
-            raise StateError("the bank has no label yet")
-        best: npt.NDArray[np.float64] = self.labels_[np.argmax(self.decision_function(X), axis=1)]
-        return best
-
-    def predict_sets(self, X: Any) -> list[npt.NDArray[np.float64]]:
-        """Multi-label: per example, the label values with a positive decision value,
-        by label id."""
-        positive = self.decision_function(X) > 0.0
-        values = self.labels_
-        return [values[row] for row in positive]
-
-    def rank(self, X: Any) -> npt.NDArray[np.float64]:
-        """Per example, every label value ordered by decreasing decision value (ties:
-        lower label id first)."""
-        scores = self.decision_function(X)
-        return self.labels_[np.argsort(-scores, axis=1, kind="stable")]
-
-    def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
-        """Each label's calibrated probability, one column per label id: its learner's
-        ``predict_proba`` (a Platt sigmoid of the decision value in margin units, fitted
-        on the window with that label's signs). The columns need not add up to 1: each
-        answers "this label or not" (normalise them for a multi-class distribution)."""
-        indptr, indices, values = as_rows(X)
-        out = np.zeros((indptr.shape[0] - 1, self.n_labels), dtype=np.float64)
-        for label, learner in enumerate(self.learners()):
-            out[:, label] = learner.predict_proba((indptr, indices, values))[:, 1]
-        return out
-
-    def class_probabilities(self, X: Any) -> npt.NDArray[np.float64]:
-        """Multi-class probabilities, one column per label id, each row adding up to 1:
-        the softmax of the decision values times one scale fitted on the window's
-        examples that carry one label (:meth:`class_calibration`). The most probable
-        label is always :meth:`predict`'s."""
-        return self.class_calibration().probabilities(self.decision_function(X))
-
-    def class_calibration(self) -> Softmax:
-        """The temperature of :meth:`class_probabilities`, fitted on an even sample of
-        the window (8192 examples at most) with the current model; fitted again on the
-        schedule of ``LinearLearner.calibration`` (after a replay, or once as many
-        examples as at the last fit have been learned, 16 at least, 256 at most)."""
-        passes = sum(learner.state.passes for learner in self.learners())
-        fitted = self._class_calibration
-        if fitted is not None:
-            softmax, examples, fitted_passes = fitted
-            if passes == fitted_passes and not calibration_due(examples, self._examples_seen):
-                return softmax
-        features = self._buffer.features
-        stride = calibration_stride(len(features))
-        sample = features.examples(stride)
-        signs = self._buffer.signs[: self.n_labels][:, features.live_slots()[::stride]]
-        single = (signs > 0).sum(axis=0) == 1
-        scores = self.decision_function((sample.indptr, sample.indices, sample.values))
-        truth = np.argmax(signs[:, single] > 0, axis=0)
-        softmax = fit_temperature(scores[single], truth)
-        self._class_calibration = (softmax, self._examples_seen, passes)
-        return softmax
-
-    def predictor(self) -> BankPredictor:
-        """A frozen copy that answers as this bank does now, from any thread: every
-        label's weights, intercept, margin unit and calibration."""
-        frozen = [learner.predictor() for learner in self.learners()]
-        weights = np.zeros((len(frozen), self.n_features_in_))
-        for label, one in enumerate(frozen):
-            weights[label, : one.weights.shape[0]] = one.weights
-        return BankPredictor(
-            labels=tuple(bank_answers.label_value(v) for v in self.labels_.tolist()),
-            weights=weights,
-            scales=np.array([one.scale for one in frozen]),
-            intercepts=np.array([one.intercept for one in frozen]),
-            margin_factors=np.array([one.margin_factor for one in frozen]),
-            calibrations=tuple(one.calibration for one in frozen),
-        )
-
-    def answers(self, X: Any) -> list[bytes]:
-        """Each row's prediction as the daemon sends it: a JSON object
-        (:func:`~streamlearn.learn.bank_answers.bank_prediction`)."""
-        return bank_answers.bank_answers(self, self.decision_function(X))
-
-    def prediction_lines(self, rows: ParsedRows, output: str) -> Iterator[str]:
-        """One line per parsed line, as ``output`` writes it (one of :attr:`outputs`:
-        label sets, the class, the ranking or every score); ``nan`` for a rejected line."""
-        return bank_answers.bank_lines(self, rows, bank_answers.bank_scores(self, rows), output)
-
-    def evaluate(
-        self, parts: Iterable[ParsedRows], on_rejected: Callable[[list[Rejected]], None]
-    ) -> dict[str, Any]:
-        """Per-label and averaged figures (and multi-class ones where every row has one
-        label): :func:`~streamlearn.learn.bank_answers.evaluate_bank`."""
-        return bank_answers.evaluate_bank(self, parts, on_rejected)
-
-    def exported_weights(self) -> npt.NDArray[np.float64]:
-        """One row of weights per label id."""
-        return bank_answers.bank_weights(self)
-
-    def buffer_rows(self) -> LabelledRows:
-        """The buffered examples, oldest first, each with its label set: the label values
-        whose learners take it as a positive."""
-        feats = self._buffer.features
-        held = feats.examples()
-        positive = self._buffer.signs[: self.n_labels][:, feats.live_slots()] > 0
-        counts = positive.sum(axis=0)
-        label_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        labels = np.concatenate(
-            [self.labels_[positive[:, i]] for i in range(held.n_examples)] or [np.zeros(0)]
-        )
-        return LabelledRows(held.indptr, held.indices, held.values, label_ptr, labels)
-
-    def describe(self) -> dict[str, Any]:
-        """What ``inspect`` shows of a bank."""
-        return bank_answers.describe_bank(self)
-
-    # -- reports -------------------------------------------------------------------------
-
-    def summary(self) -> dict[str, Any]:
-        """Bank-wide counts, and per label its learner's summary (certificate included)."""
-        per_label = []
-        for label, learner in enumerate(self.learners()):
-            figures = learner.summary()
-            figures.pop("algorithm")
-            per_label.append(
-                {
-                    "label": self._label_values[label],
-                    "positives": int(self._positives[label]),
-                    **(
-                        {"tau_pos": learner.get_params()["tau_pos"]}
-                        if _has_tau_pos(learner)
-                        else {}
-                    ),
-                    **figures,
-                }
-            )
-        return {
-            "algorithm": self.algorithm,
-            "one_vs_rest": True,
-            "labels": self.n_labels,
-            "examples": self._examples_seen,
-            "updates": float(sum(p["updates"] for p in per_label)),
-            "update_events": sum(p["update_events"] for p in per_label),
-            "passes": max((p["passes"] for p in per_label), default=0),
-            "converged": self.converged,
-            "worst_certified_gap": _worst([p["certified_gap"] for p in per_label]),
-            "delta": self._delta_value,
-            "n_features": self._n_features,
-            "buffer_examples": len(self._buffer),
-            "buffer_capacity": self._buffer.max_examples,
-            "buffer_nnz": self._buffer.features.nnz,
-            "buffer_evicted": self._buffer.features.evicted,
-            "evictions_to_forget": max((p["evictions_to_forget"] for p in per_label), default=0),
-            "forget": self.base.forget,
-            "pending_examples": self._window.held_examples,
-            "stream_judged": self.stream_judged,
-            "stream_mistakes": self.stream_mistakes,
-            "per_label": per_label,
-        }
-
-    def learner_params(self) -> dict[str, Any]:
-        """The parameters of every label's learner (the base's)."""
-        return self.base.get_params()
-
-    def model_params(self) -> dict[str, Any]:
-        """The learners' plain parameters, ``one_vs_rest=True`` and ``tau_pos_kappa``
-        when set."""
-        params: dict[str, Any] = {**self.base.plain_params(), "one_vs_rest": True}
+    def get_params(self) -> dict[str, Any]:
+        """The parameters that define the bank: its learners' (the base's, as passed to
+        their class), ``one_vs_rest=True`` and ``tau_pos_kappa`` when set."""
+        params: dict[str, Any] = {**self.base.get_params(), "one_vs_rest": True}
         if self.tau_pos_kappa is not None:
             params["tau_pos_kappa"] = self.tau_pos_kappa
         return params
 
     def with_params(self, params: dict[str, Any]) -> Self:
         """A bank that continues from this one's state with learners of new parameters
-        (those the state was built with cannot change)."""
+        (those the state was built with cannot change; the bank's own,
+        :data:`~streamlearn.learn.params.BANK_PARAMS`, stay as they are)."""
+        params = without_bank_params(params)
         refuse_rebuilding(self.base.get_params(), params)
         state = self.state_dict()
-        state["params"] = type(self.base)(**params).plain_params()
+        state["params"] = plain_params(type(self.base)(**params).get_params())
         return type(self).from_state(state, LearnerTable([self.base.entry]))
 
     # -- state dictionaries --------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue exactly: plain numbers, strings and arrays (new
-        ones: the state stays as it is while the bank learns on)."""
-        return self._state(self._buffer.state_dict())
+        ones: the state stays as it is while the bank learns on;
+        :mod:`streamlearn.learn.bank_codec`)."""
+        return encode_bank(self, self.state.buffer.state_dict())
 
     def state_to_write(self) -> dict[str, Any]:
         """:meth:`state_dict` for a checkpoint written at once: the buffer's signs and
@@ -1027,145 +395,17 @@ class ModelBank:
         >>> encode(bank.state_to_write(), created=0) == encode(bank.state_dict(), created=0)
         True
         """
-        return self._state(self._buffer.state_to_write())
-
-    def _state(self, buffer: dict[str, Any]) -> dict[str, Any]:
-        """The bank's state around the buffer's state ``buffer``."""
-        pending = LabelledRows.concatenate(self._window.pending)
-        learners = []
-        for label, learner in enumerate(self._learners):
-            learners.append(
-                {
-                    "tau_pos": getattr(learner, "tau_pos", math.nan),
-                    "positives": int(self._positives[label]),
-                    "passes": learner.state.passes,
-                    "converged": learner.state.converged,
-                    "stopped_by": learner.state.stopped_by,
-                    "examples_seen": learner.state.examples_seen,
-                    "evictions_forgotten": learner.state.evictions_forgotten,
-                    "defer_until": learner.state.defer_until,
-                    "extra": learner.extra_state(),
-                }
-            )
-        n = self.n_labels
-        return {
-            "format": BANK_FORMAT,
-            "version": BANK_VERSION,
-            "algorithm": self.algorithm,
-            "params": self.base.plain_params(),
-            "tau_pos_kappa": math.nan if self.tau_pos_kappa is None else self.tau_pos_kappa,
-            "delta_value": math.nan if self._delta_value is None else self._delta_value,
-            "label_values": self.labels_,
-            "weights": packed_weights(self._weights[:n, : self._n_features]),
-            "scalars": self._scalars[:n].copy(),
-            "stats": self._stats[:n].copy(),
-            "n_features": self._n_features,
-            "examples_seen": self._examples_seen,
-            **self._window.state_dict(),
-            "pending": {
-                "indptr": pending.indptr,
-                "indices": pending.indices,
-                "values": pending.values,
-                "label_ptr": pending.label_ptr,
-                "labels": pending.labels,
-            },
-            "buffer": buffer,
-            "learners": learners,
-            "progressive": self._progressive.copy(),
-        }
+        return encode_bank(self, self.state.buffer.state_to_write())
 
     @classmethod
     def from_state(cls, state: dict[str, Any], learners: LearnerTable = LEARNERS) -> Self:
         """A bank that continues exactly where the one that made ``state`` stopped
         (``learners``: the table its algorithm is found in)."""
-        check_state_header(state, BANK_FORMAT, BANK_VERSION, "model bank")
-        algorithm = state.get("algorithm")
-        if algorithm not in learners:
-            raise StateError(f"unknown algorithm in bank state: {algorithm!r}")
-        try:
-            params = dict(state["params"])
-            if params.get("active_sets") is not None:
-                params["active_sets"] = ActiveSetSchedule.from_dict(params["active_sets"])
-            params.setdefault("forget", FORGET_OF_OLD_STATES)
-            kappa = float(state["tau_pos_kappa"])
-            bank = cls(learners[str(algorithm)](**params),
-                       tau_pos_kappa=None if math.isnan(kappa) else kappa)  # fmt: skip
-            bank.load_state(state)
-        except StateError:
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            raise StateError(f"incomplete or malformed model bank state: {exc}") from exc
-        return bank
+        return restore_bank(cls, state, learners)
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Continue from ``state`` (:meth:`state_dict`'s) under this bank's parameters."""
-        delta_value = float(state["delta_value"])
-        self._delta_value = None if math.isnan(delta_value) else delta_value
-        self._buffer = SharedReplayBuffer.from_state(state["buffer"])
-        held = self._buffer
-        if held.max_examples != (self.base.buffer_size or held.max_examples) or (
-            held.max_nnz != (self.base.buffer_nnz or held.max_nnz)
-        ):
-            raise StateError("replay buffer capacity in the state differs from the parameters")
-        self._window = AutoDeltaWindow.for_buffer(
-            held.max_examples, self.base.rho, LabelledRows.concatenate, self.base.delta
-        )
-        values = [float(v) for v in np.asarray(state["label_values"]).tolist()]
-        n = len(values)
-        if n != self._buffer.n_labels or len(state["learners"]) != n:
-            raise StateError("model bank state: labels, learners and buffer rows differ")
-        weights = _rows(unpacked_weights(state["weights"]), n)
-        require_finite("weights", weights)
-        require_finite("scalars", np.asarray(state["scalars"], dtype=np.float64))
-        self._n_features = int(state["n_features"])
-        rows = max(n, 1)
-        self._weights = np.zeros((rows, max(16, self._n_features)), dtype=np.float64)
-        self._weights[:n, : weights.shape[1]] = weights
-        self._scalars = np.zeros((rows, 4), dtype=np.float64)
-        self._scalars[:n] = np.asarray(state["scalars"], dtype=np.float64).reshape(n, 4)
-        self._stats = np.zeros((rows, N_STATS), dtype=np.int64)
-        stats = _rows(np.asarray(state["stats"], dtype=np.int64), n)
-        self._stats[:n, : stats.shape[1]] = stats
-        self._positives = np.zeros(rows, dtype=np.int64)
-        self._examples_seen = int(state["examples_seen"])
-        pending = LabelledRows.from_arrays(_Arrays(state["pending"]))
-        check_state_rows(state["buffer"]["features"]["indices"], self._n_features, pending)
-        self._window.load(state, pending)
-        progressive = state.get("progressive")  # states written before it count from 0
-        if progressive is not None:
-            self._progressive = np.asarray(progressive, dtype=np.int64).reshape(2).copy()
-        self._label_values = values
-        self._label_ids = {v: i for i, v in enumerate(values)}
-        self._rules = None
-        self._learners = []
-        for label, saved in enumerate(state["learners"]):
-            tau = float(saved["tau_pos"])
-            learner = self._new_learner(None if math.isnan(tau) else tau)
-            learner.state.passes = int(saved["passes"])
-            learner.state.converged = bool(saved["converged"])
-            learner.state.stopped_by = stopped_by(saved.get("stopped_by"))
-            learner.state.examples_seen = int(saved["examples_seen"])
-            learner.state.evictions_forgotten = evictions_forgotten(
-                saved.get("evictions_forgotten"), self._buffer.features
-            )
-            learner.state.defer_until = defer_until(saved.get("defer_until"), self._buffer.features)
-            learner.load_extra_state(saved["extra"])
-            self._positives[label] = int(saved["positives"])
-            self._learners.append(learner)
-            # on the bank's rows at once: the empty buffer of a window's size that each
-            # new learner makes is freed before the next learner makes its own
-            self._bind(label)
-
-
-class _Arrays:
-    """Attribute access to a dict of arrays (a state's ``pending`` rows)."""
-
-    def __init__(self, values: dict[str, Any]) -> None:
-        self.indptr = np.asarray(values["indptr"], dtype=np.int64)
-        self.indices = np.asarray(values["indices"], dtype=np.int32)
-        self.values = np.asarray(values["values"], dtype=np.float64)
-        self.label_ptr = np.asarray(values["label_ptr"], dtype=np.int64)
-        self.labels = np.asarray(values["labels"], dtype=np.float64)
+        load_bank(self, state)
 
 
 def state_to_write(model: Model) -> dict[str, Any]:
@@ -1186,25 +426,3 @@ def _labelled(rows: Examples | HasLabelSets) -> LabelledRows:
         ptr = np.arange(n + 1, dtype=np.int64)
         return LabelledRows(rows.indptr, rows.indices, rows.values, ptr, rows.labels.astype(float))
     return LabelledRows.from_arrays(rows)
-
-
-def _has_tau_pos(learner: LinearLearner) -> bool:
-    return "tau_pos" in learner.param_names()
-
-
-def _worst(gaps: list[float]) -> float:
-    """The largest certified gap (NaN when some label has none: not yet certified)."""
-    if not gaps or any(math.isnan(g) for g in gaps):
-        return math.nan
-    return max(gaps)
-
-
-def _rows(array: npt.NDArray[Any], n: int) -> npt.NDArray[Any]:
-    """``array`` as n rows (a bank of no label stores empty arrays)."""
-    return array.reshape(n, -1) if n else np.zeros((0, 0), dtype=array.dtype)
-
-
-def _grown_rows(array: npt.NDArray[Any], rows: int) -> npt.NDArray[Any]:
-    out = np.zeros((rows, *array.shape[1:]), dtype=array.dtype)
-    out[: array.shape[0]] = array
-    return out

@@ -14,10 +14,12 @@ import numpy.typing as npt
 from streamlearn.errors import InvalidParameterError
 from streamlearn.evaluation import multiclass_scores, multilabel_scores
 from streamlearn.learn.model import in_line_order
+from streamlearn.learn.params import plain_params
 from streamlearn.parse import ParsedRows, Rejected
 
 if TYPE_CHECKING:
-    from streamlearn.learn.bank import ModelBank
+    from streamlearn.learn.bank_view import BankModelView
+    from streamlearn.learn.base import LinearLearner
 
 #: what ``predict`` writes per example for a bank
 BANK_OUTPUTS = ("sets", "class", "ranking", "scores")
@@ -57,14 +59,14 @@ def bank_prediction(labels: list[int | float], scores: npt.NDArray[np.float64]) 
     return json.dumps(document, allow_nan=False).encode()
 
 
-def bank_answers(bank: ModelBank, scores: npt.NDArray[np.float64]) -> list[bytes]:
+def bank_answers(bank: BankModelView, scores: npt.NDArray[np.float64]) -> list[bytes]:
     """:func:`bank_prediction` of each row of ``scores`` (one column per label id)."""
     labels = [label_value(v) for v in bank.labels_.tolist()]
     return [bank_prediction(labels, row) for row in scores]
 
 
 def bank_lines(
-    bank: ModelBank, rows: ParsedRows, scores: npt.NDArray[np.float64], output: str
+    bank: BankModelView, rows: ParsedRows, scores: npt.NDArray[np.float64], output: str
 ) -> Iterator[str]:
     """One line per parsed line: with ``output`` ``sets`` the labels whose decision value
     is positive (``3,7``, empty when none), ``class`` the multi-class argmax, ``ranking``
@@ -75,7 +77,7 @@ def bank_lines(
 
 
 def evaluate_bank(
-    bank: ModelBank, parts: Iterable[ParsedRows], on_rejected: Callable[[list[Rejected]], None]
+    bank: BankModelView, parts: Iterable[ParsedRows], on_rejected: Callable[[list[Rejected]], None]
 ) -> dict[str, Any]:
     """Per-label and averaged figures (see :func:`~streamlearn.evaluation.multilabel_scores`)
     over the bank's labels and any label of the input it never learned (scored -inf),
@@ -104,7 +106,7 @@ def evaluate_bank(
     return figures
 
 
-def describe_bank(bank: ModelBank) -> dict[str, Any]:
+def describe_bank(bank: BankModelView) -> dict[str, Any]:
     """What ``inspect`` shows of a bank: algorithm, parameters, labels, the summary and a
     row of figures per label."""
     summary = bank.summary()
@@ -127,7 +129,7 @@ def describe_bank(bank: ModelBank) -> dict[str, Any]:
     summary.pop("algorithm")
     return {
         "algorithm": bank.algorithm,
-        "params": bank.base.plain_params(),
+        "params": plain_params(bank.base.get_params()),
         "tau_pos_kappa": bank.tau_pos_kappa,
         "label_values": [label_text(v) for v in bank.labels_.tolist()],
         **summary,
@@ -135,7 +137,7 @@ def describe_bank(bank: ModelBank) -> dict[str, Any]:
     }
 
 
-def bank_weights(bank: ModelBank) -> npt.NDArray[np.float64]:
+def bank_weights(bank: BankModelView) -> npt.NDArray[np.float64]:
     """``coef_`` of every label's learner, one row per label id."""
     out = np.zeros((bank.n_labels, bank.n_features_in_))
     for label, learner in enumerate(bank.learners()):
@@ -143,14 +145,14 @@ def bank_weights(bank: ModelBank) -> npt.NDArray[np.float64]:
     return out
 
 
-def bank_scores(bank: ModelBank, rows: ParsedRows) -> npt.NDArray[np.float64]:
+def bank_scores(bank: BankModelView, rows: ParsedRows) -> npt.NDArray[np.float64]:
     """The bank's decision values of parsed rows (one column per label id)."""
     if rows.n_rows == 0:
         return np.zeros((0, bank.n_labels))
     return bank.decision_function((rows.indptr, rows.indices, rows.values))
 
 
-def _formatter(bank: ModelBank, output: str) -> Callable[[npt.NDArray[np.float64]], str]:
+def _formatter(bank: BankModelView, output: str) -> Callable[[npt.NDArray[np.float64]], str]:
     texts = [label_text(v) for v in bank.labels_.tolist()]
     if output == "sets":
         return lambda row: ",".join(texts[j] for j in np.flatnonzero(row > 0.0))
@@ -176,3 +178,53 @@ def label_value(value: float) -> int | float:
 
 def _json_number(value: float) -> float | None:
     return value if math.isfinite(value) else None
+
+
+def bank_summary(bank: BankModelView) -> dict[str, Any]:
+    """Bank-wide counts, and per label its learner's summary (certificate included)."""
+    per_label = []
+    for label, learner in enumerate(bank.learners()):
+        figures = learner.summary()
+        figures.pop("algorithm")
+        per_label.append(
+            {
+                "label": bank.state.label_values[label],
+                "positives": int(bank.state.positives[label]),
+                **({"tau_pos": learner.get_params()["tau_pos"]} if _has_tau_pos(learner) else {}),
+                **figures,
+            }
+        )
+    return {
+        "algorithm": bank.algorithm,
+        "one_vs_rest": True,
+        "labels": bank.n_labels,
+        "examples": bank.state.examples_seen,
+        "updates": float(sum(p["updates"] for p in per_label)),
+        "update_events": sum(p["update_events"] for p in per_label),
+        "passes": max((p["passes"] for p in per_label), default=0),
+        "converged": bank.converged,
+        "worst_certified_gap": _worst([p["certified_gap"] for p in per_label]),
+        "delta": bank.state.delta_value,
+        "n_features": bank.state.n_features,
+        "buffer_examples": len(bank.state.buffer),
+        "buffer_capacity": bank.state.buffer.max_examples,
+        "buffer_nnz": bank.state.buffer.features.nnz,
+        "buffer_evicted": bank.state.buffer.features.evicted,
+        "evictions_to_forget": max((p["evictions_to_forget"] for p in per_label), default=0),
+        "forget": bank.base.forget,
+        "pending_examples": bank.state.window.held_examples,
+        "stream_judged": bank.stream_judged,
+        "stream_mistakes": bank.stream_mistakes,
+        "per_label": per_label,
+    }
+
+
+def _has_tau_pos(learner: LinearLearner) -> bool:
+    return "tau_pos" in learner.param_names()
+
+
+def _worst(gaps: list[float]) -> float:
+    """The largest certified gap (NaN when some label has none: not yet certified)."""
+    if not gaps or any(math.isnan(g) for g in gaps):
+        return math.nan
+    return max(gaps)

@@ -1,4 +1,4 @@
-"""What every learner of the perceptron family shares: learning, replay, certificate.
+"""What every learner of the perceptron family shares: its parameters, learning, replay.
 
 A learner is a thin class over one engine (:mod:`streamlearn._kernels.engine`),
 generated from its entry in the table of learners (:mod:`streamlearn.learn.table`).
@@ -7,96 +7,53 @@ names; the entry maps them to the kernel's rule code and parameters. What it has
 learned is one public object, :attr:`LinearLearner.state`
 (:class:`~streamlearn.learn.state.LearnerState`): weights, scalars, counters and the
 replay buffer.
+
+The class decides what to present and when to replay; the work lives beside it:
+presenting new examples in :mod:`~streamlearn.learn.stream_presentation`, replay passes
+in :mod:`~streamlearn.learn.replay_driver`, Delta's settling in
+:mod:`~streamlearn.learn.learner_delta`, the state as plain values in
+:mod:`~streamlearn.learn.learner_codec`; what it answers and reports from its state
+(decision values, probabilities, the certificate) is its base,
+:class:`~streamlearn.learn.binary_view.BinaryModelView`.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from collections.abc import Callable
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
 
-from streamlearn._kernels import (
-    all_ones,
-    check_rows,
-    learn_stream,
-    learn_stream_answering,
-    present_unbuffered,
-    row_sqnorms,
-)
-from streamlearn._kernels.engine import STAT_LEVEL1, Rule
-from streamlearn.errors import (
-    InvalidInputError,
-    InvalidParameterError,
-    StateError,
-    check_state_header,
-)
-from streamlearn.learn import answers, replay_driver
-from streamlearn.learn.calibration import Platt, fit_platt
-from streamlearn.learn.certificate import certificate
-from streamlearn.learn.inputs import as_batch, as_rows
+from streamlearn._kernels.engine import Rule
+from streamlearn.errors import InvalidInputError, InvalidParameterError
+from streamlearn.learn import learner_delta, replay_driver
+from streamlearn.learn.binary_view import BinaryModelView
+from streamlearn.learn.inputs import as_batch
 from streamlearn.learn.labelsets import LabelledRows
+from streamlearn.learn.learner_codec import encode_learner, load_learner, restore_learner
+from streamlearn.learn.learner_summary import describe_learner
 from streamlearn.learn.model import Examples, ModelLimits, Rows
 from streamlearn.learn.model import learn_and_answer as _learn_and_answer
 from streamlearn.learn.model import learn_on_schedule as _learn_on_schedule
 from streamlearn.learn.params import (
     AUTO_DELTAS,
-    FORGET_OF_OLD_STATES,
     STATE_BUILT_WITH,
     STREAM_BUFFER_NNZ,
     STREAM_BUFFER_SIZE,
     count,
+    plain_params,
 )
-from streamlearn.learn.predictor import BinaryPredictor, calibrated, scaled_decisions
-from streamlearn.learn.state import LearnerState, require_finite
+from streamlearn.learn.state import LearnerState
+from streamlearn.learn.stream_presentation import learn_and_answer_in_one_pass, present_stream
 from streamlearn.learn.window import AutoDeltaWindow
+from streamlearn.learn.window_calibration import LearnerCalibration
 from streamlearn.parse import ParsedRows, Rejected, binary_batch
-from streamlearn.replay import ActiveSetSchedule, ReplayBuffer, ReplaySchedule
-from streamlearn.types import Batch, RowStatus
-
-if TYPE_CHECKING:
-    from streamlearn.learn.table import LearnerEntry
-
-STATE_FORMAT = "streamlearn.learner"
-STATE_VERSION = 1
+from streamlearn.replay import ActiveSetSchedule, ReplaySchedule
+from streamlearn.types import Batch
 
 
-#: examples learned between two fits of the calibration: as many as at the last one,
-#: within these bounds
-MIN_CALIBRATION_STEP = 16
-#: a certified gap below 0 by less than this is rounding (-2.2e-16 was printed), shown as 0;
-#: a larger negative one would say the bound is wrong, and stays visible
-ROUNDING_GAP = 1e-12
-#: the calibration is fitted on this many of the window's examples at most (an even
-#: sample): one parameter needs no more, and a refit stays a matter of milliseconds
-CALIBRATION_EXAMPLES = 8192
-MAX_CALIBRATION_STEP = 256
-
-
-def calibration_due(fitted_at: int, examples: int) -> bool:
-    """Whether a calibration fitted after ``fitted_at`` examples is due again now, at
-    ``examples``: once as many as then have been learned since (16 at least, 256 at most).
-
-    >>> calibration_due(100, 199), calibration_due(100, 200), calibration_due(1000, 1256)
-    (False, True, True)
-    """
-    step = max(MIN_CALIBRATION_STEP, min(MAX_CALIBRATION_STEP, fitted_at))
-    return examples >= fitted_at + step
-
-
-def calibration_stride(window: int) -> int:
-    """Every how many window examples a calibration takes one: an even sample of at most
-    :data:`CALIBRATION_EXAMPLES`.
-
-    >>> calibration_stride(100), calibration_stride(8192), calibration_stride(100_000)
-    (1, 1, 13)
-    """
-    return max(1, -(-window // CALIBRATION_EXAMPLES))
-
-
-class LinearLearner:
+class LinearLearner(BinaryModelView):
     """Base class: a linear classifier learned by a perceptron-family update rule.
 
     Each learner class comes from an entry of the table of learners
@@ -128,24 +85,21 @@ class LinearLearner:
         and go on voting; the certificate is still about the buffered examples.
     """
 
-    #: the table entry this class was made from
-    entry: ClassVar[LearnerEntry]
-    #: the algorithm's name (``pdm``, ``paum``, ...)
-    algorithm: ClassVar[str] = ""
     #: the engine's rule code (:mod:`streamlearn._kernels.rules`)
     rule: ClassVar[int] = -1
     #: multiple updates at once (PDM, PFM) are available to this rule
     supports_multiple_updates: ClassVar[bool] = False
-    rho: float
     delta: float | str
     buffer_size: int | None
     buffer_nnz: int | None
     seed: int
     active_sets: ActiveSetSchedule | None
     max_passes: int
-    forget: str
     #: called as every replay starts (:meth:`before_replay`)
     _before_replay: Callable[[], None] | None = None
+    #: the smallest Delta ``'auto'`` and ``'first'`` settle on: a learning group's Delta,
+    #: the largest its members settled (see :meth:`agree_delta`)
+    delta_floor = 0.0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if not hasattr(type(self), "entry"):
@@ -166,30 +120,16 @@ class LinearLearner:
         return [param.name for param in cls.entry.all_params]
 
     def get_params(self) -> dict[str, Any]:
-        """The hyperparameters, as passed to ``__init__``."""
+        """The hyperparameters, as passed to ``__init__`` (:func:`plain_params` gives them
+        as a state writes them)."""
         return {name: getattr(self, name) for name in self.param_names()}
-
-    def plain_params(self) -> dict[str, Any]:
-        """:meth:`get_params` with the active-set schedule as a plain dict (or None)."""
-        params = self.get_params()
-        if self.active_sets is not None:
-            params["active_sets"] = self.active_sets.to_dict()
-        return params
-
-    def learner_params(self) -> dict[str, Any]:
-        """:meth:`get_params` (the model interface's name for them)."""
-        return self.get_params()
-
-    def model_params(self) -> dict[str, Any]:
-        """:meth:`plain_params`: what defines this model."""
-        return self.plain_params()
 
     def with_params(self, params: dict[str, Any]) -> Self:
         """A learner that continues from this one's state under new parameters (those
         of :data:`~streamlearn.learn.params.STATE_BUILT_WITH` cannot change)."""
         refuse_rebuilding(self.get_params(), params)
         state = self.state_dict()
-        state["params"] = type(self)(**params).plain_params()
+        state["params"] = plain_params(type(self)(**params).get_params())
         return type(self).from_state(state)
 
     def __repr__(self) -> str:
@@ -232,10 +172,8 @@ class LinearLearner:
         self.window: AutoDeltaWindow[Batch] = AutoDeltaWindow.for_buffer(
             buffer_size, self.rho, Batch.concatenate, self.delta
         )
-        #: the Platt scaling in use, and the examples and passes it was fitted at
-        self._calibrated: tuple[Platt, int, int] | None = None
-        #: a calibration set from outside (a learning group's), instead of the window's
-        self._fixed_calibration: Platt | None = None
+        #: the Platt scaling of the probabilities (the window's fit, or one fixed)
+        self.calibrator = LearnerCalibration()
 
     def _fresh(self) -> bool:
         """Whether the learner has learned nothing, nor holds anything back."""
@@ -255,100 +193,6 @@ class LinearLearner:
     def one_vs_rest(self) -> bool:
         """False: one binary learner."""
         return False
-
-    @property
-    def delta_(self) -> float | None:
-        """The Delta in use; None while ``delta='auto'`` still waits for its examples."""
-        return self.state.delta
-
-    @property
-    def n_features_in_(self) -> int:
-        """One more than the largest feature index seen."""
-        return self.state.n_features
-
-    def features_to_learn(self) -> int:
-        """One more than the largest feature index the learner has weights for or will
-        have them for: those of the examples an older version's state held back for
-        ``delta='auto'`` too.
-
-        >>> from streamlearn import PDM
-        >>> model = PDM(eps=0.1).learn(np.eye(3), [1, -1, 1])
-        >>> model.n_features_in_, model.features_to_learn()
-        (3, 3)
-        """
-        return max(self.state.n_features, self.window.features_spanned())
-
-    @property
-    def updates(self) -> float:
-        """t, the number of updates (a multiple update of lambda counts lambda)."""
-        return self.state.updates
-
-    @property
-    def examples_presented(self) -> int:
-        """New examples presented so far (not those ``delta='auto'`` still holds)."""
-        return self.state.examples_seen
-
-    @property
-    def stream_judged(self) -> int:
-        """New examples judged just before learning them: every one presented."""
-        return self.state.examples_seen
-
-    @property
-    def stream_mistakes(self) -> int:
-        """New examples the model got wrong just before learning them (progressive)."""
-        return int(self.state.stats[3])
-
-    @property
-    def output_scale(self) -> float:
-        """Factor from the engine's weights to the reported ones (for PAUM, times the
-        learning rate)."""
-        return self.state.scale * self._output_factor()
-
-    def _output_factor(self) -> float:
-        """:attr:`output_scale` without the state's own scale."""
-        factor = self.entry.output_factor
-        return 1.0 if factor is None else float(factor(self))
-
-    @property
-    def coef_(self) -> npt.NDArray[np.float64]:
-        """Dense weights w over features ``0 .. n_features_in_ - 1``."""
-        state = self.state
-        return state.weights[: state.n_features] * self.output_scale
-
-    @property
-    def intercept_(self) -> float:
-        """The bias rho * beta."""
-        return float(self.rho * self.state.scalars[0] * self.output_scale)
-
-    @property
-    def alpha_(self) -> npt.NDArray[np.float64]:
-        """Slack coordinates alpha_k of the buffered examples, oldest first, in the units of
-        ``coef_`` (a . y_k = l_k (w . x_k + b) + Delta^2 alpha_k)."""
-        return self.state.buffer.alpha() * self.output_scale
-
-    @property
-    def buffer(self) -> ReplayBuffer:
-        """The replay buffer (read it, do not modify it)."""
-        return self.state.buffer
-
-    @property
-    def held_examples(self) -> int:
-        """Examples ``delta='auto'`` holds back, not yet in the model."""
-        return self.window.held_examples
-
-    def kept_every_example(self) -> bool:
-        """Whether the buffer holds every example learned (none evicted, none too large)."""
-        buf = self.state.buffer
-        return buf.evicted == 0 and buf.unbuffered == 0
-
-    def margin_unit(self) -> float:
-        """``||a||^2 / t`` in the engine's units (``||a||^2`` when a is a convex
-        combination, as Kozinec's): an upper bound on the smallest a . y_k of the learned
-        examples; NaN before the first update."""
-        state = self.state
-        if state.updates <= 0.0 or state.sqnorm <= 0.0:
-            return math.nan
-        return state.sqnorm if self.entry.convex_combination else state.sqnorm / state.updates
 
     # -- learning ------------------------------------------------------------------------
 
@@ -374,19 +218,19 @@ class LinearLearner:
 
     def learn_batch(self, batch: Batch) -> None:
         """:meth:`learn` for a batch that is already checked (from the parser)."""
-        self._release_held()  # what the state of an older version held back
+        learner_delta.release_held(self)  # what the state of an older version held back
         window = self.window
         if window.room and batch.n_examples:
             if window.seen == 0:  # the first example: a provisional Delta
-                self._rescale_to(max(window.provisional(batch), self.delta_floor))
+                learner_delta.rescale_to(self, max(window.provisional(batch), self.delta_floor))
             taken = window.observe(batch)
             if window.room:
-                self._present_stream(batch)
+                present_stream(self, batch)
                 return
-            self._present_stream(batch.slice(0, taken))
-            self._settle_delta()
+            present_stream(self, batch.slice(0, taken))
+            learner_delta.settle_delta(self)
             batch = batch.slice(taken, batch.n_examples)
-        self._present_stream(batch)
+        present_stream(self, batch)
 
     def learn_on_schedule(self, rows: Examples, schedule: ReplaySchedule, seen: int) -> int:
         """:meth:`learn_rows`, replaying wherever ``schedule`` says once ``seen`` stream
@@ -415,8 +259,8 @@ class LinearLearner:
         """
         if self._before_replay is not None:
             self._before_replay()
-        self._release_held()
-        self._settle_delta(final=False)  # a replay runs under Delta from all that came
+        learner_delta.release_held(self)
+        learner_delta.settle_delta(self, final=False)  # under Delta from all that came
         budget = self.max_passes if max_passes is None else count("max_passes", max_passes)
         if self._begin_replay():
             budget = max(budget, self.max_passes)
@@ -433,7 +277,8 @@ class LinearLearner:
     def flush(self) -> Self:
         """Settle Delta (``delta='auto'``) from the examples that came, if its window is
         not full yet: the end of a stream (a replay leaves the window open)."""
-        self._flush_pending()
+        learner_delta.release_held(self)
+        learner_delta.settle_delta(self)
         return self
 
     def epoch_pass(self) -> bool:
@@ -442,8 +287,8 @@ class LinearLearner:
         made no update."""
         if self._before_replay is not None:
             self._before_replay()
-        self._release_held()
-        self._settle_delta(final=False)  # a replay runs under Delta from all that came
+        learner_delta.release_held(self)
+        learner_delta.settle_delta(self, final=False)  # under Delta from all that came
         return replay_driver.epoch_pass(self)
 
     def fit(self, X: Any, y: Any) -> Self:
@@ -467,66 +312,12 @@ class LinearLearner:
         target = self.entry.target_gap
         return None if target is None else float(target(self))
 
-    def _flush_pending(self) -> None:
-        """:meth:`_release_held`, then settle Delta (:meth:`_settle_delta`)."""
-        self._release_held()
-        self._settle_delta()
-
-    def _release_held(self) -> None:
-        """Learn what the state of an older version held back while ``delta='auto'``
-        waited for its window, Delta fixed from it as that version did."""
-        if self.window.pending:
-            batch, self.state.delta = self.window.release()
-            self.window.close()
-            self._present_stream(batch)
-
-    def _settle_delta(self, final: bool = True) -> None:
-        """With ``delta='auto'``: Delta = R/10 over the window's examples so far, and the
-        state rescaled to it exactly (see :mod:`streamlearn.learn.window`). ``final``
-        once the window is full or the stream ends (:meth:`flush`): the window closes;
-        else (as a replay starts) it stays open and Delta may move again."""
-        window = self.window
-        if self.delta != "auto" or window.seen == 0:
-            return
-        if final:
-            window.close()
-        if self._rescale_to(max(window.delta(), self.delta_floor)):
-            self.state.converged = False
-
-    #: the smallest Delta ``'auto'`` and ``'first'`` settle on: a learning group's Delta,
-    #: the largest its members settled (see :meth:`agree_delta`)
-    delta_floor = 0.0
-
     def agree_delta(self, floor: float) -> bool:
-        """With ``delta='auto'`` or ``'first'``: Delta at least ``floor`` from now on (a
-        learning group's members each settle Delta from their own first examples and
-        agree on the largest), the state rescaled to it exactly when that raises it (as
-        when ``'auto'`` settles: see :mod:`streamlearn.learn.window`). Returns whether
-        Delta changed.
-
-        >>> from streamlearn import PDM
-        >>> learner = PDM(delta="first").learn(np.array([[1.0, 0.0]]), np.array([1]))
-        >>> learner.state.delta, learner.agree_delta(0.5), learner.state.delta
-        (0.1414213562373095, True, 0.5)
-        >>> learner.learn(np.array([[9.0, 0.0]]), np.array([-1])).state.delta
-        0.5
-        """
-        if self.delta not in AUTO_DELTAS or not floor > self.delta_floor:
-            return False
-        self.delta_floor = float(floor)
-        if self.state.delta is not None and self.state.delta >= floor:
-            return False
-        self._rescale_to(float(floor))
-        self.state.converged = False
-        return True
-
-    def _rescale_to(self, delta: float) -> bool:
-        """Delta = ``delta``, ||a||^2 computed again under it; whether it changed."""
-        if delta == self.state.delta:
-            return False
-        self.state.delta = delta
-        self.state.recompute_sqnorm()
-        return True
+        """With ``delta='auto'`` or ``'first'``: Delta at least ``floor`` from now on, the
+        state rescaled to it exactly when that raises it (a learning group's members agree
+        on the largest Delta they settled: :func:`~streamlearn.learn.learner_delta.agree_delta`).
+        Returns whether Delta changed."""
+        return learner_delta.agree_delta(self, floor)
 
     def keep_in_range(self) -> None:
         """Scale the state down when t has grown large, for the rules no common factor
@@ -535,21 +326,10 @@ class LinearLearner:
         if self.entry.scale_free:
             self.state.scale_down()
 
-    @property
-    def _forgets(self) -> bool:
-        return self.forget == "window"
-
-    @property
-    def evictions_to_forget(self) -> int:
-        """Examples evicted from the buffer whose contributions the model still holds
-        until the next replay takes them out: those the last replay saw
-        (``forget='window'``; 0 with ``'never'``, whose model keeps them for good)."""
-        return self.state.evictions_pending if self._forgets else 0
-
     def _begin_replay(self) -> bool:
         """With ``forget='window'``, :meth:`LearnerState.begin_replay`: whether evicted
         examples left the model."""
-        if not self._forgets:
+        if not self.forgets:
             return False
         return self.state.begin_replay(self.rho, convex=self.entry.convex_combination)
 
@@ -558,54 +338,8 @@ class LinearLearner:
         examples (taking out the evicted ones still in it), or once the buffer has evicted
         recompute ||a||^2 from w, beta and the buffered slack counts, so that the rounding
         of the examples taken out as they went cannot drift."""
-        if not self._begin_replay() and self._forgets and self.state.buffer.evicted:
+        if not self._begin_replay() and self.forgets and self.state.buffer.evicted:
             self.state.recompute_sqnorm()
-
-    def _present_stream(self, batch: Batch) -> None:
-        if batch.n_examples == 0:
-            return
-        state, sqnorms, rule = self._stream_ready(batch)
-        buf = state.buffer
-        forget = self._forgets
-        before = (state.updates, state.sqnorm)
-        first = 0
-        while first < batch.n_examples:
-            first = learn_stream(
-                batch.indptr, batch.indices, batch.values, batch.labels, sqnorms, buf.arrays(),
-                buf.ring, buf.max_nnz, state.weights, state.scalars, rule, state.stats, first,
-                forget, state.defer_until,
-            )  # fmt: skip
-            if first < batch.n_examples:  # more nonzeros than the buffer can ever hold
-                self._present_unbuffered(batch, sqnorms, rule, first)
-                first += 1
-        self._stream_learned(batch, before)
-
-    def _stream_ready(self, batch: Batch) -> tuple[LearnerState, npt.NDArray[np.float64], Rule]:
-        """Room for ``batch`` (weights, buffer); its squared norms and the kernels' rule."""
-        state = self.state
-        state.grow_weights(batch.max_index + 1)
-        state.buffer.reserve_slots(batch.n_examples)
-        state.buffer.reserve_for(batch.nnz + batch.n_examples)
-        sqnorms = row_sqnorms(batch.indptr, batch.values)
-        return state, sqnorms, self.kernel_rule(False, bool(all_ones(batch.values)))
-
-    def _present_unbuffered(
-        self, batch: Batch, sqnorms: npt.NDArray[np.float64], rule: Rule, row: int
-    ) -> None:
-        state = self.state
-        buf = state.buffer
-        present_unbuffered(
-            batch.indptr, batch.indices, batch.values, batch.labels, sqnorms, row, buf.ring,
-            buf.slot_alpha, state.weights, state.scalars, rule, state.stats, np.zeros(1),
-            self._forgets,
-        )  # fmt: skip
-
-    def _stream_learned(self, batch: Batch, before: tuple[float, float]) -> None:
-        state = self.state
-        state.examples_seen += batch.n_examples
-        if (state.updates, state.sqnorm) != before or self.evictions_to_forget:
-            state.converged = False  # the window changed: its replay is due
-        self.keep_in_range()
 
     def learn_and_answer(
         self,
@@ -625,281 +359,15 @@ class LinearLearner:
         watching = self.window.room > 0 or self.window.pending
         if schedule.enabled or watching or not isinstance(rows, Batch):
             return _learn_and_answer(self, rows, questions, before, schedule, seen)
-        batch = rows
-        state, sqnorms, rule = self._stream_ready(batch)
-        buf = state.buffer
-        factor = self._output_factor()
-        scores = np.empty(before.shape[0])
-        cursor = np.zeros(2, dtype=np.int64)
-        q_indptr, q_indices, q_values = questions
-        before = np.ascontiguousarray(before, dtype=np.int64)
-        updates_before = (state.updates, state.sqnorm)
-        while not learn_stream_answering(
-            batch.indptr, batch.indices, batch.values, batch.labels, sqnorms, buf.arrays(),
-            buf.ring, buf.max_nnz, state.weights, state.scalars, rule, state.stats,
-            self._forgets, state.defer_until, before, q_indptr, q_indices, q_values, factor,
-            scores, cursor,
-        ):  # fmt: skip
-            self._present_unbuffered(batch, sqnorms, rule, int(cursor[0]))
-            cursor[0] += 1
-        self._stream_learned(batch, updates_before)
-        return seen + batch.n_examples, answers.binary_answers(scores)
-
-    # -- prediction ----------------------------------------------------------------------
-
-    def decision_function(self, X: Any) -> npt.NDArray[np.float64]:
-        """w . x + rho * beta for every row of X (features never seen weigh 0)."""
-        indptr, indices, values = as_rows(X)
-        return scaled_decisions((indptr, indices, values), self.state.weights,
-                                self.output_scale, self.intercept_)  # fmt: skip
-
-    def predict(self, X: Any) -> npt.NDArray[np.int64]:
-        """+1 where the decision value is positive, -1 elsewhere."""
-        return np.where(self.decision_function(X) > 0.0, 1, -1).astype(np.int64)
-
-    def margin_scores(self, X: Any) -> npt.NDArray[np.float64]:
-        """Decision values in margin units: w . x + b over :meth:`margin_unit` (in the
-        units of ``coef_``); the decision values themselves before the first update."""
-        factor = self._margin_factor()
-        scores = self.decision_function(X)
-        return scores * factor if math.isfinite(factor) else scores
-
-    def _margin_factor(self) -> float:
-        """1 / (:meth:`margin_unit` in the units of ``coef_``); NaN before the first update."""
-        unit = self.margin_unit()
-        return 1.0 / (unit * self._output_factor()) if unit > 0.0 else math.nan
-
-    def calibration(self) -> Platt:
-        """The Platt scaling of :meth:`margin_scores` that :meth:`predict_proba` uses:
-        the one :meth:`fix_calibration` set, else :meth:`window_calibration`."""
-        if self._fixed_calibration is not None:
-            return self._fixed_calibration
-        return self.window_calibration()
-
-    def fix_calibration(self, platt: Platt | None) -> None:
-        """Use ``platt`` for the probabilities from now on (None: the window's again);
-        a learning group sets the one its members agree on."""
-        self._fixed_calibration = platt
-
-    def window_calibration(self) -> Platt:
-        """The Platt scaling of :meth:`margin_scores` fitted on the window (the buffered
-        examples; an even sample of 8192 of them in a larger window) with the current
-        model.
-
-        It is fitted again when a replay has run since, or when the examples learned
-        since have reached the count it was fitted at (16 at least, 256 at most): a
-        function of counts, so the same calls give the same probabilities.
-        """
-        state = self.state
-        fitted = self._calibrated
-        if fitted is not None:
-            platt, examples, passes = fitted
-            if passes == state.passes and not calibration_due(examples, state.examples_seen):
-                return platt
-        buffer = self.state.buffer
-        sample = buffer.examples(stride=calibration_stride(len(buffer)))
-        z = self.margin_scores((sample.indptr, sample.indices, sample.values))
-        platt = fit_platt(z, sample.labels)
-        self._calibrated = (platt, state.examples_seen, state.passes)
-        return platt
-
-    def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
-        """Calibrated probabilities: one row per example, the columns for -1 and +1
-        (:meth:`calibration`)."""
-        positive = calibrated(self.decision_function(X), self._margin_factor(), self.calibration())
-        return np.column_stack([1.0 - positive, positive])
-
-    def class_probabilities(self, X: Any) -> npt.NDArray[np.float64]:
-        """:meth:`predict_proba` (the model interface's name for a distribution over the
-        classes)."""
-        return self.predict_proba(X)
-
-    def predictor(self) -> BinaryPredictor:
-        """A frozen copy that answers as this learner does now, from any thread."""
-        state = self.state
-        return BinaryPredictor(
-            weights=state.weights[: state.n_features].copy(),
-            scale=self.output_scale,
-            intercept=self.intercept_,
-            margin_factor=self._margin_factor(),
-            calibration=self.calibration(),
-        )
-
-    def predictor_of(
-        self,
-        weights: npt.NDArray[np.float64],
-        *,
-        beta: float,
-        updates: float,
-        slack: float,
-        calibration: Platt,
-        delta: float | None = None,
-    ) -> BinaryPredictor:
-        """A frozen copy of another model held in this learner's units: the dual
-        combination with w = ``weights``, beta, t = ``updates`` and sum alpha_k^2 =
-        ``slack`` (a learning group's common model, the sum of its members' shares),
-        answering with ``calibration``. Its margin unit is that model's ||a||^2 / t,
-        under ``delta`` (default: this learner's Delta).
-
-        >>> from streamlearn import PDM
-        >>> learner = PDM(delta=1.0).learn(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([1, -1]))
-        >>> state = learner.state
-        >>> copy = learner.predictor_of(state.weights[:2], beta=state.beta,
-        ...     updates=state.updates, slack=state.buffered_slack(),
-        ...     calibration=learner.calibration())
-        >>> rows = (np.array([0, 1, 2]), np.array([0, 1], dtype=np.int32), np.array([2.0, 1.0]))
-        >>> copy.answer(rows) == learner.predictor().answer(rows)
-        True
-        """
-        state = self.state
-        delta_sq = state.delta_sq if delta is None else delta * delta
-        sqnorm = (
-            state.scale * state.scale * (float(weights @ weights) + beta * beta + delta_sq * slack)
-        )
-        unit = sqnorm / updates if updates > 0.0 and sqnorm > 0.0 else math.nan
-        scale = self.output_scale
-        return BinaryPredictor(
-            weights=np.array(weights, dtype=np.float64),
-            scale=scale,
-            intercept=float(self.rho * beta * scale),
-            margin_factor=1.0 / (unit * self._output_factor()) if unit > 0.0 else math.nan,
-            calibration=calibration,
-        )
-
-    def allocated_bytes(self) -> int:
-        """Bytes of the weights and the replay buffer as allocated."""
-        return int(self.state.weights.nbytes) + self.state.buffer.allocated_bytes
+        return seen + rows.n_examples, learn_and_answer_in_one_pass(self, rows, questions, before)
 
     def learners(self) -> list[LinearLearner]:
         """This learner, alone (the model interface's list of binary learners)."""
         return [self]
 
-    #: what :meth:`prediction_lines` writes: decision values, or labels +1/-1
-    outputs: ClassVar[tuple[str, ...]] = answers.BINARY_OUTPUTS
-    label_output: ClassVar[str] = "labels"
-    #: what :meth:`answers` writes: ``"score label"`` text
-    answer_type: ClassVar[str] = "text/plain; charset=utf-8"
-
-    def answers(self, X: Any) -> list[bytes]:
-        """Each row's prediction as the daemon sends it: ``"score label"`` (label +1
-        where the score is positive, else -1)."""
-        return answers.binary_answers(self.decision_function(X))
-
-    def prediction_lines(self, rows: ParsedRows, output: str) -> Iterator[str]:
-        """One line per parsed line: the decision value (``scores``) or the label
-        ``1``/``-1`` (``labels``); a rejected line gives ``nan`` (or ``0``)."""
-        scores = (
-            self.decision_function((rows.indptr, rows.indices, rows.values))
-            if rows.n_rows
-            else np.zeros(0)
-        )
-        return answers.binary_lines(rows, scores, output)
-
-    def evaluate(
-        self, parts: Iterable[ParsedRows], on_rejected: Callable[[list[Rejected]], None]
-    ) -> dict[str, Any]:
-        """Binary figures (accuracy, precision, recall, F1, average precision, AUC) on
-        labelled rows; rows without one binary label go to ``on_rejected``."""
-        return answers.evaluate_binary(self, parts, on_rejected)
-
-    def exported_weights(self) -> npt.NDArray[np.float64]:
-        """``coef_``."""
-        return self.coef_
-
-    def buffer_rows(self) -> LabelledRows:
-        """The buffered examples, oldest first, each with its label +1 or -1."""
-        held = self.state.buffer.examples()
-        singletons = np.arange(held.n_examples + 1, dtype=np.int64)
-        return LabelledRows(
-            held.indptr, held.indices, held.values, singletons, held.labels.astype(np.float64)
-        )
-
     def describe(self) -> dict[str, Any]:
         """What ``inspect`` shows: algorithm, parameters, Delta, intercept and the summary."""
-        summary = self.summary()
-        return {
-            "algorithm": self.algorithm,
-            "params": self.plain_params(),
-            "delta": self.delta_,
-            "intercept": self.intercept_,
-            **{k: v for k, v in summary.items() if k not in ("algorithm", "delta")},
-        }
-
-    # -- certificate ---------------------------------------------------------------------
-
-    def margin_upper_bound(self) -> float:
-        """An upper bound on the buffer's maximum directional margin.
-
-        ||a|| / t for a run of perceptron updates without eviction; in general
-        ||h|| / s with h the buffered examples' share of a (see
-        :class:`~streamlearn.learn.certificate.Certificate`).
-        """
-        return certificate(self.state, self.rho).upper_bound
-
-    def class_margins(self) -> tuple[float, float]:
-        """min a . y_k / ||a|| over the buffered negatives and positives (inf if none)."""
-        return certificate(self.state, self.rho).class_margins()
-
-    @property
-    def converged(self) -> bool:
-        """True when the last full replay pass made no update and nothing changed since."""
-        return self.state.converged
-
-    def summary(self) -> dict[str, Any]:
-        """Counts and the margin certificate of the current solution on the buffer.
-
-        ``margin_achieved`` is gamma_d' = min_k a . y_k / ||a|| over the buffer,
-        ``margin_upper_bound`` bounds the buffer's maximum margin from above and
-        ``certified_gap`` = 1 - margin_achieved / margin_upper_bound bounds how far the
-        solution is from the maximum margin, relatively: it lies in [0, 1] while the
-        achieved margin is positive (up to rounding), and exceeds 1 while some buffered
-        example is still on the wrong side. All three are about the buffered examples;
-        they stay valid after eviction (see
-        :class:`~streamlearn.learn.certificate.Certificate`).
-        """
-        state = self.state
-        weights = state.weights[: state.n_features]
-        stats = state.stats
-        found = certificate(state, self.rho)
-        negative, positive = found.class_margins()
-        with_counts = min(negative, positive) if len(state.buffer) else math.nan
-        achieved = found.achieved if len(state.buffer) else math.nan
-        bound = found.upper_bound
-        gap = 1.0 - achieved / bound if math.isfinite(bound) and bound > 0 else math.nan
-        if -ROUNDING_GAP < gap < 0.0:  # rounding, as when the margin meets its bound
-            gap = 0.0
-        return {
-            "algorithm": self.algorithm,
-            "examples": state.examples_seen,
-            "updates": self.updates,
-            "update_events": int(stats[0]),
-            "presentations": int(stats[1]),
-            "mini_epochs": int(stats[2]),
-            "stream_mistakes": int(stats[3]),
-            "active_set_examples": {
-                level: int(stats[STAT_LEVEL1 + level - 1]) for level in (1, 2, 3)
-            },
-            "passes": state.passes,
-            "converged": state.converged,
-            "stopped_by": state.stopped_by if state.converged else None,
-            "margin_achieved": achieved,
-            "margin_with_slack_counts": with_counts,
-            "margin_negative": negative,
-            "margin_positive": positive,
-            "margin_upper_bound": bound,
-            "certified_gap": gap,
-            # of coef_, without making it (a copy as large as the largest feature index)
-            "weight_norm": math.sqrt(float(weights @ weights)) * abs(self.output_scale),
-            "delta": state.delta,
-            "n_features": state.n_features,
-            "buffer_examples": len(state.buffer),
-            "buffer_capacity": state.buffer.max_examples,
-            "buffer_nnz": state.buffer.nnz,
-            "buffer_evicted": state.buffer.evicted,
-            "evictions_to_forget": self.evictions_to_forget,
-            "forget": self.forget,
-            "pending_examples": self.window.held_examples,
-        }
+        return describe_learner(self)
 
     # -- state dictionaries --------------------------------------------------------------
 
@@ -912,88 +380,18 @@ class LinearLearner:
         del state
 
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue exactly: plain numbers, strings and numpy arrays."""
-        learned = self.state.state_dict()
-        pending = Batch.concatenate(self.window.pending)
-        return {
-            "format": STATE_FORMAT,
-            "version": STATE_VERSION,
-            "algorithm": self.algorithm,
-            "params": self.plain_params(),
-            "delta_value": learned["delta_value"],
-            "weights": learned["weights"],
-            "scalars": learned["scalars"],
-            "stats": learned["stats"],
-            "passes": learned["passes"],
-            "converged": learned["converged"],
-            "stopped_by": learned["stopped_by"],
-            "examples_seen": learned["examples_seen"],
-            "evictions_forgotten": learned["evictions_forgotten"],
-            "defer_until": learned["defer_until"],
-            **self.window.state_dict(),
-            "pending": {
-                "indptr": pending.indptr,
-                "indices": pending.indices,
-                "values": pending.values,
-                "labels": pending.labels,
-            },
-            "buffer": learned["buffer"],
-            "extra": self.extra_state(),
-            "calibration": self._calibration_state(),
-        }
-
-    def _calibration_state(self) -> list[float] | None:
-        """:meth:`calibration`'s fit as ``[slope, examples, passes]``, or None."""
-        if self._calibrated is None:
-            return None
-        platt, examples, passes = self._calibrated
-        return [platt.slope, float(examples), float(passes)]
+        """Everything needed to continue exactly: plain numbers, strings and numpy arrays
+        (:mod:`streamlearn.learn.learner_codec`)."""
+        return encode_learner(self)
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Self:
         """A learner that continues exactly where the one that made ``state`` stopped."""
-        check_state_header(state, STATE_FORMAT, STATE_VERSION, "learner")
-        if state.get("algorithm") != cls.algorithm:
-            raise StateError(
-                f"state is for algorithm {state.get('algorithm')!r}, not {cls.algorithm!r}"
-            )
-        try:
-            params = dict(state["params"])
-            if params.get("active_sets") is not None:
-                params["active_sets"] = ActiveSetSchedule.from_dict(params["active_sets"])
-            params.setdefault("forget", FORGET_OF_OLD_STATES)
-            learner = cls(**params)
-            learner.load_state(state)
-        except StateError:
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            raise StateError(f"incomplete or malformed learner state: {exc}") from exc
-        return learner
+        return restore_learner(cls, state)
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Continue from ``state`` (:meth:`state_dict`'s) under this learner's parameters."""
-        pending = state["pending"]
-        held = Batch.from_csr(
-            pending["indptr"], pending["indices"], pending["values"], pending["labels"]
-        )
-        learned = LearnerState.from_state(state)
-        if learned.buffer.max_examples != (self.buffer_size or learned.buffer.max_examples) or (
-            learned.buffer.max_nnz != (self.buffer_nnz or learned.buffer.max_nnz)
-        ):
-            raise StateError("replay buffer capacity in the state differs from the parameters")
-        check_state_rows(state["buffer"]["indices"], learned.n_features, held)
-        self.state = learned
-        self.window = AutoDeltaWindow.for_buffer(
-            learned.buffer.max_examples, self.rho, Batch.concatenate, self.delta
-        )
-        self.window.load(state, held)
-        self.load_extra_state(state["extra"])
-        saved = state.get("calibration")  # absent from states of 0.1.0's betas
-        self._calibrated = None
-        if saved is not None:
-            slope, examples, passes = (float(v) for v in saved)
-            require_finite("calibration", np.array([slope]))
-            self._calibrated = (Platt(slope), int(examples), int(passes))
+        load_learner(self, state)
 
 
 def refuse_rebuilding(held: dict[str, Any], params: dict[str, Any]) -> None:
@@ -1056,27 +454,6 @@ def arena_cells(indptr: npt.NDArray[np.int64]) -> int:
     return int(np.maximum(np.diff(indptr), 1).sum())
 
 
-def check_state_rows(buffer_indices: Any, n_features: int, pending: Any) -> None:
-    """Refuse a state whose parts disagree where the kernels would read outside the
-    weights: buffered examples with features beyond them, or pending examples (anything
-    with CSR ``indptr``, ``indices``, ``values``) with a negative index or a value that
-    is not finite.
-
-    >>> check_state_rows(np.array([0, 4]), 4, Batch.from_csr([0], [], [], []))
-    Traceback (most recent call last):
-    ...
-    streamlearn.errors.StateError: the replay buffer holds feature indices beyond the weights
-    """
-    stored = np.asarray(buffer_indices)
-    if stored.shape[0] and int(stored.max()) >= n_features:
-        raise StateError("the replay buffer holds feature indices beyond the weights")
-    if pending.indptr.shape[0] == 1:
-        return
-    code, _ = check_rows(pending.indptr, pending.indices, pending.values)
-    if code not in (RowStatus.OK, RowStatus.NOT_CANONICAL):
-        raise StateError("the pending examples hold a negative index or a non-finite value")
-
-
 def _binary_rows(rows: LabelledRows) -> Batch:
     """Rows with label sets as a batch: each must hold one label of +1, -1 or 0."""
     counts = np.diff(rows.label_ptr)
@@ -1089,7 +466,6 @@ def _binary_rows(rows: LabelledRows) -> Batch:
 __all__ = [
     "LinearLearner",
     "arena_cells",
-    "check_state_rows",
     "refuse_rebuilding",
     "refuse_small_buffer",
 ]

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from streamlearn.learn.params import plain_params
+
 if TYPE_CHECKING:
     from streamlearn.learn.model import Model
 
@@ -49,7 +51,7 @@ def describe(model: Model, summary: dict[str, Any], examples: int) -> dict[str, 
     return {
         "algorithm": model.algorithm,
         "kind": kind,
-        "params": model.model_params(),
+        "params": plain_params(model.get_params()),
         "examples": examples,
         "held_examples": summary["pending_examples"],
         "updates": summary["updates"],

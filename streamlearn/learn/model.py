@@ -57,6 +57,11 @@ class Model(Protocol):
         ...
 
     @property
+    def one_vs_rest(self) -> bool:
+        """Whether the model is a bank of one learner per label."""
+        ...
+
+    @property
     def converged(self) -> bool:
         """Whether the last full replay pass made no update (every learner's)."""
         ...
@@ -230,18 +235,15 @@ class Model(Protocol):
         """What ``inspect`` shows of the model."""
         ...
 
-    def model_params(self) -> dict[str, Any]:
-        """The parameters that define the model (plain values): the learner's, and for a
-        bank ``one_vs_rest`` (and ``tau_pos_kappa`` when set)."""
-        ...
-
-    def learner_params(self) -> dict[str, Any]:
-        """The learners' parameters, as passed to their class."""
+    def get_params(self) -> dict[str, Any]:
+        """The parameters that define the model, as passed: the learners' (those of their
+        class), and for a bank ``one_vs_rest=True`` (and ``tau_pos_kappa`` when set);
+        :func:`~streamlearn.learn.params.plain_params` gives them as a state writes them."""
         ...
 
     def with_params(self, params: dict[str, Any]) -> Self:
         """This model's state under new learner parameters (refused for those the state
-        was built with)."""
+        was built with; a bank's own parameters stay as they are)."""
         ...
 
     def state_dict(self) -> dict[str, Any]:

@@ -170,9 +170,9 @@ class OneExamplePath:
     def hold(self, n: int, sign: float) -> int:
         """Learn the raw example of ``n`` entries while the learner's window watches its
         first examples (``delta='auto'``, ``'first'``): the first gives the provisional
-        Delta, and the one that fills the window settles it (the learner's
-        ``_settle_delta``, as its batch path does). 0, or the negated status of a refused
-        example (nothing learned)."""
+        Delta, and the one that fills the window settles it
+        (:func:`~streamlearn.learn.learner_delta.settle_delta`, as the learner's batch path
+        does). 0, or the negated status of a refused example (nothing learned)."""
         blocks = self._blocks
         assert self.watching and blocks is not None
         m = single.canonical(n, self.state[0].shape[0], blocks.F, blocks.Z)

@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from streamlearn.errors import InvalidInputError
 from streamlearn.learn.model import Model
+from streamlearn.learn.params import plain_params
 from streamlearn.learn.predictor import BankPredictor, BinaryPredictor
 
 #: the opset the graph is written for
@@ -116,8 +117,8 @@ def export_onnx(model: Model) -> bytes:
     made = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                              producer_name="streamlearn")  # fmt: skip
     made.ir_version = 8  # readable by onnxruntime releases of the last years
-    metadata = {"algorithm": model.algorithm, "params": json.dumps(model.model_params()),
-                "kind": predictor.kind}  # fmt: skip
+    params = json.dumps(plain_params(model.get_params()))
+    metadata = {"algorithm": model.algorithm, "params": params, "kind": predictor.kind}
     if labels is not None:
         metadata["labels"] = json.dumps(labels)
     helper.set_model_props(made, metadata)

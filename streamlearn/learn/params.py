@@ -306,3 +306,43 @@ FORGET_OF_OLD_STATES = "never"
 #: streamlearn (``buffer_size=None``, ``buffer_nnz=None``)
 STREAM_BUFFER_SIZE = 100_000
 STREAM_BUFFER_NNZ = 10_000_000
+#: what a one-vs-rest bank's parameters add to those of its learners
+BANK_PARAMS = ("one_vs_rest", "tau_pos_kappa")
+
+
+def plain_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Parameters as a state or a report writes them: the active-set schedule as a plain
+    dict (or None), every other value as it is.
+
+    >>> plain = plain_params({"eps": 0.1, "active_sets": ActiveSetSchedule(shrink=True)})
+    >>> plain["eps"], plain["active_sets"]["shrink"]
+    (0.1, True)
+    """
+    plain = dict(params)
+    if isinstance(plain.get("active_sets"), ActiveSetSchedule):
+        plain["active_sets"] = plain["active_sets"].to_dict()
+    return plain
+
+
+def params_from_plain(plain: dict[str, Any]) -> dict[str, Any]:
+    """A learner's parameters from :func:`plain_params`' form (a state's): the active-set
+    schedule rebuilt, and ``forget`` of a state written before it existed.
+
+    >>> params_from_plain({"eps": 0.1, "active_sets": None})
+    {'eps': 0.1, 'active_sets': None, 'forget': 'never'}
+    """
+    params = dict(plain)
+    if params.get("active_sets") is not None:
+        params["active_sets"] = ActiveSetSchedule.from_dict(params["active_sets"])
+    params.setdefault("forget", FORGET_OF_OLD_STATES)
+    return params
+
+
+def without_bank_params(params: dict[str, Any]) -> dict[str, Any]:
+    """A model's parameters without those a bank adds (:data:`BANK_PARAMS`): what its
+    learners' class takes.
+
+    >>> without_bank_params({"eps": 0.1, "one_vs_rest": True, "tau_pos_kappa": -3.0})
+    {'eps': 0.1}
+    """
+    return {name: value for name, value in params.items() if name not in BANK_PARAMS}

@@ -28,13 +28,16 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from streamlearn._kernels import BINARY_ANSWER_CHARS, binary_answers, decision_values
 from streamlearn.learn.calibration import Platt
+
+if TYPE_CHECKING:
+    from streamlearn.learn.binary_view import BinaryModelView
 
 #: rows as CSR arrays: (indptr, indices, values)
 Rows = tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float64]]
@@ -151,6 +154,46 @@ class BinaryPredictor:
         out = np.empty(2 + scores.shape[0] * BINARY_ANSWER_CHARS, dtype=np.uint8)
         end = binary_answers(scores, probabilities, out, 0)
         return out[:end].tobytes()
+
+
+def dual_predictor(
+    learner: BinaryModelView,
+    weights: npt.NDArray[np.float64],
+    *,
+    beta: float,
+    updates: float,
+    slack: float,
+    calibration: Platt,
+    delta: float | None = None,
+) -> BinaryPredictor:
+    """A frozen copy of another model held in ``learner``'s units: the dual combination
+    with w = ``weights``, beta, t = ``updates`` and sum alpha_k^2 = ``slack`` (a learning
+    group's common model, the sum of its members' shares), answering with
+    ``calibration``. Its margin unit is that model's ||a||^2 / t, under ``delta``
+    (default: the learner's Delta).
+
+    >>> from streamlearn import PDM
+    >>> learner = PDM(delta=1.0).learn(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([1, -1]))
+    >>> state = learner.state
+    >>> copy = dual_predictor(learner, state.weights[:2], beta=state.beta,
+    ...     updates=state.updates, slack=state.buffered_slack(),
+    ...     calibration=learner.calibration())
+    >>> rows = (np.array([0, 1, 2]), np.array([0, 1], dtype=np.int32), np.array([2.0, 1.0]))
+    >>> copy.answer(rows) == learner.predictor().answer(rows)
+    True
+    """
+    state = learner.state
+    delta_sq = state.delta_sq if delta is None else delta * delta
+    sqnorm = state.scale * state.scale * (float(weights @ weights) + beta * beta + delta_sq * slack)
+    unit = sqnorm / updates if updates > 0.0 and sqnorm > 0.0 else math.nan
+    scale = learner.output_scale
+    return BinaryPredictor(
+        weights=np.array(weights, dtype=np.float64),
+        scale=scale,
+        intercept=float(learner.rho * beta * scale),
+        margin_factor=1.0 / (unit * learner.rule_output_factor()) if unit > 0.0 else math.nan,
+        calibration=calibration,
+    )
 
 
 @dataclass(frozen=True)

@@ -27,12 +27,17 @@ on an endless stream follows the window, as the learner does.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
+from streamlearn.learn.calibration import Platt, fit_platt
+from streamlearn.learn.window_calibration import calibration_due, calibration_stride
 from streamlearn.types import Batch
+
+if TYPE_CHECKING:
+    from streamlearn.learn.state import LearnerState
 
 #: samples are this many examples apart at most (for models of up to 256 * 256 weights)
 MAX_INTERVAL = 256
@@ -89,6 +94,20 @@ class WeightAverage:
         current = self.weights.shape[0]
         if n > current:
             self.weights = np.concatenate([self.weights, np.zeros(n - current)])
+
+    def calibration(
+        self, state: LearnerState, fitted: tuple[Platt, int, int] | None
+    ) -> tuple[Platt, int, int]:
+        """Platt scaling of the averaged decision values, fitted on the window of the
+        learner's ``state`` (as ``LinearLearner.window_calibration`` fits the live ones,
+        and as often), with the examples and passes it was fitted at: ``fitted`` (the last
+        fit, or None) while it is not due again."""
+        if fitted is not None:
+            _, examples, passes = fitted
+            if passes == state.passes and not calibration_due(examples, state.examples_seen):
+                return fitted
+        sample = state.buffer.examples(stride=calibration_stride(len(state.buffer)))
+        return fit_platt(self.scores(sample), sample.labels), state.examples_seen, state.passes
 
     def scores(self, batch: Batch) -> npt.NDArray[np.float64]:
         """The averaged decision values (margin units) of the rows of ``batch``."""

@@ -72,6 +72,7 @@ from streamlearn.errors import (
 )
 from streamlearn.learn import LEARNERS, LearnerEntry, LinearLearner
 from streamlearn.learn.bank import ModelBank
+from streamlearn.learn.params import plain_params, without_bank_params
 from streamlearn.river.features import HASH_CACHE_SIZE, check_value, stable_hash
 from streamlearn.river.options import (
     COMMON_OPTIONS,
@@ -356,11 +357,11 @@ class BankClassifierBase(StateRoundTrips, base.Estimator):
     @staticmethod
     def params_of(model: Any) -> dict[str, Any]:
         """The parameters of the bank's learners."""
-        return dict(model.learner_params())
+        return without_bank_params(model.get_params())
 
     def model_plain_params(self) -> dict[str, Any]:
         """The bank's learners' plain parameters."""
-        return self._bank.base.plain_params()
+        return plain_params(self._bank.base.get_params())
 
 
 class OneVsRestClassifierBase(BankClassifierBase, base.Classifier):

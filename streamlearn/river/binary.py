@@ -78,8 +78,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import numbers
-import reprlib
 import struct
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any, ClassVar, Self
@@ -87,14 +85,14 @@ from typing import Any, ClassVar, Self
 import numpy as np
 from river import base
 
-from streamlearn._kernels.rows import MAX_ROW_SQNORM
-from streamlearn.errors import InvalidInputError, InvalidParameterError
+from streamlearn.errors import InvalidParameterError
 from streamlearn.learn import LEARNERS, LearnerEntry, LinearLearner
-from streamlearn.learn.base import calibration_due, calibration_stride
-from streamlearn.learn.calibration import Platt, fit_platt
+from streamlearn.learn.calibration import Platt
 from streamlearn.learn.one_example import OneExamplePath
+from streamlearn.learn.params import plain_params
 from streamlearn.river.average import WeightAverage
-from streamlearn.river.features import HASH_CACHE_SIZE, check_value, stable_hash
+from streamlearn.river.features import FeatureNames, check_value, refuse_example
+from streamlearn.river.labels import BinaryLabels
 from streamlearn.river.options import (
     AVERAGE,
     COMMON_OPTIONS,
@@ -124,17 +122,6 @@ def _packer(n: int) -> Callable[..., None]:
     if packer is None:
         packer = _PACKERS[n] = struct.Struct(f"@{2 * n}d").pack_into
     return packer
-
-
-def _natural_sign(label: Any) -> float | None:
-    if isinstance(label, bool | np.bool_):
-        return 1.0 if label else -1.0
-    if isinstance(label, numbers.Real):
-        if label == 1:
-            return 1.0
-        if label in (0, -1):
-            return -1.0
-    return None
 
 
 class LearnerClassifier(StateRoundTrips, base.Classifier):
@@ -180,9 +167,8 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
     # -- state ----------------------------------------------------------------------------
 
     def _new_learner(self) -> None:
-        self._index: dict[Hashable, float] = {}
-        self._signs: dict[Hashable, float] = {}
-        self._labels: list[Hashable] = []
+        self._use_names(FeatureNames(self.n_features))
+        self._new_labels()
         self._seen = 0
         self._start(self.learner_class(**self._learner_params()))
 
@@ -192,7 +178,6 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         self._learner = learner
         self._average = average or WeightAverage(learner.state.buffer.max_examples)
         self._hashing = self.n_features is not None
-        self._lookup: Callable[[Hashable], float] = self._index.__getitem__
         self._schedule = replay_schedule(
             self.replay_every, self.replay_passes, learner.state.buffer.max_examples
         )
@@ -207,13 +192,20 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         self._last_x: dict[Hashable, Any] | None = None
         #: label of the last predicted example, learned at the next call (0: none)
         self._deferred = 0.0
-        self._set_labels()
+        self._pos, self._neg = self._labelling.predicted()
         self._path = OneExamplePath(learner, self._take_path)
         self._path.bind(self._names_room())
 
     def _names_room(self) -> int:
         """Weights the feature names need before any example has them."""
-        return int((self.n_features if self._hashing else len(self._index)) or 0)
+        return self._names.room()
+
+    def _use_names(self, names: FeatureNames) -> None:
+        """Feature names from ``names``; the hot loop looks them up in its map (the same
+        dict) through ``_lookup``."""
+        self._names = names
+        self._index = names.index
+        self._lookup: Callable[[Hashable], float] = names.index.__getitem__
 
     def _take_path(self, new_blocks: bool) -> None:
         """Keep what the hot loop reads of the path (it changed). The loop calls the
@@ -292,53 +284,14 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
 
     # -- labels --------------------------------------------------------------------------
 
-    def _sign_of_new_label(self, y: Any) -> tuple[Any, float]:
-        """The label as it will be kept and its sign, for a label not seen yet; refuses
-        a third one. Nothing is recorded: :meth:`_add_label` does, once its example has
-        been accepted."""
-        try:
-            hash(y)
-        except TypeError as exc:
-            raise InvalidInputError(f"labels must be hashable, got {y!r}") from exc
-        if isinstance(y, np.bool_):
-            y = bool(y)
-        if len(self._labels) == 2:
-            raise InvalidInputError(
-                f"{type(self).__name__} is a binary classifier: got a third label {y!r} "
-                f"after {self._labels[0]!r} and {self._labels[1]!r}"
-            )
-        taken = set(self._signs.values())
-        if self.pos_label is not None:
-            sign = 1.0 if y == self.pos_label else -1.0
-            if sign in taken:
-                raise InvalidInputError(
-                    f"labels {self._labels[0]!r} and {y!r} both differ from pos_label="
-                    f"{self.pos_label!r}: a binary classifier needs pos_label among them"
-                )
-        else:
-            natural = _natural_sign(y)
-            if natural is not None and natural not in taken:
-                sign = natural
-            else:
-                sign = -1.0 if -1.0 not in taken else 1.0
-        return y, sign
+    def _new_labels(self) -> None:
+        """No label yet: the hot loop reads their signs through ``_signs`` (the same dict)."""
+        self._labelling = BinaryLabels(type(self).__name__)
+        self._signs = self._labelling.signs
 
     def _add_label(self, y: Any, sign: float) -> None:
-        self._signs[y] = sign
-        self._labels.append(y)
-        self._set_labels()
-
-    def _set_labels(self) -> None:
-        """The labels predicted for a positive and a non-positive decision value."""
-        by_sign: dict[float, Any] = {sign: label for label, sign in self._signs.items()}
-        if not by_sign:
-            self._pos, self._neg = True, False
-            return
-        if len(by_sign) == 1:
-            ((sign, label),) = by_sign.items()
-            other: Any = (not label) if isinstance(label, bool) else label
-            by_sign[-sign] = other
-        self._pos, self._neg = by_sign[1.0], by_sign[-1.0]
+        self._labelling.add(y, sign)
+        self._pos, self._neg = self._labelling.predicted()
 
     # -- examples ----------------------------------------------------------------------
 
@@ -353,7 +306,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         indices: list[float] = []
         kept: list[Any] = []
         for key, value in zip(keys, values, strict=True):
-            i = self._index_of(key, learning)
+            i = self._names.index_of(key, learning, self._path.ensure_weights)
             if i is not None:
                 indices.append(i)
                 kept.append(value)
@@ -363,37 +316,6 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             self._path.grow_workspace(n)
         _packer(n)(self._F, self._raw_at, *indices, *kept)
         return n, n == len(keys)
-
-    def _index_of(self, key: Hashable, learning: bool) -> float | None:
-        try:
-            i = self._index.get(key)
-        except TypeError as exc:
-            raise InvalidInputError(f"feature names must be hashable, got {key!r}") from exc
-        if i is not None:
-            return i
-        if self._hashing:
-            if len(self._index) >= HASH_CACHE_SIZE:
-                self._index.clear()
-            i = float(stable_hash(key) % int(self.n_features or 1))
-        elif learning:
-            i = float(len(self._index))
-            self._path.ensure_weights(len(self._index) + 1)
-        else:
-            return None
-        self._index[key] = i
-        return i
-
-    def _reject(self, x: Mapping[Hashable, Any], status: int) -> None:
-        for key, value in x.items():
-            check_value(key, value)
-        if status == RowStatus.BAD_INDEX:
-            raise InvalidInputError("a feature index is out of range")  # not reachable from dicts
-        if status == RowStatus.TOO_LARGE:
-            raise InvalidInputError(
-                f"the values of {reprlib.repr(dict(x))} are too large: the sum of their squares "
-                f"is above {MAX_ROW_SQNORM:g}"
-            )
-        raise InvalidInputError(f"cannot use example {dict(x)!r} (status {status})")
 
     # -- learning --------------------------------------------------------------------
 
@@ -405,7 +327,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             known = None
         new_label = known is None
         if known is None:
-            y, sign = self._sign_of_new_label(y)
+            y, sign = self._labelling.sign_of_new(y, self.pos_label)
         else:
             sign = known
         if x == self._last_x:
@@ -430,13 +352,13 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             if self._holding:
                 status = self._path.hold(n, sign)
                 if status:
-                    self._reject(x, -status)
+                    refuse_example(x, -status)
             else:
                 learn = self._learn  # a local: see _take_path
                 status = learn(n, sign, self._state)
                 if status:
                     if status not in (_NEED_ARENA, _UNBUFFERED):
-                        self._reject(x, -status)
+                        refuse_example(x, -status)
                     self._path.settle(sign, status)
         if new_label:  # only now: a refused example leaves no label behind
             self._add_label(y, sign)
@@ -521,7 +443,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             f: float = answer(n, *self._answer_args)
             if f == f:
                 return f
-        self._reject(x, int(self._path.status))
+        refuse_example(x, int(self._path.status))
         return math.nan
 
     def predict_one(self, x: dict[Hashable, Any], **kwargs: Any) -> Any:
@@ -559,23 +481,14 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         elif updates > 0.0 and sqnorm > 0.0:
             unit = sqnorm if self._convex else sqnorm / updates
             positive = self.learner.calibration().probability_one(f / unit)
-        if self._pos == self._neg and len(self._labels) == 1:
+        if self._pos == self._neg and len(self._labelling.labels) == 1:
             return {self._pos: 1.0}
         return {self._neg: 1.0 - positive, self._pos: positive}
 
     def _average_calibration(self) -> Platt:
-        """Platt scaling of the averaged decision values, fitted on the window (as
-        ``LinearLearner.window_calibration`` fits the live ones, and as often)."""
-        state = self.learner.state
-        fitted = self._average_platt
-        if fitted is not None:
-            platt, examples, passes = fitted
-            if passes == state.passes and not calibration_due(examples, state.examples_seen):
-                return platt
-        sample = state.buffer.examples(stride=calibration_stride(len(state.buffer)))
-        platt = fit_platt(self._average.scores(sample), sample.labels)
-        self._average_platt = (platt, state.examples_seen, state.passes)
-        return platt
+        """Platt scaling of the averaged decision values (:meth:`WeightAverage.calibration`)."""
+        self._average_platt = self._average.calibration(self.learner.state, self._average_platt)
+        return self._average_platt[0]
 
     # -- state dictionaries -------------------------------------------------------------
 
@@ -593,8 +506,8 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             "adapter": type(self).__name__,
             "options": self._options(),
             "learner": learner.state_dict(),
-            "names": [] if self._hashing else list(self._index),
-            "labels": [[label, sign] for label, sign in self._signs.items()],
+            "names": self._names.names(),
+            "labels": self._labelling.state(),
             "seen": self._seen,
             "average": self._average.state_dict() if self._averaging else None,
         }
@@ -603,12 +516,9 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         """Continue with the learner ``model`` and the names, labels and count of
         ``state``."""
         names = [] if self.n_features is not None else state["names"]
-        self._index = {name: float(i) for i, name in enumerate(names)}
-        self._signs = {}
-        self._labels = []
-        for label, sign in state["labels"]:
-            self._signs[label] = float(sign)
-            self._labels.append(label)
+        self._use_names(FeatureNames(self.n_features, names))
+        self._new_labels()
+        self._labelling.load(state["labels"])
         self._seen = int(state["seen"])
         average = None
         saved = state.get("average")
@@ -638,7 +548,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
 
     def model_plain_params(self) -> dict[str, Any]:
         """The learner's plain parameters."""
-        return self._learner.plain_params()
+        return plain_params(self._learner.get_params())
 
 
 _OPTIONS_DOC = """

@@ -16,7 +16,7 @@ from streamlearn.replay.shared import SharedReplayBuffer
 def whole_slots(bank: ModelBank) -> ModelBank:
     """``bank`` with every slot of its shared buffer allocated (the layout before slots
     grew)."""
-    bank._buffer.reserve_slots(bank._buffer.max_examples)
+    bank.state.buffer.reserve_slots(bank.state.buffer.max_examples)
     return bank
 
 
@@ -44,7 +44,7 @@ def assert_same_bank(grown: ModelBank, whole: ModelBank) -> None:
 def test_a_bank_whose_slots_grow_learns_as_one_with_every_slot(base: LinearLearner) -> None:
     X, label_sets = multilabel_stream(n=600, seed=3)
     grown, whole = ModelBank(base), whole_slots(ModelBank(base))
-    assert grown._buffer.signs.shape[1] < 150 == whole._buffer.signs.shape[1]
+    assert grown.state.buffer.signs.shape[1] < 150 == whole.state.buffer.signs.shape[1]
     for start in range(0, 600, 45):
         for bank in (grown, whole):
             bank.learn(X[start : start + 45], label_sets[start : start + 45])
@@ -55,20 +55,20 @@ def test_a_bank_whose_slots_grow_learns_as_one_with_every_slot(base: LinearLearn
             whole = whole_slots(model_from_state(whole.state_dict()))  # type: ignore[arg-type]
     for bank in (grown, whole):
         bank.flush().replay()
-    assert grown._buffer.signs.shape[1] == 150 and grown._buffer.evicted > 0
-    assert grown._buffer.evicted == whole._buffer.evicted
+    assert grown.state.buffer.signs.shape[1] == 150 and grown.state.buffer.evicted > 0
+    assert grown.state.buffer.evicted == whole.state.buffer.evicted
     assert_same_bank(grown, whole)
 
 
 def test_a_small_bank_holds_slots_for_what_it_saw() -> None:
     X, label_sets = multilabel_stream(n=30)
     bank = ModelBank(PDM(eps=0.05, delta=0.5)).learn(X, label_sets)
-    buffer = bank._buffer
+    buffer = bank.state.buffer
     assert buffer.max_examples == 100_000 > buffer.signs.shape[1] == buffer.features.capacity
     assert buffer.allocated_bytes < 50_000
     restored = model_from_state(bank.state_dict())
     assert isinstance(restored, ModelBank)
-    assert restored._buffer.features.capacity < 100
+    assert restored.state.buffer.features.capacity < 100
     assert np.array_equal(restored.decision_function(X), bank.decision_function(X))
 
 

@@ -40,8 +40,8 @@ def test_admit_learn_and_answer(model: Model) -> None:
     assert len(lines) == 5 and lines[2] in ("0", "nan")
     figures = model.evaluate([rows], lambda rejected: None)
     assert figures["examples"] == 4
-    again = model.with_params({**model.learner_params(), "eps": 0.05})
-    assert again.learner_params()["eps"] == 0.05
+    again = model.with_params({**model.get_params(), "eps": 0.05})
+    assert again.get_params()["eps"] == 0.05
     np.testing.assert_array_equal(
         again.decision_function(np.eye(3)), model.decision_function(np.eye(3))
     )
@@ -57,8 +57,8 @@ def test_each_kind_writes_its_answers() -> None:
     assert float(score) > 0 and label == "1"
     document = json.loads(bank.answers(X[:1])[0])
     assert document["label"] == 1 and [entry[0] for entry in document["ranking"]] == [1, -1]
-    assert binary.model_params().get("one_vs_rest") is None
-    assert bank.model_params()["one_vs_rest"] is True
+    assert binary.get_params().get("one_vs_rest") is None
+    assert bank.get_params()["one_vs_rest"] is True
 
 
 def test_a_binary_learner_takes_rows_with_one_binary_label() -> None:

@@ -253,7 +253,7 @@ def test_a_refused_example_leaves_no_label_behind(delta: float | str) -> None:
     with pytest.raises(InvalidInputError, match="not finite"):
         model.learn_one({"a": math.nan}, "ham_typo")
     model.learn_one({"a": -1.0}, "ham")
-    assert model._labels == ["spam", "ham"]
+    assert model._labelling.labels == ["spam", "ham"]
 
 
 def test_unhashable_labels_are_refused() -> None:
@@ -316,7 +316,7 @@ def test_bad_values_inside_the_auto_delta_window() -> None:
 
 
 def test_the_hash_cache_starts_over_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    import streamlearn.river.binary as adapters
+    import streamlearn.river.features as adapters
 
     stream = phishing()[:300]
     large = PDMClassifier(delta=1.0, n_features=32)

@@ -33,6 +33,7 @@ from streamlearn import (
     StateError,
 )
 from streamlearn.checkpoint import decode, encode
+from streamlearn.learn.params import plain_params
 from streamlearn.sklearn import (
     ESTIMATORS,
     PAUMClassifier,
@@ -209,7 +210,7 @@ def test_partial_fit_follows_set_params_as_the_engine_would() -> None:
     )
     estimator.set_params(eps=0.05).partial_fit(X[300:600], y[300:600])
     learner = PDM(eps=0.5, delta=0.1).learn(X[:300], np.where(y[:300], 1, -1))
-    state = {**learner.state_dict(), "params": PDM(eps=0.05, delta=0.1).plain_params()}
+    state = {**learner.state_dict(), "params": plain_params(PDM(eps=0.05, delta=0.1).get_params())}
     continued = PDM.from_state(state).learn(X[300:600], np.where(y[300:600], 1, -1))
     assert estimator.learner_.eps == 0.05
     np.testing.assert_array_equal(estimator.coef_[0], continued.coef_)
