@@ -95,7 +95,7 @@ from streamlearn.config import (
     check_max_labels,
     check_max_weights,
 )
-from streamlearn.drift import DEFAULT_DELTA, DEFAULT_THRESHOLD, PageHinkley
+from streamlearn.drift import DEFAULT_DELTA, DEFAULT_THRESHOLD, DriftWatch, PageHinkley
 from streamlearn.errors import (
     CheckpointError,
     InvalidInputError,
@@ -422,9 +422,9 @@ class Daemon:
         self.outputs = Outputs(sink, dead_letters, self.observer, self.budget, clock,
                                source.stream)  # fmt: skip
         #: the test of the progressive error for a rise (concept drift)
-        self._drift = (
-            None if settings.drift_threshold == 0.0
-            else PageHinkley(settings.drift_delta, settings.drift_threshold)
+        self._drift = None if settings.drift_threshold == 0.0 else DriftWatch(
+            PageHinkley(settings.drift_delta, settings.drift_threshold),
+            self.observer.observe_drift,
         )  # fmt: skip
         self._intake = Intake(
             settings.limits, settings.replay or NO_REPLAY, answering=sink is not None,
@@ -677,25 +677,7 @@ class Daemon:
         self.observer.count_progressive(judged - wrong, wrong)
         if self._drift is not None:
             pieces = done.pieces if done.judged is None and done.pieces else [(judged, wrong)]
-            self._watch_drift(self._drift, pieces)
-
-    def _watch_drift(self, drift: PageHinkley, pieces: list[tuple[int, int]]) -> None:
-        """Test the progressive error of the examples just judged (``pieces``: examples
-        and mistakes, in stream order, the last ending at the stream's count) for a rise:
-        an alarm is logged with the example it came at, and counted."""
-        detected = False
-        at = self.stream_examples - sum(judged for judged, _ in pieces)
-        for judged, wrong in pieces:
-            at += judged
-            if drift.update(judged, wrong):
-                detected = True
-                log.warning(
-                    "drift at example %d: the progressive error rose to %.1f%% (from "
-                    "%.1f%% over the %d examples before; Page-Hinkley alarm %d, threshold "
-                    "%g)", at, 100 * drift.rate_after, 100 * drift.rate_before,
-                    drift.examples_before, drift.detections, drift.threshold,
-                )  # fmt: skip
-        self.observer.observe_drift(drift.statistic, detected)
+            self._drift.watch(pieces, self.stream_examples)
 
     def _count_skipped(self, messages: MessageBatch) -> None:
         """Count the messages that hold no example: null values (tombstones) and empty

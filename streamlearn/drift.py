@@ -21,9 +21,13 @@ True
 
 from __future__ import annotations
 
+import logging
 import math
+from collections.abc import Callable
 
 import numpy as np
+
+log = logging.getLogger("streamlearn.daemon")
 
 #: the tolerance, alarm level and examples before any alarm: river's, but a tolerance of
 #: 0.01 (river: 0.005), which on Adult's progressive error raises fewer false alarms for
@@ -98,3 +102,31 @@ class PageHinkley:
         self.sum = float(sums[-1])
         self.lowest = float(lowest[-1])
         return False
+
+
+class DriftWatch:
+    """A daemon's :class:`PageHinkley` test over the progressive error of what it learns:
+    each alarm logged with the example it came at; ``report`` told the statistic after
+    each batch and whether it alarmed (the metrics)."""
+
+    def __init__(self, test: PageHinkley, report: Callable[[float, bool], None]) -> None:
+        self.test = test
+        self.report = report
+
+    def watch(self, pieces: list[tuple[int, int]], end: int) -> None:
+        """Test the examples just judged, ``pieces`` of (examples, mistakes) in stream
+        order, the last ending at stream example ``end``."""
+        test = self.test
+        detected = False
+        at = end - sum(judged for judged, _ in pieces)
+        for judged, wrong in pieces:
+            at += judged
+            if test.update(judged, wrong):
+                detected = True
+                log.warning(
+                    "drift at example %d: the progressive error rose to %.1f%% (from "
+                    "%.1f%% over the %d examples before; Page-Hinkley alarm %d, threshold "
+                    "%g)", at, 100 * test.rate_after, 100 * test.rate_before,
+                    test.examples_before, test.detections, test.threshold,
+                )  # fmt: skip
+        self.report(test.statistic, detected)
