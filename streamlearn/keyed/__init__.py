@@ -1,13 +1,18 @@
 """Keyed models: one model per message key (per tenant, per product), memory bounded.
 
 ``serve --model-key`` learns each key's messages into a model of its own
-(:mod:`~streamlearn.keyed.models`). Kafka routes a key to one partition, so in a
+(:mod:`~streamlearn.keyed.models`); the keys of a poll whose models learn a plain stream
+are learned in one kernel call (:mod:`~streamlearn.keyed.together_poll`,
+:mod:`~streamlearn.keyed.together`). Kafka routes a key to one partition, so in a
 consumer group each key's model lives on the member that owns its partition. The least
 recently used models leave memory (:mod:`~streamlearn.keyed.registry`) for a compacted
 state topic keyed by model key (:mod:`~streamlearn.keyed.store`; the Kafka side is
 :mod:`streamlearn.sources.kafka_state`), as records of their state
-(:mod:`~streamlearn.keyed.records`), and come back with their next message. The HTTP API
-answers from copies of the models requests name (:mod:`~streamlearn.keyed.copies`).
+(:mod:`~streamlearn.keyed.records`, read and written by
+:mod:`~streamlearn.keyed.state_records`), and come back with their next message. The
+HTTP API answers from copies of the models requests name
+(:mod:`~streamlearn.keyed.copies`); :mod:`~streamlearn.keyed.reports` says what the
+daemon reports of them all.
 """
 
 from __future__ import annotations

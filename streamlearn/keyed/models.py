@@ -37,7 +37,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,31 +44,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from streamlearn.errors import (
-    InvalidParameterError,
-    StateError,
-    StreamlearnError,
-    UndeliveredError,
-    UnknownKeyError,
-)
-from streamlearn.keyed.copies import KeyCopy, KeyedPredictor
-from streamlearn.keyed.records import ModelRecord, decode_record, encode_record
+from streamlearn.errors import InvalidParameterError, UnknownKeyError
+from streamlearn.keyed import reports
+from streamlearn.keyed.copies import Copies, KeyedPredictor
 from streamlearn.keyed.registry import Resident, ResidentModels
 from streamlearn.keyed.rows import KeyGroups, key_ids
+from streamlearn.keyed.state_records import FLUSH_TIMEOUT, StateRecords
 from streamlearn.keyed.store import StateStore
-from streamlearn.keyed.together import (
-    Layout,
-    Layouts,
-    PollRows,
-    learn_together,
-    make_room,
-    needs_room,
-    run_min,
-)
+from streamlearn.keyed.together import Layouts
+from streamlearn.keyed.together_poll import TogetherPoll
 from streamlearn.learn import Model, ModelLimits
-from streamlearn.learn.description import describe
-from streamlearn.learn.params import plain_params
-from streamlearn.learn.stream_learner import stream_learner
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.parse.messages import NO_KEY
 from streamlearn.replay import ReplaySchedule
@@ -79,10 +63,6 @@ log = logging.getLogger("streamlearn.keyed")
 #: models held in memory at most, and their bytes, unless told otherwise
 DEFAULT_MAX_MODELS = 1000
 DEFAULT_MAX_MODEL_BYTES = 1 << 30
-#: seconds a write of records may wait for the broker
-FLUSH_TIMEOUT = 30.0
-#: seconds between two logs of records the broker did not take
-WARN_INTERVAL = 60.0
 #: learning a batch without replay (the daemon paces replay itself)
 NO_REPLAY = ReplaySchedule(every=0)
 _NO_OWNERS = np.empty(0, dtype=np.int64)
@@ -184,35 +164,20 @@ class KeyedModels:
         if key_ttl is not None and not (math.isfinite(key_ttl) and key_ttl > 0):
             raise InvalidParameterError(f"--key-ttl must be a duration > 0, got {key_ttl!r}")
         self._build = build
-        self._restore = restore
         self.store = store
         self.resident = ResidentModels(max_models, max_bytes)
-        self.flush_timeout = flush_timeout
-        self.writer = writer
         self.wall = wall
-        self.clock = clock
         #: answers the questions of keys that have no model
         self.empty = build()
-        #: the partitions whose keys' records the store has read, and those the
-        #: consumer group gave this daemon (read at the next turn, not in its callback)
-        self._open: set[int] = set()
-        self._assigned: set[int] = set()
-        self._tick = 0
+        #: the models' records on the state topic, and the copies for the HTTP API
+        self.records = StateRecords(store, restore, self.empty, flush_timeout=flush_timeout,
+                                    writer=writer, wall=wall, clock=clock)  # fmt: skip
+        self._copies = Copies(self.resident, self.records)
         self._replayed = 0
-        self._written_since_flush = False
-        #: copies for the HTTP API: key -> (the model's version when copied, copy)
-        self._copies: OrderedDict[bytes, tuple[int, KeyCopy | None]] = OrderedDict()
-        self._warned_params = False
-        self._warned_at = -math.inf
         self.created = 0
         self.restored = 0
         self.spilled = 0
-        #: records of the state topic refused: not a model this daemon can go on with
-        self.refused = 0
-        self._refused_logged = -float("inf")
         self.skipped = 0
-        #: records put but not acknowledged by the broker at the last flush
-        self.unwritten = 0
         self.update_events = 0
         self.passes = 0
         self.stream_judged = 0
@@ -222,13 +187,21 @@ class KeyedModels:
         self.key_ttl = key_ttl
         self.expired = 0
         self._next_expiry = -math.inf
-        #: whether the keys of a poll are learned together where they can be; the layouts
-        #: of their models, the keys waiting for the kernel call of their poll (their
-        #: layouts and runs of its rows), and that poll's rows
+        #: whether the keys of a poll are learned together where they can be, the
+        #: layouts of their models, and the poll's keys learned together
         self.together = together
         self._layouts = Layouts()
-        self._waiting: dict[bytes, tuple[Layout, int]] = {}
-        self._poll: PollRows | None = None
+        self._poll_together = TogetherPoll(self._layouts, self.resident, wall)
+
+    @property
+    def refused(self) -> int:
+        """Records of the state topic refused: not a model this daemon can go on with."""
+        return self.records.refused
+
+    @property
+    def unwritten(self) -> int:
+        """Records put but not acknowledged by the broker at the last flush."""
+        return self.records.unwritten
 
     # -- learning and answering ----------------------------------------------------------
 
@@ -240,7 +213,7 @@ class KeyedModels:
     ) -> Applied:
         """Learn each key's labelled rows and answer its questions, in stream order;
         ``schedule`` replays each model after its own examples (its count of them)."""
-        self._open_partitions({int(p) for p in np.unique(batch.partitions).tolist()})
+        self.records.open({int(p) for p in np.unique(batch.partitions).tolist()})
         ids, keys = key_ids(batch.keys)
         labelled = self._groups(batch.labelled, batch, ids)
         questions = self._groups(batch.questions, batch, ids)
@@ -249,7 +222,10 @@ class KeyedModels:
         done.rejected = [Rejected(int(line), NO_KEY, "") for line in keyless]
         ends = _key_ends(ids, batch.partitions, batch.offsets, len(keys))
         answered: list[tuple[int, int, bytes]] = []
-        together = self._together(batch, keys, labelled, questions, schedule)
+        together = self._poll_together.choose(
+            self.empty, batch.offsets, keys, labelled, questions,
+            enabled=self.together and not schedule.enabled,
+        )  # fmt: skip
         held = self.resident
         try:
             for key_id, key in enumerate(keys):
@@ -258,7 +234,9 @@ class KeyedModels:
                 chosen = together.get(key_id)
                 resident = None
                 if chosen is not None:
-                    resident = self._wait_together(key, last_partition, chosen, done)
+                    resident = self._poll_together.wait(key, last_partition, chosen)
+                    if resident is not None:
+                        done.learned += chosen.n
                 if resident is None:
                     answered.extend(self._turn(key, key_id, last_partition, labelled, questions,
                                                batch, limits, schedule, done))  # fmt: skip
@@ -271,10 +249,9 @@ class KeyedModels:
                 if held.over_bounds():
                     self._spill(held.victims(keep=key))
         finally:  # the keys counted as learned are learned, whatever came after them
-            self._learn_waiting()
-            self._poll = None
+            self._learn_waiting(last=True)
         self.skipped += done.skipped
-        self._flush_spills()
+        self.records.flush()
         answered.sort()
         done.answers = [(owner, answer) for _, owner, answer in answered]
         done.rejected.sort(key=lambda item: item.line)
@@ -307,110 +284,14 @@ class KeyedModels:
             rows = rows.select(new, [])
         return self._learn(key, resident, rows, asked, asked_owners, limits, schedule, done)
 
-    def _together(
-        self,
-        batch: KeyedBatch,
-        keys: list[bytes],
-        labelled: KeyGroups,
-        questions: KeyGroups,
-        schedule: ReplaySchedule,
-    ) -> dict[int, _Candidate]:
-        """The keys (their numbers) whose rows this poll may learn together (see
-        :mod:`~streamlearn.keyed.together`; :meth:`_wait_together` decides)."""
-        self._poll = None
-        if not self.together or schedule.enabled or not labelled.runs:
-            return {}
-        if stream_learner(self.empty) is None:
-            return {}  # the models are banks: each key takes its turn
-        bounds = np.array(list(labelled.runs.values()), dtype=np.int64).reshape(-1, 2)
-        first, last = bounds[:, 0], bounds[:, 1]
-        poll = PollRows.admitted(self.empty, labelled.rows, first, last)
-        earliest = run_min(batch.offsets[labelled.owners], first, last).tolist()
-        figures = zip(labelled.runs, poll.whole.tolist(), (poll.last - poll.first).tolist(),
-                      poll.widest.tolist(), earliest, poll.max_sqnorm.tolist(),
-                      strict=True)  # fmt: skip
-        chosen: dict[int, _Candidate] = {}
-        asked = questions.runs
-        held = self.resident
-        layouts = self._layouts
-        for run, (key_id, whole, n, widest, first_offset, peak) in enumerate(figures):
-            if not whole or key_id in asked:
-                continue
-            key = keys[key_id]
-            layout = layouts.known(key)  # checked at the key's turn: the model's own?
-            if layout is None and not layouts.settled(key):
-                resident = held.peek(key)
-                layout = None if resident is None else layouts.get(key, resident.model)
-            if layout is not None:
-                chosen[key_id] = _Candidate(layout, run, n, widest, first_offset, peak)
-        if not chosen:
-            return {}
-        candidates = list(chosen.values())
-        rows = layouts.rows([candidate.layout for candidate in candidates])
-        runs = np.fromiter((candidate.run for candidate in candidates), np.int64, len(rows))
-        for candidate, grow in zip(candidates, needs_room(layouts, rows, runs, poll),
-                                   strict=True):  # fmt: skip
-            candidate.room = grow
-        self._poll = poll
-        return chosen
-
-    def _wait_together(
-        self, key: bytes, partition: int, candidate: _Candidate, done: Applied
-    ) -> Resident | None:
-        """``key``'s turn when its rows may be learned together: when they are (its
-        model is the one laid out, its rows go together: see ``Layout.takes``, and none
-        was read before), its model makes room for them, counts them and waits for the
-        kernel call, and is returned. None: the key takes its turn as before."""
-        layout, n = candidate.layout, candidate.n
-        resident = self.resident.get(key)  # the most recently used now, either way
-        if (resident is None or resident.model is not layout.learner
-                or self._layouts.known(key) is not layout
-                or not layout.takes(n, candidate.widest)
-                or max(resident.positions.values(), default=0) > candidate.first_offset
-                ):  # fmt: skip
-            return None
-        resident.partition = partition
-        learner = layout.learner
-        if candidate.room:
-            poll = self._poll
-            assert poll is not None
-            make_room(learner, poll, candidate.run)  # as its turn would, first
-            remade = self._layouts.grown(key, layout)
-            if remade is None:
-                return None  # its turn makes no more room: it has what it needs
-            layout = remade
-            self.resident.measure(key)
-        learner.state.examples_seen += n
-        window = learner.window
-        if window.room:  # the window counts them (the kernel leaves it alone)
-            window.max_sqnorm = max(window.max_sqnorm, candidate.peak)
-            window.seen += n
-        resident.examples += n
-        done.learned += n
-        self._waiting[key] = (layout, candidate.run)
-        resident.dirty = True
-        resident.active_at = self.wall()
-        self._tick += 1
-        resident.version = self._tick
-        return resident
-
-    def _learn_waiting(self) -> None:
-        """The kernel call of the models waiting for it, and what it counts."""
-        if not self._waiting:
-            return
-        poll = self._poll
-        assert poll is not None
-        keys = list(self._waiting)
-        waiting = list(self._waiting.values())
-        self._waiting = {}
-        layouts = [layout for layout, _ in waiting]
-        runs = np.fromiter((run for _, run in waiting), np.int64, len(waiting))
-        learned = learn_together(self._layouts, layouts, runs, poll)
-        self.update_events += learned.update_events
-        self.stream_judged += learned.judged
-        self.stream_mistakes += learned.mistakes
-        for position in learned.scaled_down or ():
-            self._layouts.forget(keys[position])
+    def _learn_waiting(self, *, last: bool = False) -> None:
+        """The kernel call of the models waiting for it, and what it counts; with
+        ``last``, the poll is over."""
+        learned = self._poll_together.learn_waiting(last=last)
+        if learned is not None:
+            self.update_events += learned.update_events
+            self.stream_judged += learned.judged
+            self.stream_mistakes += learned.mistakes
 
     def learn_posted(
         self, key: bytes, rows: ParsedRows, limits: ModelLimits | None = None
@@ -423,14 +304,14 @@ class KeyedModels:
 
         Raises :class:`UnknownKeyError` when this daemon has no model of ``key``.
         """
-        self._open_partitions()
+        self.records.open()
         resident = self._known(key)
         if resident is None:
             raise UnknownKeyError(key)
         done = Applied()
         self._learn(key, resident, rows, ParsedRows.empty(), _NO_OWNERS, limits, NO_REPLAY, done)
         self._spill(self.resident.victims(keep=key))
-        self._flush_spills()
+        self.records.flush()
         return done
 
     def _known(self, key: bytes) -> Resident | None:
@@ -439,10 +320,10 @@ class KeyedModels:
         found = self.resident.get(key)
         if found is not None:
             return found
-        data = self.store.find(key)
+        data = self.records.find(key)
         if data is None:
             return None
-        resident = self._restored_or_refused(key, data, None)
+        resident = self.records.restored(key, data, None)
         if resident is None:
             return None  # a record refused: the key's next message starts it afresh
         self._spill(self.resident.victims(room=1))
@@ -496,10 +377,7 @@ class KeyedModels:
         self.passes += after.passes - before.passes
         self.stream_judged += after.judged - before.judged
         self.stream_mistakes += after.mistakes - before.mistakes
-        resident.dirty = True
-        resident.active_at = self.wall()
-        self._tick += 1
-        resident.version = self._tick
+        self.resident.stamp(resident, self.wall())
         self.resident.measure(key)
 
     # -- memory and the state topic --------------------------------------------------------
@@ -530,13 +408,12 @@ class KeyedModels:
         for partition, key in idle:
             self._layouts.forget(key)
             self.resident.pop(key)
-            self.store.delete(partition, key)
-            self._copies.pop(key, None)
+            self.records.delete(partition, key)
+            self._copies.forget(key)
         removed = len(idle)
         if removed:
             self.expired += removed
-            self._written_since_flush = True
-            self._flush_spills()
+            self.records.flush()
             log.info("removed the models of %d keys idle for %g s (%d so far)", removed,
                      self.key_ttl, self.expired)  # fmt: skip
         return removed
@@ -545,14 +422,7 @@ class KeyedModels:
         """The consumer group gives this daemon ``partitions``: their keys' records are
         read at the next :meth:`apply` or :meth:`predictor` (the group's callback must
         not fail on a state topic that cannot be read)."""
-        self._assigned |= partitions
-
-    def _open_partitions(self, partitions: Iterable[int] = ()) -> None:
-        """Read the records of ``partitions`` and of those the group gave, if not yet."""
-        new = (set(partitions) | self._assigned) - self._open
-        if new:
-            self.store.open(new)
-            self._open |= new
+        self.records.take(partitions)
 
     def _resident(self, key: bytes, partition: int, *, create: bool) -> Resident | None:
         """The model of ``key`` in memory: held, restored from its record, or (with
@@ -561,11 +431,11 @@ class KeyedModels:
         if found is not None:
             found.partition = partition
             return found
-        data = self.store.find(key)
+        data = self.records.find(key)
         if data is None and not create:
             return None
         self._spill(self.resident.victims(room=1))
-        resident = None if data is None else self._restored_or_refused(key, data, partition)
+        resident = None if data is None else self.records.restored(key, data, partition)
         if resident is not None:
             self.restored += 1
         else:
@@ -575,67 +445,14 @@ class KeyedModels:
 
     def _held(self, key: bytes, resident: Resident) -> Resident:
         """``resident``, just made or restored, held in memory as the model of ``key``."""
-        self._tick += 1
-        resident.version = self._tick
-        resident.active_at = self.wall()
+        self.resident.stamp(resident, self.wall(), changed=False)
         self.resident.add(key, resident)
         return resident
-
-    def _restored_or_refused(
-        self, key: bytes, data: bytes, partition: int | None
-    ) -> Resident | None:
-        """The model of ``key`` from its record; None when the record is refused (not a
-        model this daemon can go on with: damaged, foreign, not finite, too large...):
-        counted, logged once a minute, and the key starts a new model. Whoever can write
-        to the state topic could otherwise stop the daemon, at every start."""
-        try:
-            return self._restored(key, data, partition)
-        except (StreamlearnError, ValueError, TypeError, KeyError, OverflowError) as exc:
-            self.refused += 1
-            now = self.wall()
-            if now - self._refused_logged >= WARN_INTERVAL:
-                self._refused_logged = now
-                log.error("refused the state record of key %r (%s): the key starts a new "
-                          "model (%d refused so far)", key, exc, self.refused)  # fmt: skip
-            return None
-
-    def _restored(self, key: bytes, data: bytes, partition: int | None) -> Resident:
-        """The model of ``key`` from its record (:class:`StateError` when it is not one
-        this daemon can go on with); its partition ``partition``, or with None the one
-        its messages last came from, as the record's positions say."""
-        record = decode_record(data, key)
-        if partition is None:
-            positions = record.positions
-            if not positions:
-                raise StateError(f"the state record of key {key!r} holds no position")
-            partition = max(positions, key=positions.__getitem__)
-        model = self._restore(record.state)
-        params, ours = model.get_params(), self.empty.get_params()
-        held, asked = (bool(p.get("one_vs_rest", False)) for p in (params, ours))
-        if held != asked:
-            kind = "a one-vs-rest bank" if held else "a binary model"
-            raise StateError(f"the state record of key {key!r} holds {kind}")
-        if (model.algorithm, params) != (self.empty.algorithm, ours) and not self._warned_params:
-            self._warned_params = True
-            log.warning("the state topic's models go on with their own algorithm and "
-                        "parameters: %s %s (asked %s %s)", model.algorithm, params,
-                        self.empty.algorithm, ours)  # fmt: skip
-        return Resident(model, partition, dict(record.positions), record.examples)
-
-    def _record(self, key: bytes, resident: Resident) -> bytes:
-        record = ModelRecord(key, resident.model.state_dict(), resident.positions,
-                             resident.examples)  # fmt: skip
-        return encode_record(record, created=self.wall(), writer=self.writer)
-
-    def _write(self, key: bytes, resident: Resident) -> None:
-        self.store.put(resident.partition, key, self._record(key, resident))
-        resident.dirty = False
-        self._written_since_flush = True
 
     def _spill(self, keys: Iterable[bytes]) -> None:
         """Move the models of ``keys`` out of memory (written if they changed)."""
         keys = list(keys)
-        if any(key in self._waiting for key in keys):
+        if self._poll_together.waits_for(keys):
             self._learn_waiting()
         for key in keys:
             self._layouts.forget(key)
@@ -643,24 +460,9 @@ class KeyedModels:
             if resident is None:
                 continue
             if resident.dirty:
-                self._write(key, resident)
-            copied = self._copies.get(key)
-            if copied is not None and copied[0] != resident.version:
-                self._copies[key] = (-1, None)  # the record is newer than the copy
+                self.records.write(key, resident)
+            self._copies.spilled(key, resident.version)
             self.spilled += 1
-
-    def _flush_spills(self) -> None:
-        """Wait for the records of the models that left memory (failures are kept and
-        written again at the next flush)."""
-        if not self._written_since_flush and not self.unwritten:
-            return
-        self._written_since_flush = False
-        self.unwritten = self.store.flush(self.flush_timeout)
-        if self.unwritten and self.clock() - self._warned_at >= WARN_INTERVAL:
-            self._warned_at = self.clock()
-            log.error("%d model records not written to the state topic yet (they are kept "
-                      "and written again; offsets are not committed meanwhile)",
-                      self.unwritten)  # fmt: skip
 
     def save(self) -> int:
         """Write every model changed since its last record and wait for them all; the
@@ -669,14 +471,8 @@ class KeyedModels:
         written = self.store.bytes_written
         for key, resident in self.resident.items():
             if resident.dirty:
-                self._write(key, resident)
-        self._written_since_flush = False
-        self.unwritten = self.store.flush(self.flush_timeout)
-        if self.unwritten:
-            raise UndeliveredError(
-                f"{self.unwritten} model records not written to the state topic within "
-                f"{self.flush_timeout:g} s (is the broker reachable?)"
-            )
+                self.records.write(key, resident)
+        self.records.flush_all()
         return self.store.bytes_written - written
 
     def release(self, partitions: set[int]) -> None:
@@ -689,17 +485,9 @@ class KeyedModels:
             self._layouts.forget(key)
             resident = self.resident.pop(key)
             if resident is not None and resident.dirty:
-                self._write(key, resident)
+                self.records.write(key, resident)
                 written += 1
-        self._written_since_flush = False
-        unwritten = self.store.flush(self.flush_timeout)
-        if unwritten:
-            log.error("%d model records of partitions %s not written before the partitions "
-                      "left: their next owner learns again from the last records written",
-                      unwritten, sorted(partitions))  # fmt: skip
-        self.store.forget(partitions)
-        self._open -= partitions
-        self._assigned -= partitions
+        self.records.release(partitions)
         self._copies.clear()  # other daemons answer for those keys now
         log.info("keyed models: partitions %s released, their %d models in memory (%d "
                  "written) left to their next owner", sorted(partitions), len(leaving),
@@ -739,108 +527,22 @@ class KeyedModels:
             self._replayed += 1
         return self
 
-    # -- what the daemon reports ---------------------------------------------------------
+    # -- what the daemon reports and answers with ----------------------------------------
 
     def summary(self) -> dict[str, Any]:
-        """Counts over the keys (monotone ones over the run), and the ``keyed`` figures:
-        models in memory and on the state topic, their moves, the records written."""
-        residents = [resident for _, resident in self.resident.items()]
-        store = self.store
-        return {
-            "algorithm": self.empty.algorithm,
-            "update_events": self.update_events,
-            "passes": self.passes,
-            "converged": all(r.model.converged for r in residents),
-            "buffer_examples": sum(len(r.model.buffer) for r in residents),
-            "buffer_nnz": sum(
-                learner.state.buffer.nnz for r in residents for learner in r.model.learners()
-            ),
-            "pending_examples": 0,
-            "keyed": {
-                "resident": len(residents),
-                "resident_bytes": self.resident.bytes,
-                "max_models": self.resident.max_models,
-                "max_bytes": self.resident.max_bytes,
-                "stored": store.known(),
-                "created": self.created,
-                "restored": self.restored,
-                "spilled": self.spilled,
-                "refused": self.refused,
-                "expired": self.expired,
-                "skipped_examples": self.skipped,
-                "records_written": store.records_written,
-                "bytes_written": store.bytes_written,
-                "bytes_read": store.bytes_read,
-                "unwritten": self.unwritten,
-            },
-        }
+        """Counts over the keys (monotone ones over the run), and the ``keyed`` figures
+        (:func:`~streamlearn.keyed.reports.summary`)."""
+        return reports.summary(self)
 
     def description(self, snapshot: dict[str, Any]) -> dict[str, Any]:
-        """What ``GET /model`` says without a key: the algorithm, parameters, counts
-        and the ``keyed`` figures of a :meth:`summary` ``snapshot``."""
-        return {
-            "algorithm": self.empty.algorithm,
-            "kind": "keyed",
-            "params": plain_params(self.empty.get_params()),
-            "examples": snapshot.get("stream_examples", 0),
-            "update_events": snapshot["update_events"],
-            "passes": snapshot["passes"],
-            "window_examples": snapshot["buffer_examples"],
-            "converged": snapshot["converged"],
-            "keyed": snapshot["keyed"],
-        }
+        """What ``GET /model`` says without a key, from a :meth:`summary` ``snapshot``."""
+        return reports.description(self, snapshot)
 
     def predictor(self, asked: Iterable[bytes] = ()) -> KeyedPredictor:
         """Copies of the models of the keys requests asked for (``asked``: those asked
         since the last call), each copied again only when its model has changed."""
-        self._open_partitions()
-        limit = self.resident.max_models
-        for key in asked:
-            if key not in self._copies:
-                self._copies[key] = (-1, None)
-            self._copies.move_to_end(key)
-        while len(self._copies) > limit:
-            self._copies.popitem(last=False)
-        copies: dict[bytes, KeyCopy | None] = {}
-        for key, (version, copy) in list(self._copies.items()):
-            resident = self.resident.peek(key)
-            if resident is not None and (copy is None or version != resident.version):
-                copy = _copy(key, resident.model, resident.examples, in_memory=True)
-                self._copies[key] = (resident.version, copy)
-            elif resident is None and copy is None:
-                copy = self._stored_copy(key)
-                self._copies[key] = (0, copy) if copy is not None else (-1, None)
-            copies[key] = copy
-        return KeyedPredictor(copies)
-
-    def _stored_copy(self, key: bytes) -> KeyCopy | None:
-        """A copy of the model of ``key`` from its record, which stays where it is (None:
-        no record in this daemon's partitions)."""
-        data = self.store.find(key)
-        if data is None:
-            return None
-        try:
-            record = decode_record(data, key)
-            model = self._restore(record.state)
-        except (StreamlearnError, ValueError, TypeError, KeyError, OverflowError):
-            return None  # refused when the key's examples come (see _restored_or_refused)
-        return _copy(key, model, record.examples, in_memory=False)
-
-
-@dataclass
-class _Candidate:
-    """A key whose rows a poll may learn together: its model's layout, its run of the
-    poll's rows, how many there are and the widest's nonzeros, the offset of its first
-    message, the largest squared norm among them, and whether its model must make room
-    for them first."""
-
-    layout: Layout
-    run: int
-    n: int
-    widest: int
-    first_offset: int
-    peak: float
-    room: bool = False
+        self.records.open()
+        return self._copies.published(asked)
 
 
 def warm_up(build: Callable[[], Model], restore: Callable[[dict[str, Any]], Model]) -> None:
@@ -908,13 +610,3 @@ def _lined(
 ) -> list[tuple[int, int, bytes]]:
     """(line, message, answer) of each question."""
     return list(zip(asked.line_numbers.tolist(), owners.tolist(), answers, strict=True))
-
-
-def _copy(key: bytes, model: Model, examples: int, *, in_memory: bool) -> KeyCopy:
-    """A frozen copy of ``model`` and what ``GET /model?key=`` says of it."""
-    description = {
-        "key": key.decode("utf-8", "replace"),
-        **describe(model, model.summary(), examples),
-        "in_memory": in_memory,
-    }
-    return KeyCopy(model.predictor(), description)

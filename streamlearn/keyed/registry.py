@@ -83,6 +83,8 @@ class ResidentModels:
         self._models: OrderedDict[bytes, Resident] = OrderedDict()
         #: the sum of the residents' sizes
         self.bytes = 0
+        #: the last version given (:meth:`stamp`)
+        self._tick = 0
 
     def __len__(self) -> int:
         return len(self._models)
@@ -122,6 +124,15 @@ class ResidentModels:
         size = model_bytes(resident.model)
         self.bytes += size - resident.size
         resident.size = size
+
+    def stamp(self, resident: Resident, now: float, *, changed: bool = True) -> None:
+        """``resident`` changed (or, with ``changed`` false, came into memory) at ``now``:
+        a new version, and with ``changed`` a record to write."""
+        self._tick += 1
+        resident.version = self._tick
+        resident.active_at = now
+        if changed:
+            resident.dirty = True
 
     def pop(self, key: bytes) -> Resident | None:
         """Forget the model of ``key`` (returned; None when it was not held)."""
