@@ -453,6 +453,26 @@ class DaemonMetrics:
             "Seconds spent in replay passes (its rate is the share of time replaying).",
             registry=registry,
         )
+        self._define_operations(registry)
+        self._http_children: dict[tuple[str, int], tuple[Any, Any]] = {}
+        # every label value shows up from the start, so rate() has a zero to start from
+        for sink in SINKS:
+            self._undelivered.labels(sink=sink)
+        for outcome in OUTCOMES:
+            self._examples.labels(outcome=outcome)
+        for reason in REASON_LABELS:
+            self._rejected.labels(reason=reason)
+        for result in ("correct", "mistake"):
+            self._progressive.labels(result=result)
+        for reason in unreadable_reasons:
+            self._unreadable.labels(reason=reason_label(reason))
+        for reason in SKIPPED:
+            self._skipped.labels(reason=reason_label(reason))
+        registry.register(_StateCollector(self))
+
+    def _define_operations(self, registry: CollectorRegistry) -> None:
+        """The families of the daemon's operation: checkpoints, deliveries, the HTTP API,
+        what the source skips or holds, drift."""
         self._checkpoints = Counter(
             "streamlearn_checkpoints", "Checkpoints written.", registry=registry
         )
@@ -520,21 +540,6 @@ class DaemonMetrics:
             "from them (--on-offset-reset wait).",
             registry=registry,
         )
-        self._http_children: dict[tuple[str, int], tuple[Any, Any]] = {}
-        # every label value shows up from the start, so rate() has a zero to start from
-        for sink in SINKS:
-            self._undelivered.labels(sink=sink)
-        for outcome in OUTCOMES:
-            self._examples.labels(outcome=outcome)
-        for reason in REASON_LABELS:
-            self._rejected.labels(reason=reason)
-        for result in ("correct", "mistake"):
-            self._progressive.labels(result=result)
-        for reason in unreadable_reasons:
-            self._unreadable.labels(reason=reason_label(reason))
-        for reason in SKIPPED:
-            self._skipped.labels(reason=reason_label(reason))
-        registry.register(_StateCollector(self))
 
     def count_examples(self, outcome: str, n: int) -> None:
         """Count ``n`` examples as "learned", "predicted" or "rejected"."""
