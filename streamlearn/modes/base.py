@@ -26,6 +26,8 @@ from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.replay import ReplaySchedule
 from streamlearn.replay.runner import Replayable as Replayable
 from streamlearn.sources.base import MessageBatch, Positions, Source
+from streamlearn.sources.outputs import owners as owners
+from streamlearn.types import Batch
 
 log = logging.getLogger("streamlearn.daemon")
 
@@ -204,11 +206,6 @@ def owned(
     return list(zip(owners(first_lines, rows.line_numbers).tolist(), answers, strict=True))
 
 
-def owners(first_lines: np.ndarray, lines: np.ndarray) -> np.ndarray:
-    """Index of the message each line number belongs to (messages start at first_lines)."""
-    return np.searchsorted(first_lines, lines, side="right") - 1
-
-
 def admitted_lines(decoded: DecodedPoll, rejected: list[Rejected]) -> npt.NDArray[np.int64]:
     """Line numbers of the labelled rows the model admitted: all but those its admission
     refused (``rejected``: the poll's rejections, the admission's among them)."""
@@ -219,6 +216,6 @@ def admitted_lines(decoded: DecodedPoll, rejected: list[Rejected]) -> npt.NDArra
     return lines
 
 
-def features(rows: ParsedRows) -> Rows:
-    """The features of ``rows``, as models take them."""
+def features(rows: ParsedRows | Batch) -> Rows:
+    """The features of parsed ``rows`` or of a batch of examples, as models take them."""
     return rows.indptr, rows.indices, rows.values

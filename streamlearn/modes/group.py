@@ -97,7 +97,7 @@ class GroupMode(SingleModel):
         assert isinstance(batch, Batch)
         if not batch.n_examples:
             return judged
-        scores = self.member.predictor().scores(features_of(batch))
+        scores = self.member.predictor().scores(features(batch))
         mistakes = int(np.count_nonzero((scores > 0.0) != (batch.labels > 0)))
         return judged[0] + batch.n_examples, judged[1] + mistakes
 
@@ -162,11 +162,6 @@ class GroupMode(SingleModel):
 
     def commit(self, source: Source, positions: Positions) -> None:
         self.member.commit_published()  # those of the record the checkpoint matches
-
-
-def features_of(batch: Batch) -> Rows:
-    """The features of ``batch``'s examples."""
-    return batch.indptr, batch.indices, batch.values
 
 
 def _counts(partitions: npt.NDArray[np.int32]) -> dict[int, int]:

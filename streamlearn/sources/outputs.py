@@ -83,15 +83,15 @@ class Outputs:
             self.counts.count_rejected(item.reason, 1)
         self.counts.count_examples("rejected", len(rejected))
         lines = np.array([r.line for r in rejected], dtype=np.int64)
-        owners = np.searchsorted(first_lines, lines, side="right") - 1
-        for owner, item in zip(owners.tolist(), rejected, strict=True):
+        owned = owners(first_lines, lines)
+        for owner, item in zip(owned.tolist(), rejected, strict=True):
             partition, offset = origin(messages, owner)
             line = item.line - int(first_lines[owner]) + 1
             self.rejected_log.report(
                 rejected_line(self.stream, partition, offset, line, item.reason)
             )
         if self.dead_letters is not None:
-            for owner in sorted(set(owners.tolist())):
+            for owner in sorted(set(owned.tolist())):
                 self.dead_letters.send(
                     messages.key(owner), messages.raw_value(owner),
                     origin=origin(messages, owner), headers=messages.all_headers(owner),
@@ -154,3 +154,8 @@ class Outputs:
 def origin(messages: MessageBatch, i: int) -> tuple[int, int]:
     """The partition and offset of message ``i``."""
     return int(messages.partitions[i]), int(messages.offsets[i])
+
+
+def owners(first_lines: np.ndarray, lines: np.ndarray) -> np.ndarray:
+    """Index of the message each line number belongs to (messages start at first_lines)."""
+    return np.searchsorted(first_lines, lines, side="right") - 1
