@@ -89,6 +89,25 @@ def _model(member: Member) -> dict[str, Any]:
     return described
 
 
+def _counted(latest: dict[str, Any], members: list[Member]) -> str:
+    """What each record counts, where it stands, and each member's log: what a count
+    that is not the input's needs to be explained."""
+    lines = [
+        f"{name}: #{record.sequence} {record.examples} examples, holds "
+        f"{ {p: (q.offset, q.examples) for p, q in record.partitions.items()} }, released "
+        f"{ {p: (q.offset, q.examples) for p, q in record.released.items()} }"
+        for name, record in sorted(latest.items())
+    ]
+    logs = [
+        f"--- {m.name}\n" + "\n".join(
+            line for line in m.log_path.read_text(errors="replace").splitlines()
+            if "partitions" in line
+        )[-3000:]
+        for m in members
+    ]  # fmt: skip
+    return "\n".join([*lines, *logs])
+
+
 def test_a_member_killed_mid_stream_and_one_started_later_lose_and_repeat_nothing(
     broker: Tansu, tmp_path: Path
 ) -> None:
@@ -119,7 +138,8 @@ def test_a_member_killed_mid_stream_and_one_started_later_lose_and_repeat_nothin
         "every partition learned, the late member owning some",
     )
     latest = records(broker, sync)
-    assert sum(record.examples for record in latest.values()) == total
+    learned = sum(record.examples for record in latest.values())
+    assert learned == total, _counted(latest, [victim, *live])
     assert group_examples(latest) == total
     late.wait(
         lambda: all(m.predict(QUESTIONS) == live[0].predict(QUESTIONS) for m in live),
