@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from streamlearn.learn.calibration import Platt
 from streamlearn.learn.certificate import certificate
 from streamlearn.learn.contribution import Contribution, summed
 from streamlearn.learn.labelsets import LabelledRows
-from streamlearn.learn.model import Examples, Rows
+from streamlearn.learn.model import Examples, ModelLimits, Rows
 from streamlearn.learn.predictor import BankPredictor
 
 NO_SHARES = LabelShares()
@@ -168,6 +169,18 @@ class CommonBank:
             calibrations=tuple(one.calibration for one in frozen),
         )
         return self._frozen
+
+    def limits(self, bank: ModelBank, limits: ModelLimits) -> ModelLimits:
+        """``limits`` with room for as many labels as the common bank leaves: the labels
+        other members brought count against ``max_labels`` too, so that the common
+        bank holds no more (but for labels two members first see at once)."""
+        if limits.max_labels is None:
+            return limits
+        published, _ = bank_shares_in_model(self.table, self.published)
+        local = set(bank.state.label_values)
+        elsewhere = sum(1 for value in common_labels(published) if value not in local)
+        room = max(limits.max_labels - elsewhere, len(local))
+        return replace(limits, max_labels=room)
 
     def answers(self, bank: ModelBank, rows: Rows) -> list[bytes]:
         """Each row's prediction by the common bank, as one bank's daemon sends it."""

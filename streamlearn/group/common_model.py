@@ -23,7 +23,7 @@ from streamlearn.learn.base import LinearLearner
 from streamlearn.learn.calibration import Platt
 from streamlearn.learn.certificate import certificate
 from streamlearn.learn.contribution import Contribution, GroupShares, summed
-from streamlearn.learn.model import Examples, Rows
+from streamlearn.learn.model import Examples, ModelLimits, Rows
 from streamlearn.learn.predictor import BinaryPredictor
 from streamlearn.types import Batch
 
@@ -181,6 +181,10 @@ class CommonModel:
     def watch_replays(self, shares: GroupShares, callback: Callable[[], None]) -> None:
         """Call ``callback`` before each replay of ``shares``' learner."""
         shares.learner.before_replay(callback)
+
+    def limits(self, learner: LinearLearner, limits: ModelLimits) -> ModelLimits:
+        """``limits`` as they are (they bound a bank's labels)."""
+        return limits
 
     def answers(self, learner: LinearLearner, rows: Rows) -> list[bytes]:
         """Each row's prediction by the common model, as one model's daemon sends it."""

@@ -43,7 +43,7 @@ from streamlearn.group.table import GroupTable, GroupView
 from streamlearn.group.watch import ConsumerGroupView, ConsumerGroupWatch
 from streamlearn.group.wire import RecordWire
 from streamlearn.learn.contribution import MAX_EXPONENT, Contribution
-from streamlearn.learn.model import Examples, Model, Rows
+from streamlearn.learn.model import Examples, Model, ModelLimits, Rows
 from streamlearn.learn.predictor import Predictor
 
 log = logging.getLogger("streamlearn.group")
@@ -478,6 +478,11 @@ class GroupMember:
         for bit, whatever each learned since its last record; the learner itself holds
         this member's progress since then too, and learns with it."""
         return self.common.predictor(self.learner)
+
+    def limits(self, limits: ModelLimits) -> ModelLimits:
+        """What the learner may take of a poll: ``limits``, less the labels of the common
+        bank this member's bank has not (a bank's ``max_labels`` bounds the group's)."""
+        return self.common.limits(self.learner, limits)
 
     def answers(self, rows: Rows) -> list[bytes]:
         """Each row's prediction by the common model, as the daemon sends it."""

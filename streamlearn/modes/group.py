@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,10 @@ class GroupMode(SingleModel):
         super().__init__(learner)
         self.make_member = member
         self.member = member(learner)
+
+    def learn_poll(self, poll: Poll, intake: Intake) -> Outcome:
+        # a bank's max_labels counts the labels the other members brought
+        return super().learn_poll(poll, replace(intake, limits=self.member.limits(intake.limits)))
 
     def learn_admitted(self, poll: Poll, batch: Examples, intake: Intake, done: Outcome) -> None:
         """``batch`` learned in pieces of whole messages, each ending with the message
