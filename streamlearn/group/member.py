@@ -120,6 +120,10 @@ class GroupMember:
         #: :meth:`turn` raises it, and nothing is published meanwhile
         self.refusal: StateError | None = None
         self._warned_at = -math.inf
+        #: whether the learner was folded to a new common model since the last turn
+        #: (a record published for a checkpoint or a rebalance, records read before a
+        #: replay folds outside the turns too): :meth:`turn` reports it
+        self._folded = False
         #: what :meth:`resume_from` was given, until :meth:`join` decides
         self._resuming: tuple[Mapping[str, Any] | None, Callable[[], Model]] | None = None
         # the largest exponent a share may have is 0 for rules that never scale their state
@@ -333,13 +337,17 @@ class GroupMember:
 
     def turn(self, idle: bool = False) -> bool:
         """:meth:`sync`, then commit the positions of the last record published.
-        Returns whether the learner's model changed. Raises :attr:`refusal` when this
-        member must stop."""
+        Returns whether the learner's model or the common model changed since the last
+        turn, here or outside it (a record a checkpoint or a rebalance published): the
+        daemon then gives its HTTP API a new copy, which would otherwise keep answering
+        with the model before that record once the stream is idle. Raises
+        :attr:`refusal` when this member must stop."""
         if self.refusal is not None:
             raise self.refusal
         changed = self.sync(idle)
         self.commit_published()
-        return changed
+        folded, self._folded = self._folded, False
+        return changed or folded
 
     def sync(self, idle: bool = False) -> bool:
         """Read what other members published (fold it in; every
@@ -558,6 +566,7 @@ class GroupMember:
         if own is None:
             own = self.shares.own() if self.pace.dirty else self.common.published
         self.common.fold(self.shares, own, idle=self.pace.idle)
+        self._folded = True
 
     def _prune_released(self) -> None:
         """Forget partitions given up whose examples have all left this member's window."""
