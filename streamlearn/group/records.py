@@ -28,7 +28,7 @@ from typing import Any
 import msgpack
 
 from streamlearn.errors import StateError
-from streamlearn.learn.contribution import MAX_EXPONENT, Contribution
+from streamlearn.learn.contribution import MAX_EXPONENT, Contribution, features_reachable
 from streamlearn.learn.params import MAX_AUGMENTATION
 
 FORMAT = "streamlearn.group"
@@ -162,8 +162,9 @@ def encode_record(record: MemberRecord) -> bytes:
     }
     if record.labels is not None:  # a bank's: binary readers refuse it by its version
         data["version"] = BANK_VERSION
+        span = label_span(record.labels)
         data["labels"] = [
-            [value, share.to_plain(), slope] for value, share, slope in record.labels.shares
+            [value, share.to_plain(span), slope] for value, share, slope in record.labels.shares
         ]
     packed: bytes = msgpack.packb(data, use_bin_type=True)
     return packed
@@ -301,6 +302,17 @@ def _members(data: Any) -> tuple[str, ...]:
     return tuple(_text(member, "a member") for member in data)
 
 
+def label_span(labels: LabelShares) -> int:
+    """The features every label's share of a bank record is padded to (0: none), so
+    that its labels times the features they span stay within what its entries pay for
+    (:func:`features_reachable`): a reader's dense weights cost at most 128 times the
+    record's bytes, however many labels it holds."""
+    shares = [share for _, share, _ in labels.shares]
+    n = max((share.n_features for share in shares), default=0)
+    entries = sum(share.indices.shape[0] for share in shares)
+    return n if len(shares) * n > features_reachable(entries) else 0
+
+
 def _label_shares(data: Any, max_features: int, max_exponent: int) -> LabelShares:
     """A bank record's shares: [label value, share, slope] entries, each label a finite
     number written once."""
@@ -317,4 +329,11 @@ def _label_shares(data: Any, max_features: int, max_exponent: int) -> LabelShare
         seen.add(value)
         share = Contribution.from_plain(entry[1], max_features, max_exponent)
         shares.append((value, share, _finite(entry[2], "a label's slope")))
+    n = max((share.n_features for _, share, _ in shares), default=0)
+    entries = sum(share.indices.shape[0] for _, share, _ in shares)
+    if len(shares) * n > features_reachable(entries):
+        raise StateError(
+            f"labels: {len(shares)} labels of {n} features are beyond what {entries} "
+            f"entries may span ({features_reachable(entries)})"
+        )
     return LabelShares(tuple(shares))

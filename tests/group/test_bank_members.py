@@ -4,6 +4,7 @@ checkpoints taken back."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -12,9 +13,10 @@ from test_member import Ticks, Topic
 
 from streamlearn import PDM
 from streamlearn.checkpoint.codec import decode, encode
+from streamlearn.errors import StateError
 from streamlearn.group.member import GroupMember
 from streamlearn.group.policy import SyncPolicy
-from streamlearn.group.records import MemberRecord, decode_record, encode_record
+from streamlearn.group.records import LabelShares, MemberRecord, decode_record, encode_record
 from streamlearn.learn import LabelledRows, ModelBank
 from streamlearn.learn.bank import state_to_write
 from streamlearn.learn.contribution import Contribution, summed
@@ -233,3 +235,24 @@ def test_bank_members_replaying_while_idle_go_quiet_and_answer_alike() -> None:
             break
     assert quiet_rounds == 3, f"{len(topic.log)} records and still publishing"
     assert a.answers(_questions()) == b.answers(_questions())
+
+
+def test_a_bank_record_pays_for_its_labels_features_and_a_forged_one_is_refused() -> None:
+    """A bank's shares spanning features far up are padded on the topic so that labels x
+    features stay within what the record's entries pay for; a record of many labels of
+    one far feature each (a reader would grow gigabytes of weights) is refused."""
+    import msgpack
+
+    far = Contribution(np.array([900_000]), np.array([1.0]), 0.0, 1.0, 1.0)
+    labels = LabelShares(tuple((float(v), far, 1.0) for v in range(40)))
+    topic = Topic()
+    a, _ = _synchronised(topic)
+    record = dataclasses.replace(a.own.last, labels=labels)  # type: ignore[type-var]
+    back = decode_record(encode_record(record), 1 << 20)
+    assert back.labels is not None and len(back.labels.shares) == 40
+    assert all(float(share.values.sum()) == 1.0 for _, share, _ in back.labels.shares)
+    data = msgpack.unpackb(encode_record(record), strict_map_key=False)
+    for entry in data["labels"]:  # as a forger writes it: one entry per label
+        entry[1] = far.to_plain()
+    with pytest.raises(StateError, match="beyond what"):
+        decode_record(msgpack.packb(data, use_bin_type=True), 1 << 20)
