@@ -157,6 +157,8 @@ def test_a_binary_member_and_a_bank_member_refuse_each_other() -> None:
     bank.turn(), binary.turn()
     assert bank.records_refused >= 1 and binary.records_refused >= 1
     assert bank.table.in_model() == ["a"] and binary.table.in_model() == ["b"]
+    with pytest.raises(StateError, match=r"'one_vs_rest': True.*does not join"):
+        binary.intake.check_models({"a", "b"})  # the reason a member that would join logs
 
 
 def test_bank_members_agree_on_the_largest_delta() -> None:
