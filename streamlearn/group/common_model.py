@@ -11,17 +11,21 @@ A member's learner is the common model plus its own progress since its last reco
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from streamlearn.group.own_records import OwnRecords
-from streamlearn.group.records import MemberRecord
+from streamlearn.group.records import LabelShares, MemberRecord, WindowView
 from streamlearn.group.table import GroupTable
+from streamlearn.learn.answers import binary_answers
 from streamlearn.learn.base import LinearLearner
 from streamlearn.learn.calibration import Platt
 from streamlearn.learn.certificate import certificate
 from streamlearn.learn.contribution import Contribution, GroupShares, summed
+from streamlearn.learn.model import Examples, ModelLimits, Rows
 from streamlearn.learn.predictor import BinaryPredictor
+from streamlearn.types import Batch
 
 
 def share_distance(a: Contribution, b: Contribution) -> float:
@@ -169,3 +173,67 @@ class CommonModel:
         published = shares_in_model(self.table, self.published)[0]
         exponent = learner.state.scale_exponent
         return union_upper_bound(self.table, own_bound, published, exponent, self.delta(learner))
+
+    def own_delta(self, learner: LinearLearner) -> float:
+        """The Delta ``learner`` learns under (0: none yet)."""
+        return float(learner.state.delta or 0.0)
+
+    def watch_replays(self, shares: GroupShares, callback: Callable[[], None]) -> None:
+        """Call ``callback`` before each replay of ``shares``' learner."""
+        shares.learner.before_replay(callback)
+
+    def limits(self, learner: LinearLearner, limits: ModelLimits) -> ModelLimits:
+        """``limits`` as they are (they bound a bank's labels)."""
+        return limits
+
+    def answers(self, learner: LinearLearner, rows: Rows) -> list[bytes]:
+        """Each row's prediction by the common model, as one model's daemon sends it."""
+        return binary_answers(self.predictor(learner).scores(rows))
+
+    def mistakes(self, learner: LinearLearner, batch: Examples, rows: Rows) -> int:
+        """Examples of ``batch`` (their features ``rows``) whose label the common model
+        misses (+1 for a positive score, else -1)."""
+        assert isinstance(batch, Batch)
+        scores = self.predictor(learner).scores(rows)
+        return int(np.count_nonzero((scores > 0.0) != (batch.labels > 0)))
+
+    def window(self, learner: LinearLearner) -> WindowView:
+        """What a record says of the local window (:func:`window_view`)."""
+        return window_view(learner)
+
+    def drift(self, shares: GroupShares) -> tuple[float, float]:
+        """How far the local share moved from the one last published, over (w, beta),
+        and the norm of the local model's (w, beta)."""
+        own = shares.own(slack=False)  # the distance is over (w, beta) alone
+        state = shares.learner.state
+        weights = state.weights[: state.n_features]
+        norm = math.sqrt(float(weights @ weights) + state.beta**2)
+        return share_distance(own, self.published), norm
+
+    def record_shares(
+        self, shares: GroupShares, own: Contribution
+    ) -> tuple[Contribution, LabelShares | None]:
+        """What a record holds of ``own``: the share itself, no labels."""
+        return own, None
+
+    def updates(self, learner: LinearLearner) -> float:
+        """The learner's count of updates (a replay that made none left the share)."""
+        return learner.state.updates
+
+
+def window_view(learner: LinearLearner) -> WindowView:
+    """What a record says of ``learner``'s window: its size, and the margin, bound and
+    calibration slope of the learner's model on it (0, 0 and 1 when not finite)."""
+    found = certificate(learner.state, learner.rho)
+    slope = learner.window_calibration().slope
+    return WindowView(
+        examples=len(learner.buffer),
+        capacity=learner.buffer.max_examples,
+        margin=_finite(found.achieved),
+        bound=_finite(found.upper_bound),
+        slope=slope if math.isfinite(slope) else 1.0,
+    )
+
+
+def _finite(value: float) -> float:
+    return float(value) if math.isfinite(value) else 0.0

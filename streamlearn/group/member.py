@@ -31,21 +31,20 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from streamlearn.errors import InputError, StateError
-from streamlearn.group.common_model import CommonModel, share_distance
+from streamlearn.group.common_model import share_distance
 from streamlearn.group.intake import RecordIntake
+from streamlearn.group.kinds import MemberModel, MemberShares, member_model, member_shares
 from streamlearn.group.own_records import OwnRecords
 from streamlearn.group.pace import SyncPace
 from streamlearn.group.partitions import PartitionLedger
 from streamlearn.group.policy import SyncPolicy
-from streamlearn.group.records import MemberRecord, PartitionPosition, WindowView
+from streamlearn.group.records import LabelShares, MemberRecord, PartitionPosition
 from streamlearn.group.table import GroupTable, GroupView
 from streamlearn.group.watch import ConsumerGroupView, ConsumerGroupWatch
 from streamlearn.group.wire import RecordWire
-from streamlearn.learn.base import LinearLearner
-from streamlearn.learn.certificate import certificate
-from streamlearn.learn.contribution import MAX_EXPONENT, Contribution, GroupShares
-from streamlearn.learn.model import Model
-from streamlearn.learn.predictor import BinaryPredictor
+from streamlearn.learn.contribution import MAX_EXPONENT, Contribution
+from streamlearn.learn.model import Examples, Model, ModelLimits, Rows
+from streamlearn.learn.predictor import Predictor
 
 log = logging.getLogger("streamlearn.group")
 
@@ -93,7 +92,8 @@ class GroupMember:
         wall: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.shares = GroupShares(learner)
+        #: the learner, its state the sum of the shares (one model's, or a bank's per label)
+        self.shares: MemberShares = member_shares(learner)
         self.transport = transport
         self.me = member_id
         self.policy = policy
@@ -120,6 +120,10 @@ class GroupMember:
         #: :meth:`turn` raises it, and nothing is published meanwhile
         self.refusal: StateError | None = None
         self._warned_at = -math.inf
+        #: whether the learner was folded to a new common model since the last turn
+        #: (a record published for a checkpoint or a rebalance, records read before a
+        #: replay folds outside the turns too): :meth:`turn` reports it
+        self._folded = False
         #: what :meth:`resume_from` was given, until :meth:`join` decides
         self._resuming: tuple[Mapping[str, Any] | None, Callable[[], Model]] | None = None
         # the largest exponent a share may have is 0 for rules that never scale their state
@@ -132,15 +136,16 @@ class GroupMember:
             consumer_group, member_id, holding=lambda: bool(self.partitions), warn=self._warn
         )
         #: the common model of the records held, which the learner is folded to
-        self.common = CommonModel(self.table, self.own)
+        self.common: MemberModel = member_model(learner, self.table, self.own)
         #: the other members' records read, checked and taken into the table
         self.intake = RecordIntake(
             member_id, self.table, wire=wire, own=self.own, watch=self.watch, clock=clock
         )
-        self.learner.before_replay(self._read_before_replay)
+        self.common.watch_replays(self.shares, self._read_before_replay)
 
     @property
-    def learner(self) -> LinearLearner:
+    def learner(self) -> Any:
+        """The learner (a binary learner, or a one-vs-rest bank)."""
         return self.shares.learner
 
     @property
@@ -252,8 +257,8 @@ class GroupMember:
         if why is not None:
             log.warning("group %s: the checkpoint's window is not taken (%s): a new "
                         "window starts", self.me, why)  # fmt: skip
-            self.shares = GroupShares(fresh())
-            self.learner.before_replay(self._read_before_replay)
+            self.shares = member_shares(fresh())
+            self.common.watch_replays(self.shares, self._read_before_replay)
             self.pace.examples = 0
             return
         assert former is not None
@@ -332,13 +337,17 @@ class GroupMember:
 
     def turn(self, idle: bool = False) -> bool:
         """:meth:`sync`, then commit the positions of the last record published.
-        Returns whether the learner's model changed. Raises :attr:`refusal` when this
-        member must stop."""
+        Returns whether the learner's model or the common model changed since the last
+        turn, here or outside it (a record a checkpoint or a rebalance published): the
+        daemon then gives its HTTP API a new copy, which would otherwise keep answering
+        with the model before that record once the stream is idle. Raises
+        :attr:`refusal` when this member must stop."""
         if self.refusal is not None:
             raise self.refusal
         changed = self.sync(idle)
         self.commit_published()
-        return changed
+        folded, self._folded = self._folded, False
+        return changed or folded
 
     def sync(self, idle: bool = False) -> bool:
         """Read what other members published (fold it in; every
@@ -426,19 +435,21 @@ class GroupMember:
         self.shares.damp(1.0 / self.table.learning())
         own = self.shares.own()
         self._prune_released()
-        window = window_view(self.learner)  # the model as published, on the window as it is
+        window = self.common.window(self.learner)  # the model as published, on the window
+        share, labels = self.common.record_shares(self.shares, own)
         record = MemberRecord(
             member=self.me,
             sequence=self.own.sequence + 1,
             time=self.wall(),
             model=self.table.model,
-            share=own,
+            share=share,
             examples=self.examples,
             partitions=dict(self.partitions),
             released=self.ledger.released_positions(),
             window=window,
             members=tuple(self.table.in_model()),
-            delta=float(self.learner.state.delta or 0.0),
+            delta=self.common.own_delta(self.learner),
+            labels=labels,
         )
         try:
             self.own.write(record)
@@ -468,13 +479,34 @@ class GroupMember:
             return False
         return self.ledger.stated_by(last)
 
-    def predictor(self) -> BinaryPredictor:
+    def predictor(self) -> Predictor:
         """The common model, frozen: the sum of the records last published, this
         member's own as it published it, with the group's calibration. Every member
         answers with it, so that members that hold the same records answer alike, bit
         for bit, whatever each learned since its last record; the learner itself holds
         this member's progress since then too, and learns with it."""
         return self.common.predictor(self.learner)
+
+    def limits(self, limits: ModelLimits) -> ModelLimits:
+        """What the learner may take of a poll: ``limits``, less the labels of the common
+        bank this member's bank has not (a bank's ``max_labels`` bounds the group's)."""
+        return self.common.limits(self.learner, limits)
+
+    def answers(self, rows: Rows) -> list[bytes]:
+        """Each row's prediction by the common model, as the daemon sends it."""
+        return self.common.answers(self.learner, rows)
+
+    def mistakes(self, batch: Examples, rows: Rows) -> int:
+        """Examples of ``batch`` (whose features are ``rows``) whose label the common
+        model misses, as the learner's kind judges them progressively."""
+        return self.common.mistakes(self.learner, batch, rows)
+
+    def replay(self, max_passes: int, interrupt: Callable[[], bool]) -> None:
+        """Replay the learner's window; a replay that made updates moved its share."""
+        updates = self.common.updates(self.learner)
+        self.learner.replay(max_passes=max_passes, interrupt=interrupt)
+        if self.common.updates(self.learner) != updates:
+            self.changed()  # a pass without updates leaves the share as it was
 
     def view(self, own_margin: float) -> GroupView:
         """The group's make-up and margin (see :meth:`GroupTable.view`)."""
@@ -515,14 +547,11 @@ class GroupMember:
     def _drifted(self) -> bool:
         """Whether this member's share drifted from the one it last published, as the
         policy measures drift."""
-        own = self.shares.own(slack=False)  # the distance is over (w, beta) alone
-        state = self.learner.state
-        weights = state.weights[: state.n_features]
-        norm = math.sqrt(float(weights @ weights) + state.beta**2)
+        distance, norm = self.common.drift(self.shares)
         # this member's divergence from the model it last published (Kamp et al.'s
         # local condition): K members each within the threshold keep the common model
         # within it of their mean, however many they are
-        return self.policy.drifted(share_distance(own, self.common.published), norm)
+        return self.policy.drifted(distance, norm)
 
     def _warn(self, message: str) -> None:
         """Log ``message`` at most once a minute (a broker outage repeats it every turn)."""
@@ -530,33 +559,16 @@ class GroupMember:
             log.warning("%s", message)
             self._warned_at = self.clock()
 
-    def _fold(self, own: Contribution | None = None) -> None:
+    def _fold(self, own: Contribution | LabelShares | None = None) -> None:
         """Make the learner the sum of the shares; this member's own is ``own``, else
         the one it published when nothing changed since (so that members holding the
         same records hold the same bits), else what its state holds now."""
         if own is None:
             own = self.shares.own() if self.pace.dirty else self.common.published
         self.common.fold(self.shares, own, idle=self.pace.idle)
+        self._folded = True
 
     def _prune_released(self) -> None:
         """Forget partitions given up whose examples have all left this member's window."""
         buffer = self.learner.buffer
         self.ledger.prune(buffer.evicted, buffer.max_examples)
-
-
-def window_view(learner: LinearLearner) -> WindowView:
-    """What a record says of ``learner``'s window: its size, and the margin, bound and
-    calibration slope of the learner's model on it (0, 0 and 1 when not finite)."""
-    found = certificate(learner.state, learner.rho)
-    slope = learner.window_calibration().slope
-    return WindowView(
-        examples=len(learner.buffer),
-        capacity=learner.buffer.max_examples,
-        margin=_finite(found.achieved),
-        bound=_finite(found.upper_bound),
-        slope=slope if math.isfinite(slope) else 1.0,
-    )
-
-
-def _finite(value: float) -> float:
-    return float(value) if math.isfinite(value) else 0.0

@@ -28,11 +28,14 @@ from typing import Any
 import msgpack
 
 from streamlearn.errors import StateError
-from streamlearn.learn.contribution import MAX_EXPONENT, Contribution
+from streamlearn.learn.contribution import MAX_EXPONENT, Contribution, features_reachable
 from streamlearn.learn.params import MAX_AUGMENTATION
 
 FORMAT = "streamlearn.group"
+#: a record of one binary model's share
 VERSION = 1
+#: a record of a one-vs-rest bank's shares, one per label value (its ``share`` is empty)
+BANK_VERSION = 2
 
 #: bounds of a record's fields: nothing a member writes comes near them
 MAX_MEMBER_ID = 256
@@ -41,6 +44,8 @@ MAX_COUNT = 1 << 62
 MAX_PARTITION = (1 << 31) - 1
 MAX_PARTITIONS = 1 << 16
 MAX_MEMBERS = 1 << 12
+#: the most labels a bank's record may hold shares of
+MAX_LABELS = 1 << 16
 #: bounds of the msgpack structure (a text, an array, a map): a declared length beyond
 #: them is refused before anything is allocated for it
 MAX_TEXT = 1 << 16
@@ -96,8 +101,40 @@ class MemberRecord:
     #: the Delta the member learned under when it wrote (0: none yet); with
     #: ``--delta auto`` or ``first`` the group's Delta is the largest of them
     delta: float = 0.0
+    #: a one-vs-rest bank's shares by label value, in the writer's label order (None: a
+    #: binary model's record, whose share is ``share``)
+    labels: LabelShares | None = None
     #: anything newer writers add, kept as read
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True, eq=False)
+class LabelShares:
+    """A one-vs-rest bank's shares: (label value, share, calibration slope fitted on the
+    writer's window) for each label its writer has (a label it never saw has none: it
+    contributes nothing to that label's model)."""
+
+    shares: tuple[tuple[float, Contribution, float], ...] = ()
+
+    def get(self, label: float) -> Contribution | None:
+        """The share of ``label``, None when the writer has none."""
+        for value, share, _ in self.shares:
+            if value == label:
+                return share
+        return None
+
+    @property
+    def labels(self) -> tuple[float, ...]:
+        return tuple(value for value, _, _ in self.shares)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LabelShares):
+            return NotImplemented
+        return len(self.shares) == len(other.shares) and all(
+            a == b for a, b in zip(self.shares, other.shares, strict=True)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def encode_record(record: MemberRecord) -> bytes:
@@ -123,6 +160,12 @@ def encode_record(record: MemberRecord) -> bytes:
         "members": list(record.members),
         "delta": record.delta,
     }
+    if record.labels is not None:  # a bank's: binary readers refuse it by its version
+        data["version"] = BANK_VERSION
+        span = label_span(record.labels)
+        data["labels"] = [
+            [value, share.to_plain(span), slope] for value, share, slope in record.labels.shares
+        ]
     packed: bytes = msgpack.packb(data, use_bin_type=True)
     return packed
 
@@ -147,8 +190,9 @@ def decode_record(
     data = _unpacked(value)
     if data.get("format") != FORMAT:
         raise StateError("sync record: not a streamlearn group record")
-    if data.get("version") != VERSION:
-        raise StateError(f"sync record: version {data.get('version')!r}, expected {VERSION}")
+    version = data.get("version")
+    if version not in (VERSION, BANK_VERSION) or isinstance(version, bool):
+        raise StateError(f"sync record: version {version!r}, expected {VERSION} or {BANK_VERSION}")
     try:
         member = _text(data["member"], "member")
         if key is not None and key != member:
@@ -168,6 +212,11 @@ def decode_record(
             window=_window(data["window"]),
             members=_members(data.get("members", [])),
             delta=_delta(data.get("delta", 0.0)),
+            labels=(
+                _label_shares(data["labels"], max_features, max_exponent)
+                if version == BANK_VERSION
+                else None
+            ),
         )
     except KeyError as exc:
         raise StateError(f"sync record: {exc} is missing") from exc
@@ -251,3 +300,40 @@ def _members(data: Any) -> tuple[str, ...]:
     if not isinstance(data, list) or len(data) > MAX_MEMBERS:
         raise StateError(f"members must be a list of at most {MAX_MEMBERS} ids")
     return tuple(_text(member, "a member") for member in data)
+
+
+def label_span(labels: LabelShares) -> int:
+    """The features every label's share of a bank record is padded to (0: none), so
+    that its labels times the features they span stay within what its entries pay for
+    (:func:`features_reachable`): a reader's dense weights cost at most 128 times the
+    record's bytes, however many labels it holds."""
+    shares = [share for _, share, _ in labels.shares]
+    n = max((share.n_features for share in shares), default=0)
+    entries = sum(share.indices.shape[0] for share in shares)
+    return n if len(shares) * n > features_reachable(entries) else 0
+
+
+def _label_shares(data: Any, max_features: int, max_exponent: int) -> LabelShares:
+    """A bank record's shares: [label value, share, slope] entries, each label a finite
+    number written once."""
+    if not isinstance(data, list) or len(data) > MAX_LABELS:
+        raise StateError(f"labels must be a list of at most {MAX_LABELS} [label, share, slope]")
+    shares: list[tuple[float, Contribution, float]] = []
+    seen: set[float] = set()
+    for entry in data:
+        if not isinstance(entry, list) or len(entry) != 3:
+            raise StateError("labels: an entry is [label, share, slope]")
+        value = _finite(entry[0], "a label")
+        if value in seen:
+            raise StateError(f"labels: label {value!r} is written twice")
+        seen.add(value)
+        share = Contribution.from_plain(entry[1], max_features, max_exponent)
+        shares.append((value, share, _finite(entry[2], "a label's slope")))
+    n = max((share.n_features for _, share, _ in shares), default=0)
+    entries = sum(share.indices.shape[0] for _, share, _ in shares)
+    if len(shares) * n > features_reachable(entries):
+        raise StateError(
+            f"labels: {len(shares)} labels of {n} features are beyond what {entries} "
+            f"entries may span ({features_reachable(entries)})"
+        )
+    return LabelShares(tuple(shares))

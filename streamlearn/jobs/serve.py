@@ -36,6 +36,7 @@ from streamlearn.config import (
 )
 from streamlearn.daemon import Daemon, DaemonSettings, FirstLines
 from streamlearn.errors import InputError, InvalidParameterError
+from streamlearn.group.kinds import member_shares
 from streamlearn.group.member import GroupMember, new_member_id
 from streamlearn.group.policy import SyncPolicy
 from streamlearn.group.signing import secret_from_env
@@ -61,7 +62,6 @@ from streamlearn.keyed.models import KeyedModels
 from streamlearn.keyed.models import warm_up as warm_up_keyed
 from streamlearn.keyed.settings import KeyedSettings
 from streamlearn.learn import LabelledRows, Model
-from streamlearn.learn.contribution import shareable
 from streamlearn.learn.params import plain_params
 from streamlearn.metrics import DaemonMetrics, new_registry
 from streamlearn.options import CHECKPOINTS, GROUP, HTTP, INPUT, KAFKA, ONE_VS_REST, command_line
@@ -300,7 +300,7 @@ class ServeConfig:
             return
         if not source_kind(self.source).offers(REBALANCES):
             raise InvalidParameterError(needs("--sync-topic", REBALANCES))
-        shareable(self.model.build())
+        member_shares(self.model.build())  # a model whose shares a group can sum
         if self.http_learn:
             raise InvalidParameterError(
                 "a member of a learning group learns from its partitions only: examples "

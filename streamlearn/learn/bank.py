@@ -97,6 +97,7 @@ from streamlearn.learn.model import (
     learn_on_schedule,
 )
 from streamlearn.learn.params import (
+    AUTO_DELTAS,
     STREAM_BUFFER_NNZ,
     STREAM_BUFFER_SIZE,
     finite,
@@ -145,6 +146,9 @@ class ModelBank(BankModelView):
         self.class_fit: tuple[Softmax, int, int] | None = None
         #: the learner an interrupted replay resumes with
         self._replay_from = 0
+        #: the smallest Delta ``delta='auto'`` or ``'first'`` may settle on (a learning
+        #: group's agreement, :meth:`agree_delta`; 0 otherwise)
+        self.delta_floor = 0.0
 
     @property
     def one_vs_rest(self) -> bool:
@@ -185,7 +189,7 @@ class ModelBank(BankModelView):
         window = self.state.window
         if window.room and labelled.n_examples:
             if self.state.delta_value is None:  # the first example: a provisional Delta
-                self.state.fix_delta(window.provisional(labelled))
+                self.state.fix_delta(max(window.provisional(labelled), self.delta_floor))
             taken = window.observe(labelled)
             if window.room:
                 present(self, labelled)
@@ -242,12 +246,31 @@ class ModelBank(BankModelView):
             return
         if final:
             window.close()
-        delta = window.delta()
-        if delta != self.state.delta_value:
-            self.state.fix_delta(delta)
-            for learner in self.learners():  # bound: the norms read the buffer's slack
-                learner.state.recompute_sqnorm()
-                learner.state.converged = False
+        self._rescale_to(max(window.delta(), self.delta_floor))
+
+    def _rescale_to(self, delta: float) -> bool:
+        """The bank's Delta = ``delta``, every label's ||a||^2 computed again under it;
+        whether it changed."""
+        if delta == self.state.delta_value:
+            return False
+        self.state.fix_delta(delta)
+        for learner in self.learners():  # bound: the norms read the buffer's slack
+            learner.state.recompute_sqnorm()
+            learner.state.converged = False
+        return True
+
+    def agree_delta(self, floor: float) -> bool:
+        """With ``delta='auto'`` or ``'first'``: Delta at least ``floor`` from now on (a
+        learning group's members each settle Delta from their own first examples and
+        agree on the largest), every label's state rescaled to it exactly when that
+        raises it. Returns whether Delta changed."""
+        if self.base.delta not in AUTO_DELTAS or not floor > self.delta_floor:
+            return False
+        self.delta_floor = float(floor)
+        current = self.state.delta_value
+        if current is None or current >= floor:
+            return False
+        return self._rescale_to(float(floor))
 
     def replay(
         self, max_passes: int | None = None, interrupt: Callable[[], bool] | None = None

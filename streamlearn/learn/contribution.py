@@ -171,17 +171,19 @@ class Contribution:
         """Add w into ``weights`` (long enough for :attr:`n_features`)."""
         weights[self.indices] += self.values
 
-    def to_plain(self) -> dict[str, Any]:
+    def to_plain(self, span: int = 0) -> dict[str, Any]:
         """Plain values a msgpack record stores (arrays as little-endian bytes), with
         zero weights added where a share spans more features than its entries pay for
-        (:func:`features_reachable`), so that every reader takes it.
+        (:func:`features_reachable`), so that every reader takes it; with a ``span``,
+        every ``FEATURES_PER_ENTRY`` features below it too (a bank's record, whose
+        labels' entries pay for the features of them all).
 
         >>> sparse = Contribution(np.array([5_000_000]), np.array([1.0]), 0.0, 1.0, 1.0)
         >>> back = Contribution.from_plain(sparse.to_plain(), max_features=1 << 26)
         >>> back.indices.shape[0], back.n_features, float(back.values.sum())
         (19533, 5000001, 1.0)
         """
-        indices, values = self._padded()
+        indices, values = self._padded(span)
         return {
             "indices": indices.astype("<i8").tobytes(),
             "values": values.astype("<f8").tobytes(),
@@ -192,12 +194,14 @@ class Contribution:
             "evicted": self.evicted,
         }
 
-    def _padded(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-        """The entries, with zero weights every ``FEATURES_PER_ENTRY`` features when the
-        share spans more features than its entries pay for."""
+    def _padded(self, span: int = 0) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """The entries, with zero weights every ``FEATURES_PER_ENTRY`` features (below
+        ``span`` when given) when the share spans more features than its entries pay
+        for, or a ``span`` is given."""
         n = self.n_features
-        if n <= features_reachable(self.indices.shape[0]):
+        if not span and n <= features_reachable(self.indices.shape[0]):
             return self.indices, self.values
+        n = max(n, span)
         indices = np.union1d(self.indices, np.arange(0, n, FEATURES_PER_ENTRY, dtype=np.int64))
         values = np.zeros(indices.shape[0])
         values[np.searchsorted(indices, self.indices)] = self.values

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,6 @@ import numpy.typing as npt
 
 from streamlearn.group.member import GroupMember
 from streamlearn.learn import Examples, Model
-from streamlearn.learn.answers import binary_answers
 from streamlearn.learn.model import Rows
 from streamlearn.modes.base import (
     Intake,
@@ -26,7 +26,6 @@ from streamlearn.modes.base import (
 )
 from streamlearn.modes.single import SingleModel
 from streamlearn.sources.base import Positions, Source
-from streamlearn.types import Batch
 
 log = logging.getLogger("streamlearn.daemon")
 
@@ -41,6 +40,10 @@ class GroupMode(SingleModel):
         super().__init__(learner)
         self.make_member = member
         self.member = member(learner)
+
+    def learn_poll(self, poll: Poll, intake: Intake) -> Outcome:
+        # a bank's max_labels counts the labels the other members brought
+        return super().learn_poll(poll, replace(intake, limits=self.member.limits(intake.limits)))
 
     def learn_admitted(self, poll: Poll, batch: Examples, intake: Intake, done: Outcome) -> None:
         """``batch`` learned in pieces of whole messages, each ending with the message
@@ -92,13 +95,12 @@ class GroupMode(SingleModel):
     def _judged(self, batch: Examples, judged: tuple[int, int]) -> tuple[int, int]:
         """``judged`` (examples, mistakes) with ``batch``'s examples judged by the
         common model (a member's progressive accuracy is that of the model it answers
-        with, not its learner's): a mistake where the label it would answer (+1 for a
-        positive score, else -1) is not the example's."""
-        assert isinstance(batch, Batch)
+        with, not its learner's): for one model, a mistake where the label it would
+        answer (+1 for a positive score, else -1) is not the example's; for a bank,
+        where its argmax label is none of the example's."""
         if not batch.n_examples:
             return judged
-        scores = self.member.predictor().scores(features(batch))
-        mistakes = int(np.count_nonzero((scores > 0.0) != (batch.labels > 0)))
+        mistakes = self.member.mistakes(batch, (batch.indptr, batch.indices, batch.values))
         return judged[0] + batch.n_examples, judged[1] + mistakes
 
     def restored(self, learner: Model, payload: dict[str, Any], fresh: Callable[[], Model]) -> bool:
@@ -128,18 +130,14 @@ class GroupMode(SingleModel):
         return self.member.turn(idle=idle)
 
     def replay(self, max_passes: int, interrupt: Callable[[], bool]) -> None:
-        learner = self.member.learner
-        updates = learner.state.updates
-        learner.replay(max_passes=max_passes, interrupt=interrupt)
-        if learner.state.updates != updates:
-            self.member.changed()  # a pass without updates leaves the share as it was
+        self.member.replay(max_passes, interrupt)
 
     def finishing(self) -> None:
         self.member.publish_last_word()
         self.member.commit_published()
 
     def answers(self, features: Rows) -> list[bytes]:
-        return binary_answers(self.member.predictor().scores(features))
+        return self.member.answers(features)
 
     def predictor(self, asked_keys: Callable[[], Any]) -> Any:
         return self.member.predictor()  # the common model

@@ -215,3 +215,67 @@ def test_a_member_with_a_checkpoint_directory_comes_back_with_its_window(
     for live in (again, b):
         assert live.stop() == 0, live.log_tail()
         assert "Traceback" not in live.log_path.read_text(), live.log_tail()
+
+
+#: questions for a bank of labels 1, 2, 3 (5): each leans on its label's feature
+BANK_QUESTIONS = b"2:2.0 3:0.1\n4:2.1\n1:0.2 6:1.9\n"
+
+
+def test_a_group_of_banks_learns_every_example_once_and_a_restarted_member_keeps_its_window(
+    broker: Tansu, tmp_path: Path
+) -> None:
+    """``--one-vs-rest`` members: every example learned once (counted against the
+    input), the same answers once synchronised, and a member killed with -9 and started
+    again with its --checkpoint-dir goes on with its window; a label that comes later
+    (5) joins the common bank."""
+    from test_daemon_group_bank import multiclass
+
+    topic, sync = f"t-{uuid.uuid4().hex[:8]}", f"s-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic, PARTITIONS)
+
+    def produce(messages: int, labels: list[int], seed: int) -> int:
+        for i, value in enumerate(multiclass(messages, labels, seed, per_message=LINES)):
+            broker.produce(topic, [value], partition=i % PARTITIONS)
+        return messages * LINES
+
+    total = produce(48, [1, 2, 3], seed=13)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    options = ("--one-vs-rest", "--sync-every", "100", "--buffer-size", "400",
+               "--checkpoint-interval", "1s")  # fmt: skip
+    dirs = {name: tmp_path / f"ckpt-{name}" for name in ("a", "b")}
+
+    def member(name: str) -> Member:
+        return Member(broker, topic, sync, group, tmp_path, *options, "--checkpoint-dir",
+                      str(dirs[name]), name=f"{name}-{group}")  # fmt: skip
+
+    def same_answers() -> bool:
+        return bool(a.predict(BANK_QUESTIONS) == b.predict(BANK_QUESTIONS))
+
+    a, b = member("a"), member("b")
+    a.wait(lambda: _all_learned(broker, topic, sync), "every partition learned")
+    latest = records(broker, sync)
+    assert group_examples(latest) == total == sum(record.examples for record in latest.values())
+    assert all(record.labels is not None for record in latest.values())
+    a.wait(same_answers, "the same answers from both")
+    ranked = [entry["label"] for entry in a.predict(BANK_QUESTIONS)[0]["ranking"]]
+    assert sorted(ranked) == [1, 2, 3]
+    a.wait(
+        lambda: _checkpointed_sequence(dirs["a"]) == records(broker, sync)[a.name].sequence,
+        "a checkpoint of a's last record",
+    )
+    window = _model(a)["certificate"]["window_examples"]
+    a.kill()
+    a = member("a")
+    a.wait(lambda: a.metric("streamlearn_ready") == 1.0, "the restarted member ready")
+    assert "goes on from its checkpoint" in a.log_path.read_text(), a.log_tail()
+    assert _model(a)["certificate"]["window_examples"] == window > 0
+    total += produce(24, [1, 2, 3, 5], seed=14)
+    a.wait(lambda: _all_learned(broker, topic, sync), "the new examples learned")
+    latest = records(broker, sync)
+    assert group_examples(latest) == total == sum(record.examples for record in latest.values())
+    a.wait(same_answers, "the same answers from both after the restart")
+    ranked = [entry["label"] for entry in a.predict(BANK_QUESTIONS)[0]["ranking"]]
+    assert sorted(ranked) == [1, 2, 3, 5]
+    for live in (a, b):
+        assert live.stop() == 0, live.log_tail()
+        assert "Traceback" not in live.log_path.read_text(), live.log_tail()

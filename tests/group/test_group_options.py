@@ -16,7 +16,7 @@ KAFKA = {"source": "kafka", "bootstrap_servers": "127.0.0.1:9092", "topic": "exa
     ("params", "options", "says"),
     [
         ({"delta": 1.0}, {"source": "stdin"}, "--source kafka"),
-        ({"delta": 1.0}, {**KAFKA, "one_vs_rest": True}, "one binary model"),
+        ({"delta": 1.0, "forget": "never"}, {**KAFKA, "one_vs_rest": True}, "window semantics"),
         ({"delta": 1.0}, {**KAFKA, "sync_topic": "bad name!"}, "--sync-topic"),
         ({"delta": 1.0}, {**KAFKA, "http_learn": True}, "drop --http-learn"),
     ],
@@ -42,3 +42,10 @@ def test_a_group_with_what_it_needs_is_taken() -> None:
     assert kept.checkpoint_dir  # a member's window survives its restarts
     for delta in ({"delta": "auto"}, {"delta": "first"}, {}):  # the members agree on one
         assert ServeConfig(LearnerSpec("pdm", delta), sync_topic="sync", **KAFKA).sync_topic  # type: ignore[arg-type]
+
+
+def test_a_group_learns_a_one_vs_rest_bank() -> None:
+    """Members exchange a bank's shares label by label, as they exchange one model's."""
+    config = ServeConfig(LearnerSpec("pdm", {"delta": 1.0}), sync_topic="sync",  # type: ignore[arg-type]
+                         one_vs_rest=True, **KAFKA)  # fmt: skip
+    assert config.sync_topic and config.one_vs_rest

@@ -519,3 +519,21 @@ def test_a_partition_given_up_where_the_last_record_stands_needs_no_record() -> 
     assert member.records_written == written + 1
     record = decode_record(topic.log[-1][1] or b"", 1 << 20)
     assert record.released[1].offset == 31 and record.released[0].offset == 40
+
+
+def test_a_record_published_outside_a_turn_is_reported_by_the_next_turn() -> None:
+    """A checkpoint publishes (and folds) outside the turns: the next turn says the
+    model changed, so that the daemon gives its HTTP API a new copy (an idle member whose
+    checkpoint published its last record answered with the model before it for good)."""
+    topic = Topic()
+    a = _member(topic, "a")
+    a.join()
+    a.take({0})
+    a.turn()
+    _learn(a, 0, seed=1, n=30, offset=30)  # fewer than --sync-every: nothing published
+    assert not a.turn()
+    assert a.predictor().weights.shape == (0,)  # its first record: nothing learned
+    a.checkpoint_state()  # publishes: the common model is now its new record
+    assert a.predictor().weights.shape == (8,)
+    assert a.turn(idle=True)  # the daemon learns of it
+    assert not a.turn(idle=True)  # and only once
