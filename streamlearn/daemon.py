@@ -123,6 +123,7 @@ from streamlearn.modes import (
 from streamlearn.options import CHECKPOINTS, HTTP, INPUT, KAFKA, ON_OFF, REPLAY, command_line
 from streamlearn.parse import ParsedRows, Rejected
 from streamlearn.parse.messages import VALUE_LENGTH
+from streamlearn.pending import Joined, is_correct, labelled_rows
 from streamlearn.replay import ReplaySchedule
 from streamlearn.replay.policy import ReplayPolicy, Turn
 from streamlearn.replay.runner import ReplayRunner
@@ -410,6 +411,8 @@ class Daemon:
         self.snapshot: dict[str, Any] | None = None
         #: what the HTTP API reads (published copies) and writes (examples to learn)
         self.live = live
+        #: examples predicted with an id, waiting for their label (None: none are kept)
+        self.pending = None if live is None else live.pending
         #: a count of the learned batches and replay passes: the model's version
         self.version = 0
         self._published_version = -1
@@ -486,13 +489,15 @@ class Daemon:
                 log_ends = {int(p): int(o) for p, o in payload.get("log_ends", {}).items()}
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise StateError(f"{path}: malformed daemon checkpoint ({exc})") from exc
+            self._restore_pending(payload.get("pending"), path)
             log.info("restored %s: %d examples", path, self.stream_examples)
             if not positions_stand:  # where partitions resume lives elsewhere
                 self.positions, log_ends = {}, {}
         if self.mode.join():
             self.version += 1
         self._presented_seen, self._mistakes_seen = self.mode.progressive()
-        self._checkpoints.examples, self._checkpoints.version = self.stream_examples, self.version
+        self._checkpoints.examples = self.stream_examples
+        self._checkpoints.version = self._state_version()
         self.source.seek(dict(self.positions))
         if isinstance(self.source, GuardsPositions):
             if fallback:  # the committed offsets may come from the checkpoints skipped
@@ -500,6 +505,20 @@ class Daemon:
                             "position for start at their logs' start")  # fmt: skip
             self.source.expect(log_ends, others_from_earliest=fallback)
         self.restored = True
+
+    def _restore_pending(self, state: Any, path: Path) -> None:
+        """Take back the examples a checkpoint kept for their label (none in a checkpoint
+        written before they were kept)."""
+        if state is None:
+            return
+        if self.pending is None:
+            log.warning("%s holds examples waiting for their label: without --http-learn "
+                        "they are dropped at the next checkpoint", path)  # fmt: skip
+            return
+        try:
+            self.pending.restore(state)
+        except StateError as exc:
+            raise StateError(f"{path}: {exc}") from exc
 
     # -- a learning group's partitions (the source calls these during its polls) -------
 
@@ -715,9 +734,17 @@ class Daemon:
     def take_snapshot(self) -> None:
         """Store the learner's summary for readers on other threads."""
         started = self.clock()
-        self.snapshot = self.mode.snapshot(self.stream_examples)
+        snapshot = self.mode.snapshot(self.stream_examples)
+        pending = self.pending
+        if pending is not None:
+            pending.expire(time.time())
+            snapshot["pending"] = pending.counts()
+        self.snapshot = snapshot
         if self.live is not None:
-            self.live.describe(self.mode.description(self.snapshot))
+            description = self.mode.description(snapshot)
+            if pending is not None:
+                description = {**description, "pending": snapshot["pending"]}
+            self.live.describe(description)
         self._summary_clock = self.clock()
         took = self._summary_clock - started
         settings = self.settings
@@ -734,7 +761,10 @@ class Daemon:
         done = []
         for posted in live.take_posted():
             try:
-                learned, rejected = self._learn_post(posted)
+                if posted.joins is not None:
+                    learned, rejected, refused = self._learn_joined(posted)
+                else:
+                    (learned, rejected), refused = self._learn_post(posted), []
             except (UnknownKeyError, InvalidInputError) as exc:
                 settle(posted.done, error=exc)
                 continue
@@ -742,6 +772,8 @@ class Daemon:
                 self.observer.count_examples("rejected", len(rejected))
                 for item in rejected:
                     self.observer.count_rejected(item.reason, 1)
+            if refused:  # counted by the store, by reason
+                rejected = sorted([*rejected, *refused], key=lambda item: item.line)
             done.append((posted, learned, rejected))
         self._publish()
         held = self.learner.held_examples
@@ -756,6 +788,35 @@ class Daemon:
         done = self.mode.learn_post(posted, self._intake, self.stream_examples)
         self._took(done)
         return done.learned or 0, done.rejected
+
+    def _learn_joined(self, posted: Posted) -> tuple[int, list[Rejected], list[Rejected]]:
+        """Learn the examples that posted labels by id join, as a post of them; the
+        progressive accuracy scores the predictions made when they were kept. How many
+        were learned, the rows the model refused (their examples wait on for a good
+        label) and the labels that found no example (unknown, expired, evicted, already
+        labelled)."""
+        pending = self.pending
+        assert pending is not None and posted.joins is not None
+        now = time.time()
+        found, refused = [], []
+        for line, example_id, labels in posted.joins:
+            example = pending.find(example_id, now)
+            if isinstance(example, str):
+                refused.append(Rejected(line, example, example_id))
+            else:
+                found.append(Joined(line, example_id, labels, example))
+        if not found:
+            return 0, [], refused
+        rows = labelled_rows(found)
+        done = self.mode.learn_post(Posted(rows), self._intake, self.stream_examples)
+        refused_lines = {item.line for item in done.rejected}
+        learned = [one for one in found if one.line not in refused_lines]
+        wrong = sum(not is_correct(one.example.predicted, one.labels) for one in learned)
+        done.judged = (len(learned), wrong)
+        for one in learned:
+            pending.joined(one.example_id)
+        self._took(done)
+        return done.learned or 0, done.rejected, refused
 
     def _publish_if_due(self) -> None:
         """Publish a copy of the model when the HTTP API wants one (see
@@ -775,8 +836,14 @@ class Daemon:
         settings = self.settings
         self._publish_every = max(settings.publish_interval, took / settings.publish_share)
 
+    def _state_version(self) -> int:
+        """What a checkpoint would hold, as a count of changes: the model's version and
+        the changes of the examples waiting for their label."""
+        pending = self.pending
+        return self.version + (0 if pending is None else pending.changes)
+
     def _checkpoint_due(self) -> bool:
-        return self._checkpoints.due(self.clock(), self.stream_examples, self.version)
+        return self._checkpoints.due(self.clock(), self.stream_examples, self._state_version())
 
     def _checkpoint_or_carry_on(self) -> None:
         """A checkpoint during the run: one that fails (a full disk, say) is logged and
@@ -788,7 +855,7 @@ class Daemon:
         except CheckpointError as exc:
             log.error("%s; learning goes on, the next checkpoint is due as if this one "
                       "had been written", exc)  # fmt: skip
-            self._checkpoints.mark(self.clock(), self.stream_examples, self.version)
+            self._checkpoints.mark(self.clock(), self.stream_examples, self._state_version())
 
     def checkpoint(self) -> None:
         """Write the learner, buffer and positions; then commit the positions (without a
@@ -807,7 +874,7 @@ class Daemon:
                 log.warning("checkpoint skipped: this member's record could not be "
                             "published, which the checkpoint must match; the next one is "
                             "due as if it had been written")  # fmt: skip
-                self._checkpoints.mark(self.clock(), self.stream_examples, self.version)
+                self._checkpoints.mark(self.clock(), self.stream_examples, self._state_version())
                 return
             path = self.store.write({**self.payload(), **extra})
             seconds = self.clock() - started
@@ -822,7 +889,7 @@ class Daemon:
             if saved is not None:
                 self.observer.observe_checkpoint(self.clock() - started, saved, time.time())
                 self.source.commit(dict(self.positions))
-        self._checkpoints.mark(self.clock(), self.stream_examples, self.version)
+        self._checkpoints.mark(self.clock(), self.stream_examples, self._state_version())
 
     def payload(self) -> dict[str, Any]:
         """What a checkpoint holds."""
@@ -835,6 +902,8 @@ class Daemon:
         }
         if isinstance(self.source, GuardsPositions):  # a restart checks the logs against them
             payload["log_ends"] = {str(p): end for p, end in self.source.log_ends().items()}
+        if self.pending is not None:
+            payload["pending"] = self.pending.state()
         return payload
 
 

@@ -31,6 +31,7 @@ a restart), and the state goes out and comes back as plain lists and arrays.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,8 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn.errors import InvalidParameterError, StateError
+from streamlearn.parse import ParsedRows
+from streamlearn.types import offsets
 
 #: why a label finds no example to join
 UNKNOWN_ID = "unknown id"
@@ -229,16 +232,47 @@ class PendingExamples:
             self.evicted_total += 1
 
 
-def is_correct(predicted: float, labels: npt.NDArray[np.float64]) -> bool:
+@dataclass(frozen=True)
+class Joined:
+    """A label by id that found its example: the line that gave it, the id, the labels
+    and the example."""
+
+    line: int
+    example_id: str
+    labels: list[float]
+    example: PendingExample
+
+
+def labelled_rows(joined: Sequence[Joined]) -> ParsedRows:
+    """The examples ``joined`` found, with their labels, as rows to learn (each on the
+    line that labelled it).
+
+    >>> one = PendingExample(np.array([2], dtype=np.int32), np.array([0.5]), 1.0, 0.0)
+    >>> rows = labelled_rows([Joined(3, "a", [-1.0], one)])
+    >>> rows.indices.tolist(), rows.labels.tolist(), rows.line_numbers.tolist()
+    ([2], [-1.0], [3])
+    """
+    lengths = np.array([one.example.indices.shape[0] for one in joined], dtype=np.int64)
+    label_counts = np.array([len(one.labels) for one in joined], dtype=np.int64)
+    return ParsedRows(
+        offsets(lengths),
+        _joined([one.example.indices for one in joined], np.int32),
+        _joined([one.example.values for one in joined], np.float64),
+        offsets(label_counts),
+        np.array([label for one in joined for label in one.labels], dtype=np.float64),
+        np.array([one.line for one in joined], dtype=np.int64),
+        [],
+    )
+
+
+def is_correct(predicted: float, labels: Sequence[float]) -> bool:
     """Whether a prediction that named ``predicted`` was right about an example with
     ``labels`` (its one label, or a bank's label set: right when it holds the label).
 
-    >>> is_correct(1.0, np.array([1.0])), is_correct(3.0, np.array([1.0, 2.0]))
-    (True, False)
-    >>> is_correct(float("nan"), np.array([1.0]))
-    False
+    >>> is_correct(1.0, [1.0]), is_correct(3.0, [1.0, 2.0]), is_correct(float("nan"), [1.0])
+    (True, False, False)
     """
-    return bool(np.any(labels == predicted))
+    return any(label == predicted for label in labels)
 
 
 def _joined(parts: list[npt.NDArray[Any]], dtype: type) -> npt.NDArray[Any]:

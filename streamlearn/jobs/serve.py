@@ -43,6 +43,7 @@ from streamlearn.http.api import Decode, api_handler
 from streamlearn.http.auth import check_exposure, token_from_env
 from streamlearn.http.live import LiveModel
 from streamlearn.http.ops import ops_app
+from streamlearn.http.pending import SharedPending
 from streamlearn.http.server import HttpServer
 from streamlearn.jobs.allocator import keep_freed_memory
 from streamlearn.jobs.blas import one_blas_thread
@@ -68,6 +69,7 @@ from streamlearn.options import CHECKPOINTS, GROUP, HTTP, INPUT, KAFKA, ONE_VS_R
 from streamlearn.parse import ParsedRows
 from streamlearn.parse.messages import FORMATS as MESSAGE_FORMATS
 from streamlearn.parse.messages import MessageDecoder, decode_message
+from streamlearn.pending import PendingExamples
 from streamlearn.replay import ReplaySchedule
 from streamlearn.sources.base import Message, MessageBatch, Rebalances, Sink, Source
 from streamlearn.sources.kafka_codecs import (
@@ -89,6 +91,8 @@ DEFAULT_HASH_FEATURES = 1 << 20
 MAX_HTTP_MAX_BODY = 1 << 30
 #: the largest ``--max-record-bytes`` and ``--max-batch-bytes``
 MAX_KAFKA_BYTES = 1 << 31
+#: examples predicted with an id kept for their label, and seconds each waits, at most
+DEFAULT_PENDING_MAX, DEFAULT_PENDING_TTL = 100_000, 3600.0
 #: seconds a poll waits at most when the API learns (a posted example waits one poll)
 LEARN_POLL_TIMEOUT = 0.02
 #: seconds after its stop budget at which a stop that still runs is cut short
@@ -204,6 +208,16 @@ class ServeConfig:
         default=False,
         metadata=command_line("Learn what is POSTed to /learn.", HTTP, show_default=False),
     )
+    #: examples predicted with an id kept for their label, at most (the oldest evicted)
+    pending_max: int = field(
+        default=DEFAULT_PENDING_MAX,
+        metadata=command_line("Examples predicted with an id kept for a label.", HTTP, "N"),
+    )
+    #: seconds an example predicted with an id waits for its label, at most
+    pending_ttl: float = field(
+        default=DEFAULT_PENDING_TTL,
+        metadata=command_line("How long one waits for its label.", HTTP, "DURATION", duration=True),
+    )
     #: bytes of the largest request body the API reads
     http_max_body: int = field(
         default=DEFAULT_HTTP_MAX_BODY,
@@ -271,6 +285,7 @@ class ServeConfig:
             _address(self.http_addr, "--http-addr")
         elif self.http_learn:
             raise InvalidParameterError("--http-learn needs an HTTP API (--http-addr)")
+        PendingExamples(self.pending_max, self.pending_ttl)  # checks the bounds
         if not 1 <= self.http_max_body <= MAX_HTTP_MAX_BODY:
             raise InvalidParameterError(
                 f"--http-max-body must be in [1, {MAX_HTTP_MAX_BODY}] bytes, got "
@@ -421,7 +436,7 @@ def _serve(config: ServeConfig, token: str | None, stopper: _Stopper) -> None:
         per_label=config.per_label_metrics,
         unreadable_reasons=UNREADABLE_REASONS if source_kind(config.source).offers(BROKER) else (),
     )
-    live = LiveModel() if config.http_addr is not None else None
+    live = LiveModel(pending=_pending(config)) if config.http_addr is not None else None
     settings = config.settings
     if config.http_learn:  # a posted example waits for the next turn: keep turns short
         settings = replace(settings, poll_timeout=min(settings.poll_timeout, LEARN_POLL_TIMEOUT))
@@ -592,6 +607,14 @@ def _bind(serve: Callable[[str, int], int], address: str, what: str) -> int:
         return serve(host, port)
     except OSError as exc:  # in use, no such host...
         raise InputError(f"cannot serve {what} on {host}:{port}: {exc}") from exc
+
+
+def _pending(config: ServeConfig) -> SharedPending | None:
+    """Where examples predicted with an id wait for their label: with --http-learn (a
+    label is learned as a posted example is), by a daemon of one model."""
+    if not config.http_learn or config.keyed is not None:
+        return None
+    return SharedPending(PendingExamples(config.pending_max, config.pending_ttl))
 
 
 def _body_decoder(config: ServeConfig, max_features: int) -> Decode:
