@@ -106,6 +106,7 @@ from streamlearn.errors import (
 )
 from streamlearn.group.member import GroupMember
 from streamlearn.http.live import Learned, LiveModel, Posted, Published, settle
+from streamlearn.http.pending import SharedPending
 from streamlearn.keyed.models import KeyedModels
 from streamlearn.learn import Model, ModelLimits
 from streamlearn.learn.bank import state_to_write
@@ -121,9 +122,9 @@ from streamlearn.modes import (
     SingleModel,
 )
 from streamlearn.options import CHECKPOINTS, HTTP, INPUT, KAFKA, ON_OFF, REPLAY, command_line
-from streamlearn.parse import ParsedRows, Rejected
+from streamlearn.parse import ParsedRows, Rejected, SvmlightParser
 from streamlearn.parse.messages import VALUE_LENGTH
-from streamlearn.pending import Joined, is_correct, labelled_rows
+from streamlearn.pending import ALREADY_LABELLED, Joined, is_correct, labelled_rows
 from streamlearn.replay import ReplaySchedule
 from streamlearn.replay.policy import ReplayPolicy, Turn
 from streamlearn.replay.runner import ReplayRunner
@@ -135,7 +136,7 @@ from streamlearn.sources.base import (
     SkipsUnreadable,
     Source,
 )
-from streamlearn.sources.outputs import Outputs
+from streamlearn.sources.outputs import Outputs, owners
 from streamlearn.sources.progress import StallWatch
 from streamlearn.sources.stopping import StopBudget
 
@@ -371,6 +372,8 @@ class Daemon:
         keyed: KeyedModels | None = None,
         budget: StopBudget | None = None,
         clock: Callable[[], float] = time.monotonic,
+        pending: SharedPending | None = None,
+        labels: Source | None = None,
     ) -> None:
         self.spec = spec if isinstance(spec, ModelSpec) else ModelSpec(spec)
         self.source = source
@@ -412,7 +415,14 @@ class Daemon:
         #: what the HTTP API reads (published copies) and writes (examples to learn)
         self.live = live
         #: examples predicted with an id, waiting for their label (None: none are kept)
-        self.pending = None if live is None else live.pending
+        self.pending = pending if pending is not None or live is None else live.pending
+        #: the labels topic: message key = the id of an example kept, value = its label;
+        #: with it, unlabelled messages with a key are kept under their key
+        self.labels = labels
+        #: where the labels topic's messages learned end, per partition
+        self._labels_at: Positions = {}
+        if labels is not None and self.pending is None:
+            raise InvalidParameterError("a labels topic needs a store of pending examples")
         #: a count of the learned batches and replay passes: the model's version
         self.version = 0
         self._published_version = -1
@@ -490,6 +500,9 @@ class Daemon:
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise StateError(f"{path}: malformed daemon checkpoint ({exc})") from exc
             self._restore_pending(payload.get("pending"), path)
+            if self.labels is not None:
+                held = payload.get("labels_positions", {})
+                self._labels_at = {int(p): int(o) for p, o in held.items()}
             log.info("restored %s: %d examples", path, self.stream_examples)
             if not positions_stand:  # where partitions resume lives elsewhere
                 self.positions, log_ends = {}, {}
@@ -499,6 +512,8 @@ class Daemon:
         self._checkpoints.examples = self.stream_examples
         self._checkpoints.version = self._state_version()
         self.source.seek(dict(self.positions))
+        if self.labels is not None:
+            self.labels.seek(dict(self._labels_at))
         if isinstance(self.source, GuardsPositions):
             if fallback:  # the committed offsets may come from the checkpoints skipped
                 log.warning("fell back to an older checkpoint: partitions it holds no "
@@ -591,6 +606,7 @@ class Daemon:
         self._in_flight = None
         while not self._stop:
             self._learn_posted()  # what came over HTTP before this poll
+            self._learn_labels()
             # with a batch in flight, or replay to do while idle, only take what has
             # already arrived: a steady stream slower than the poll timeout still
             # leaves its gaps to replay
@@ -673,6 +689,8 @@ class Daemon:
         self._took(done)
         if decoded.unlabelled is not None:
             self.observer.count_examples("predicted", decoded.unlabelled.n_rows)
+            if self.labels is not None:
+                self._keep_keyed(messages, decoded)
         self.outputs.answer(messages, done.answers, self.learner.answer_type)
         if done.rejected:
             self.outputs.reject(messages, decoded.first_lines(), done.rejected)
@@ -789,6 +807,50 @@ class Daemon:
         self._took(done)
         return done.learned or 0, done.rejected
 
+    def _keep_keyed(self, messages: MessageBatch, decoded: DecodedPoll) -> None:
+        """Keep the poll's unlabelled examples whose message has a key, under their key,
+        for a label on the labels topic (the label each names is the model's after the
+        poll: the one that answered them when the poll held no labelled example)."""
+        questions, pending = decoded.unlabelled, self.pending
+        assert questions is not None and pending is not None
+        keys = [messages.key(i) for i in owners(decoded.first_lines(), questions.line_numbers)]
+        ids = [None if not key else key.decode("utf-8", "replace") for key in keys]
+        if not any(ids):
+            return
+        rows = (questions.indptr, questions.indices, questions.values)
+        predicted = self.learner.predictor().predicted_labels(rows)
+        refused = pending.add(ids, rows, predicted, time.time(), whole=False)
+        if refused:
+            log.warning("%d unlabelled messages not kept for a label: their key waits for "
+                        "its label or was labelled (e.g. %r)", len(refused),
+                        ids[refused[0][0] - 1])  # fmt: skip
+
+    def _learn_labels(self) -> None:
+        """Learn the examples that the labels topic's new messages label (key: the id;
+        value: the label, or a bank's labels as svmlight writes them, ``1,3``)."""
+        labels = self.labels
+        if labels is None:
+            return
+        messages = labels.poll(0.0, self.settings.max_messages)
+        if not len(messages):
+            return
+        joins, bad = [], 0
+        for i in range(len(messages)):
+            key = messages.key(i)
+            parsed = SvmlightParser().parse_all(messages.value(i).strip() + b"\n")
+            if not key or parsed.n_rows != 1 or parsed.indices.shape[0]:
+                bad += 1
+                continue
+            joins.append((i + 1, key.decode("utf-8", "replace"), parsed.labels.tolist()))
+        if bad:
+            self.observer.count_rejected("bad message", bad)
+            log.warning("%d messages of the labels topic are not a label with a key", bad)
+        if joins:
+            _, rejected, _ = self._learn_joined(Posted(ParsedRows.empty(), joins=joins))
+            for item in rejected:
+                self.observer.count_rejected(item.reason, 1)
+        self._labels_at = labels.position()
+
     def _learn_joined(self, posted: Posted) -> tuple[int, list[Rejected], list[Rejected]]:
         """Learn the examples that posted labels by id join, as a post of them; the
         progressive accuracy scores the predictions made when they were kept. How many
@@ -798,8 +860,13 @@ class Daemon:
         pending = self.pending
         assert pending is not None and posted.joins is not None
         now = time.time()
-        found, refused = [], []
+        found, refused, taken = [], [], set()
         for line, example_id, labels in posted.joins:
+            if example_id in taken:  # labelled just before, among these labels
+                pending.refuse(ALREADY_LABELLED)
+                refused.append(Rejected(line, ALREADY_LABELLED, example_id))
+                continue
+            taken.add(example_id)
             example = pending.find(example_id, now)
             if isinstance(example, str):
                 refused.append(Rejected(line, example, example_id))
@@ -883,6 +950,8 @@ class Daemon:
             log.info("checkpoint %s: %d examples, %d bytes, %.2f s",
                      path, self.stream_examples, size, seconds)  # fmt: skip
             self.mode.commit(self.source, self.positions)
+            if self.labels is not None:
+                self.labels.commit(dict(self._labels_at))
         else:  # keyed models' records on the state topic are their checkpoint
             started = self.clock()
             saved = self.mode.save()
@@ -904,6 +973,8 @@ class Daemon:
             payload["log_ends"] = {str(p): end for p, end in self.source.log_ends().items()}
         if self.pending is not None:
             payload["pending"] = self.pending.state()
+        if self.labels is not None:
+            payload["labels_positions"] = {str(p): o for p, o in self._labels_at.items()}
         return payload
 
 

@@ -136,6 +136,11 @@ class PendingExamples:
         self.refused[reason] += 1
         return reason
 
+    def refuse(self, reason: str) -> None:
+        """Count a label refused for ``reason`` (one of :data:`REFUSALS`) by its caller:
+        a second label for an id among labels taken together."""
+        self.refused[reason] += 1
+
     def joined(self, example_id: str) -> None:
         """The example of ``example_id`` was learned with its label: it leaves, and a
         second label for the id is refused."""

@@ -44,10 +44,13 @@ class SharedPending:
         rows: Rows,
         predicted: npt.NDArray[np.float64],
         now: float,
+        *,
+        whole: bool = True,
     ) -> list[tuple[int, str]]:
-        """Keep each row that has an id, with the label its prediction named; all or
-        none: the rows (from 1) whose id cannot be taken, and why (nothing is kept then),
-        an id twice in ``ids`` among them."""
+        """Keep each row that has an id, with the label its prediction named; the rows
+        (from 1) whose id cannot be taken, and why (an id twice in ``ids`` among them).
+        ``whole``: all or none (nothing is kept when a row is refused); else the others
+        are kept."""
         indptr, indices, values = rows
         with self._lock:
             store = self._store
@@ -59,10 +62,11 @@ class SharedPending:
                 if why is not None:
                     refused.append((row, why))
                 seen.add(example_id)
-            if refused:
+            if refused and whole:
                 return refused
+            skipped = {row - 1 for row, _ in refused}
             for row, example_id in enumerate(ids):
-                if example_id is None:
+                if example_id is None or row in skipped:
                     continue
                 start, stop = int(indptr[row]), int(indptr[row + 1])
                 store.add(example_id, PendingExample(
@@ -70,12 +74,17 @@ class SharedPending:
                     np.array(values[start:stop], dtype=np.float64),
                     float(predicted[row]), now,
                 ))  # fmt: skip
-        return []
+        return refused
 
     def find(self, example_id: str, now: float) -> PendingExample | str:
         """:meth:`PendingExamples.find` (the daemon's thread)."""
         with self._lock:
             return self._store.find(example_id, now)
+
+    def refuse(self, reason: str) -> None:
+        """:meth:`PendingExamples.refuse`."""
+        with self._lock:
+            self._store.refuse(reason)
 
     def joined(self, example_id: str) -> None:
         """:meth:`PendingExamples.joined` (the daemon's thread)."""

@@ -74,6 +74,10 @@ class Predictor(Protocol):
         """:meth:`answer` as a JSON array in UTF-8 (non-finite numbers as null)."""
         ...
 
+    def predicted_labels(self, rows: Rows) -> npt.NDArray[np.float64]:
+        """The label each answer names (NaN where it names none)."""
+        ...
+
 
 def scaled_decisions(
     rows: Rows, weights: npt.NDArray[np.float64], scale: float, intercept: float

@@ -95,13 +95,15 @@ def test_refused_labels_say_why_and_a_bad_label_leaves_its_example_waiting() -> 
     first = live.post(MessageDecoder().decode_svmlight(b""), None,
                       [(1, "a", [3.0]), (2, "b", [-1.0]), (3, "zz", [1.0])])  # fmt: skip
     second = live.post(MessageDecoder().decode_svmlight(b""), None,
-                       [(1, "a", [1.0]), (2, "b", [1.0])])  # fmt: skip
+                       [(1, "a", [1.0]), (2, "b", [1.0]), (3, "a", [1.0])])  # fmt: skip
     daemon.run()
     one, two = first.result(timeout=5), second.result(timeout=5)
     assert one.learned == 1
     assert [(r.line, r.reason) for r in one.rejected] == [(1, "bad label"), (3, "unknown id")]
     assert two.learned == 1
-    assert [(r.line, r.reason, r.text) for r in two.rejected] == [(2, "already labelled", "b")]
+    assert [(r.line, r.reason, r.text) for r in two.rejected] == [
+        (2, "already labelled", "b"), (3, "already labelled", "a"),
+    ]  # fmt: skip
     assert live.pending is not None
     assert live.pending.counts()["joined"] == 2
 
