@@ -168,9 +168,9 @@ class _Api:
         return web.Response(body=body, content_type="application/json", charset="utf-8")
 
     def _ids(self, body: bytes, body_format: str) -> list[str | None] | None:
-        """The ids of a /predict body's examples (None: it gives none); 400 for a bad
-        id, and for ids where learning over HTTP is off."""
-        if body_format == "svmlight" or not may_hold_ids(body):
+        """The ids of a /predict body's examples (None: it gives none, or the daemon
+        keeps no example by id and ignores them, as any other key); 400 for a bad id."""
+        if self.live.pending is None or body_format == "svmlight" or not may_hold_ids(body):
             return None
         try:
             ids = example_ids(read_document(body, body_format))
@@ -179,10 +179,6 @@ class _Api:
                          f"(of {MAX_ID_CHARS} characters at most)") from None  # fmt: skip
         if all(example_id is None for example_id in ids):
             return None
-        if self.live.pending is None:
-            raise _error(web.HTTPBadRequest, "examples with an id are kept for their label "
-                         "only by a daemon of one model that learns over HTTP (serve "
-                         "--http-learn, without --model-key)")  # fmt: skip
         return ids
 
     def _keep(self, ids: list[str | None], features: Any, predictor: Any) -> None:
@@ -245,8 +241,9 @@ class _Api:
 
     def _joins(self, body: bytes, body_format: str) -> list[tuple[int, str, list[float]]] | None:
         """The labels a /learn body gives by id, as (line, id, labels) (None: it gives
-        examples to learn); 400 for a body that mixes the two or breaks the form."""
-        if body_format == "svmlight" or not may_hold_ids(body):
+        examples to learn, or the daemon keeps no example by id: the decoder reads the
+        body); 400 for a body that mixes the two or breaks the form."""
+        if self.live.pending is None or body_format == "svmlight" or not may_hold_ids(body):
             return None
         document = read_document(body, body_format)
         if unreadable_reason(document) is not None:
@@ -259,8 +256,6 @@ class _Api:
             raise _error(web.HTTPBadRequest, "a label by id is {\"id\": ..., \"label\": ...} "
                          "(or \"labels\" for a bank), with no features, and a body gives "
                          "either labels by id or examples to learn", rejected)  # fmt: skip
-        if self.live.pending is None:
-            raise _error(web.HTTPBadRequest, "this daemon keeps no example by id")
         return joins
 
     def _learning_key(self, request: web.BaseRequest) -> bytes | None:

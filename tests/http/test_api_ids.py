@@ -58,12 +58,14 @@ def test_a_bad_id_is_refused(keeping: Api, bad: object) -> None:
     assert status == 400 and "an id is" in str(answer["error"])
 
 
-def test_ids_need_a_daemon_that_keeps_them() -> None:
+def test_a_daemon_that_keeps_no_example_by_id_ignores_ids_as_before() -> None:
     for api in serve(trained(), learn=True):
-        status, answer = post(api, "/predict", [{**EXAMPLE, "id": "a"}])
-        assert status == 400 and "--http-learn" in str(answer["error"])
+        plain = post(api, "/predict", [EXAMPLE])
+        assert post(api, "/predict", [{**EXAMPLE, "id": "a"}]) == plain
+        assert post(api, "/predict", [{**EXAMPLE, "id": True}]) == plain
+        # a label by id is an example without features, which the decoder refuses
         status, answer = post(api, "/learn", [{"id": "a", "label": 1}])
-        assert status == 400 and "keeps no example by id" in str(answer["error"])
+        assert status == 400 and answer["rejected"][0]["reason"] == "bad message"
 
 
 def test_a_label_by_id_has_no_features_and_a_body_does_not_mix(keeping: Api) -> None:
