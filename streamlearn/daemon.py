@@ -528,7 +528,8 @@ class Daemon:
             return
         if self.pending is None:
             log.warning("%s holds examples waiting for their label: without --http-learn "
-                        "they are dropped at the next checkpoint", path)  # fmt: skip
+                        "or --labels-topic they are dropped at the next checkpoint",
+                        path)  # fmt: skip
             return
         try:
             self.pending.restore(state)
