@@ -453,11 +453,11 @@ def learn(
 #: settings dataclasses declare most of them (:func:`settings_options`)
 SERVE_ORDER = (
     "source", "bootstrap_servers", "topic", "group", "consumer_option", "predictions_topic",
-    "dead_letter_topic", "compression", "max_record_bytes", "max_batch_bytes",
+    "dead_letter_topic", "labels_topic", "compression", "max_record_bytes", "max_batch_bytes",
     "on_offset_reset", "stall_timeout", "format", "checkpoint_dir", "checkpoint_every",
     "checkpoint_min_interval", "checkpoint_interval", "keep", "metrics_addr", "http_addr",
-    "http_learn", "http_max_body", "http_nice", "drift_threshold", "drift_delta",
-    "hash_features", "idle_replay",
+    "http_learn", "pending_max", "pending_ttl", "http_max_body", "http_nice",
+    "drift_threshold", "drift_delta", "hash_features", "idle_replay",
     "replay_every", "replay_passes", "replay_share", "max_features", "one_vs_rest",
     "max_labels", "max_weights", "tau_pos_kappa", "per_label_metrics", "sync_topic", "sync",
     "sync_every", "sync_threshold", "sync_max_interval", "sync_idle_after", "sync_share",

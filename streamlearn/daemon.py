@@ -106,6 +106,7 @@ from streamlearn.errors import (
 )
 from streamlearn.group.member import GroupMember
 from streamlearn.http.live import Learned, LiveModel, Posted, Published, settle
+from streamlearn.http.pending import SharedPending
 from streamlearn.keyed.models import KeyedModels
 from streamlearn.learn import Model, ModelLimits
 from streamlearn.learn.bank import state_to_write
@@ -121,8 +122,9 @@ from streamlearn.modes import (
     SingleModel,
 )
 from streamlearn.options import CHECKPOINTS, HTTP, INPUT, KAFKA, ON_OFF, REPLAY, command_line
-from streamlearn.parse import ParsedRows, Rejected
+from streamlearn.parse import ParsedRows, Rejected, SvmlightParser
 from streamlearn.parse.messages import VALUE_LENGTH
+from streamlearn.pending import ALREADY_LABELLED, Joined, is_correct, labelled_rows
 from streamlearn.replay import ReplaySchedule
 from streamlearn.replay.policy import ReplayPolicy, Turn
 from streamlearn.replay.runner import ReplayRunner
@@ -134,7 +136,7 @@ from streamlearn.sources.base import (
     SkipsUnreadable,
     Source,
 )
-from streamlearn.sources.outputs import Outputs
+from streamlearn.sources.outputs import Outputs, owners
 from streamlearn.sources.progress import StallWatch
 from streamlearn.sources.stopping import StopBudget
 
@@ -370,6 +372,8 @@ class Daemon:
         keyed: KeyedModels | None = None,
         budget: StopBudget | None = None,
         clock: Callable[[], float] = time.monotonic,
+        pending: SharedPending | None = None,
+        labels: Source | None = None,
     ) -> None:
         self.spec = spec if isinstance(spec, ModelSpec) else ModelSpec(spec)
         self.source = source
@@ -410,6 +414,15 @@ class Daemon:
         self.snapshot: dict[str, Any] | None = None
         #: what the HTTP API reads (published copies) and writes (examples to learn)
         self.live = live
+        #: examples predicted with an id, waiting for their label (None: none are kept)
+        self.pending = pending if pending is not None or live is None else live.pending
+        #: the labels topic: message key = the id of an example kept, value = its label;
+        #: with it, unlabelled messages with a key are kept under their key
+        self.labels = labels
+        #: where the labels topic's messages learned end, per partition
+        self._labels_at: Positions = {}
+        if labels is not None and self.pending is None:
+            raise InvalidParameterError("a labels topic needs a store of pending examples")
         #: a count of the learned batches and replay passes: the model's version
         self.version = 0
         self._published_version = -1
@@ -486,20 +499,42 @@ class Daemon:
                 log_ends = {int(p): int(o) for p, o in payload.get("log_ends", {}).items()}
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise StateError(f"{path}: malformed daemon checkpoint ({exc})") from exc
+            self._restore_pending(payload.get("pending"), path)
+            if self.labels is not None:
+                held = payload.get("labels_positions", {})
+                self._labels_at = {int(p): int(o) for p, o in held.items()}
             log.info("restored %s: %d examples", path, self.stream_examples)
             if not positions_stand:  # where partitions resume lives elsewhere
                 self.positions, log_ends = {}, {}
         if self.mode.join():
             self.version += 1
         self._presented_seen, self._mistakes_seen = self.mode.progressive()
-        self._checkpoints.examples, self._checkpoints.version = self.stream_examples, self.version
+        self._checkpoints.examples = self.stream_examples
+        self._checkpoints.version = self._state_version()
         self.source.seek(dict(self.positions))
+        if self.labels is not None:
+            self.labels.seek(dict(self._labels_at))
         if isinstance(self.source, GuardsPositions):
             if fallback:  # the committed offsets may come from the checkpoints skipped
                 log.warning("fell back to an older checkpoint: partitions it holds no "
                             "position for start at their logs' start")  # fmt: skip
             self.source.expect(log_ends, others_from_earliest=fallback)
         self.restored = True
+
+    def _restore_pending(self, state: Any, path: Path) -> None:
+        """Take back the examples a checkpoint kept for their label (none in a checkpoint
+        written before they were kept)."""
+        if state is None:
+            return
+        if self.pending is None:
+            log.warning("%s holds examples waiting for their label: without --http-learn "
+                        "or --labels-topic they are dropped at the next checkpoint",
+                        path)  # fmt: skip
+            return
+        try:
+            self.pending.restore(state)
+        except StateError as exc:
+            raise StateError(f"{path}: {exc}") from exc
 
     # -- a learning group's partitions (the source calls these during its polls) -------
 
@@ -572,6 +607,7 @@ class Daemon:
         self._in_flight = None
         while not self._stop:
             self._learn_posted()  # what came over HTTP before this poll
+            self._learn_labels()
             # with a batch in flight, or replay to do while idle, only take what has
             # already arrived: a steady stream slower than the poll timeout still
             # leaves its gaps to replay
@@ -654,6 +690,8 @@ class Daemon:
         self._took(done)
         if decoded.unlabelled is not None:
             self.observer.count_examples("predicted", decoded.unlabelled.n_rows)
+            if self.labels is not None:
+                self._keep_keyed(messages, decoded)
         self.outputs.answer(messages, done.answers, self.learner.answer_type)
         if done.rejected:
             self.outputs.reject(messages, decoded.first_lines(), done.rejected)
@@ -715,9 +753,17 @@ class Daemon:
     def take_snapshot(self) -> None:
         """Store the learner's summary for readers on other threads."""
         started = self.clock()
-        self.snapshot = self.mode.snapshot(self.stream_examples)
+        snapshot = self.mode.snapshot(self.stream_examples)
+        pending = self.pending
+        if pending is not None:
+            pending.expire(time.time())
+            snapshot["pending"] = pending.counts()
+        self.snapshot = snapshot
         if self.live is not None:
-            self.live.describe(self.mode.description(self.snapshot))
+            description = self.mode.description(snapshot)
+            if pending is not None:
+                description = {**description, "pending": snapshot["pending"]}
+            self.live.describe(description)
         self._summary_clock = self.clock()
         took = self._summary_clock - started
         settings = self.settings
@@ -734,7 +780,10 @@ class Daemon:
         done = []
         for posted in live.take_posted():
             try:
-                learned, rejected = self._learn_post(posted)
+                if posted.joins is not None:
+                    learned, rejected, refused = self._learn_joined(posted)
+                else:
+                    (learned, rejected), refused = self._learn_post(posted), []
             except (UnknownKeyError, InvalidInputError) as exc:
                 settle(posted.done, error=exc)
                 continue
@@ -742,6 +791,8 @@ class Daemon:
                 self.observer.count_examples("rejected", len(rejected))
                 for item in rejected:
                     self.observer.count_rejected(item.reason, 1)
+            if refused:  # counted by the store, by reason
+                rejected = sorted([*rejected, *refused], key=lambda item: item.line)
             done.append((posted, learned, rejected))
         self._publish()
         held = self.learner.held_examples
@@ -756,6 +807,84 @@ class Daemon:
         done = self.mode.learn_post(posted, self._intake, self.stream_examples)
         self._took(done)
         return done.learned or 0, done.rejected
+
+    def _keep_keyed(self, messages: MessageBatch, decoded: DecodedPoll) -> None:
+        """Keep the poll's unlabelled examples whose message has a key, under their key,
+        for a label on the labels topic (the label each names is the model's after the
+        poll: the one that answered them when the poll held no labelled example)."""
+        questions, pending = decoded.unlabelled, self.pending
+        assert questions is not None and pending is not None
+        keys = [messages.key(i) for i in owners(decoded.first_lines(), questions.line_numbers)]
+        ids = [None if not key else key.decode("utf-8", "replace") for key in keys]
+        if not any(ids):
+            return
+        rows = (questions.indptr, questions.indices, questions.values)
+        predicted = self.learner.predictor().predicted_labels(rows)
+        refused = pending.add(ids, rows, predicted, time.time(), whole=False)
+        if refused:
+            log.warning("%d unlabelled messages not kept for a label: their key waits for "
+                        "its label or was labelled (e.g. %r)", len(refused),
+                        ids[refused[0][0] - 1])  # fmt: skip
+
+    def _learn_labels(self) -> None:
+        """Learn the examples that the labels topic's new messages label (key: the id;
+        value: the label, or a bank's labels as svmlight writes them, ``1,3``)."""
+        labels = self.labels
+        if labels is None:
+            return
+        messages = labels.poll(0.0, self.settings.max_messages)
+        if not len(messages):
+            return
+        joins, bad = [], 0
+        for i in range(len(messages)):
+            key = messages.key(i)
+            parsed = SvmlightParser().parse_all(messages.value(i).strip() + b"\n")
+            if not key or parsed.n_rows != 1 or parsed.indices.shape[0]:
+                bad += 1
+                continue
+            joins.append((i + 1, key.decode("utf-8", "replace"), parsed.labels.tolist()))
+        if bad:
+            self.observer.count_rejected("bad message", bad)
+            log.warning("%d messages of the labels topic are not a label with a key", bad)
+        if joins:
+            _, rejected, _ = self._learn_joined(Posted(ParsedRows.empty(), joins=joins))
+            for item in rejected:
+                self.observer.count_rejected(item.reason, 1)
+        self._labels_at = labels.position()
+
+    def _learn_joined(self, posted: Posted) -> tuple[int, list[Rejected], list[Rejected]]:
+        """Learn the examples that posted labels by id join, as a post of them; the
+        progressive accuracy scores the predictions made when they were kept. How many
+        were learned, the rows the model refused (their examples wait on for a good
+        label) and the labels that found no example (unknown, expired, evicted, already
+        labelled)."""
+        pending = self.pending
+        assert pending is not None and posted.joins is not None
+        now = time.time()
+        found, refused, taken = [], [], set()
+        for line, example_id, labels in posted.joins:
+            if example_id in taken:  # labelled just before, among these labels
+                pending.refuse(ALREADY_LABELLED)
+                refused.append(Rejected(line, ALREADY_LABELLED, example_id))
+                continue
+            taken.add(example_id)
+            example = pending.find(example_id, now)
+            if isinstance(example, str):
+                refused.append(Rejected(line, example, example_id))
+            else:
+                found.append(Joined(line, example_id, labels, example))
+        if not found:
+            return 0, [], refused
+        rows = labelled_rows(found)
+        done = self.mode.learn_post(Posted(rows), self._intake, self.stream_examples)
+        refused_lines = {item.line for item in done.rejected}
+        learned = [one for one in found if one.line not in refused_lines]
+        wrong = sum(not is_correct(one.example.predicted, one.labels) for one in learned)
+        done.judged = (len(learned), wrong)
+        for one in learned:
+            pending.joined(one.example_id)
+        self._took(done)
+        return done.learned or 0, done.rejected, refused
 
     def _publish_if_due(self) -> None:
         """Publish a copy of the model when the HTTP API wants one (see
@@ -775,8 +904,14 @@ class Daemon:
         settings = self.settings
         self._publish_every = max(settings.publish_interval, took / settings.publish_share)
 
+    def _state_version(self) -> int:
+        """What a checkpoint would hold, as a count of changes: the model's version and
+        the changes of the examples waiting for their label."""
+        pending = self.pending
+        return self.version + (0 if pending is None else pending.changes)
+
     def _checkpoint_due(self) -> bool:
-        return self._checkpoints.due(self.clock(), self.stream_examples, self.version)
+        return self._checkpoints.due(self.clock(), self.stream_examples, self._state_version())
 
     def _checkpoint_or_carry_on(self) -> None:
         """A checkpoint during the run: one that fails (a full disk, say) is logged and
@@ -788,7 +923,7 @@ class Daemon:
         except CheckpointError as exc:
             log.error("%s; learning goes on, the next checkpoint is due as if this one "
                       "had been written", exc)  # fmt: skip
-            self._checkpoints.mark(self.clock(), self.stream_examples, self.version)
+            self._checkpoints.mark(self.clock(), self.stream_examples, self._state_version())
 
     def checkpoint(self) -> None:
         """Write the learner, buffer and positions; then commit the positions (without a
@@ -807,7 +942,7 @@ class Daemon:
                 log.warning("checkpoint skipped: this member's record could not be "
                             "published, which the checkpoint must match; the next one is "
                             "due as if it had been written")  # fmt: skip
-                self._checkpoints.mark(self.clock(), self.stream_examples, self.version)
+                self._checkpoints.mark(self.clock(), self.stream_examples, self._state_version())
                 return
             path = self.store.write({**self.payload(), **extra})
             seconds = self.clock() - started
@@ -816,13 +951,15 @@ class Daemon:
             log.info("checkpoint %s: %d examples, %d bytes, %.2f s",
                      path, self.stream_examples, size, seconds)  # fmt: skip
             self.mode.commit(self.source, self.positions)
+            if self.labels is not None:
+                self.labels.commit(dict(self._labels_at))
         else:  # keyed models' records on the state topic are their checkpoint
             started = self.clock()
             saved = self.mode.save()
             if saved is not None:
                 self.observer.observe_checkpoint(self.clock() - started, saved, time.time())
                 self.source.commit(dict(self.positions))
-        self._checkpoints.mark(self.clock(), self.stream_examples, self.version)
+        self._checkpoints.mark(self.clock(), self.stream_examples, self._state_version())
 
     def payload(self) -> dict[str, Any]:
         """What a checkpoint holds."""
@@ -835,6 +972,10 @@ class Daemon:
         }
         if isinstance(self.source, GuardsPositions):  # a restart checks the logs against them
             payload["log_ends"] = {str(p): end for p, end in self.source.log_ends().items()}
+        if self.pending is not None:
+            payload["pending"] = self.pending.state()
+        if self.labels is not None:
+            payload["labels_positions"] = {str(p): o for p, o in self._labels_at.items()}
         return payload
 
 

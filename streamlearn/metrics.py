@@ -186,6 +186,9 @@ def _state_metrics(state: Mapping[str, Any], per_label: bool = False) -> Iterato
     :func:`bank_view`, plus ``streamlearn_labels`` and, when ``per_label``, the
     ``streamlearn_label_*`` families.
     """
+    pending = state.get("pending")
+    if isinstance(pending, Mapping):
+        yield from _pending_metrics(pending)
     labels = state.get("per_label")
     if isinstance(labels, list):
         yield _gauge(
@@ -237,6 +240,34 @@ def _state_metrics(state: Mapping[str, Any], per_label: bool = False) -> Iterato
             if value is not None:
                 family.add_metric([level], _number(value))
         yield family
+
+
+def _pending_metrics(pending: Mapping[str, Any]) -> Iterator[Metric]:
+    """The families of the examples predicted with an id that wait for their label
+    (:mod:`streamlearn.pending`)."""
+    yield _gauge(
+        "streamlearn_pending_examples",
+        "Examples predicted with an id that wait for their label (--pending-max at most).",
+        _number(pending.get("examples")),
+    )
+    for name, documentation in (
+        ("joined", "Examples learned with the label posted for their id."),
+        ("expired", "Examples that waited --pending-ttl for their label, and went."),
+        ("evicted", "Examples that went unlabelled to make room (--pending-max)."),
+    ):
+        yield CounterMetricFamily(
+            f"streamlearn_pending_{name}", documentation, value=_number(pending.get(name, 0))
+        )
+    family = CounterMetricFamily(
+        "streamlearn_pending_refused_labels",
+        "Labels by id that found no example, by reason: unknown id, expired, evicted, "
+        "already labelled.",
+        labels=["reason"],
+    )
+    refused = pending.get("refused")
+    for reason, count in refused.items() if isinstance(refused, Mapping) else ():
+        family.add_metric([reason_label(str(reason))], _number(count))
+    yield family
 
 
 def _group_metrics(group: Mapping[str, Any]) -> Iterator[Metric]:

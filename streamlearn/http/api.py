@@ -46,6 +46,8 @@ from streamlearn.http.server import BODY_TIMEOUT, MAX_BODY, Handler, read_body
 from streamlearn.learn.export import document_of
 from streamlearn.learn.predictor import finite
 from streamlearn.parse import ParsedRows, Rejected
+from streamlearn.parse.ids import MAX_ID_CHARS, example_ids, labels_by_id, may_hold_ids
+from streamlearn.parse.messages import read_document, unreadable_reason
 from streamlearn.parse.svmlight import TEXT_CHARS
 
 log = logging.getLogger("streamlearn.http")
@@ -146,30 +148,69 @@ class _Api:
         self.learn_timeout = learn_timeout
 
     async def predict(self, request: web.BaseRequest) -> web.Response:
-        rows = await self._rows(request)
+        body, body_format = await self._read(request)
+        rows = self._parsed(body, body_format)
+        ids = self._ids(body, body_format)
         published = await self._fresh()
         predictor = published.predictor
         if _keyed(published):
+            if ids is not None:
+                raise _error(web.HTTPBadRequest, _KEYED_IDS)
             published, copy = await self._key_copy(request, published)
             predictor = copy.predictor
         elif "key" in request.query:
             raise _error(web.HTTPBadRequest, _ONE_MODEL)
-        answers = predictor.answer_json((rows.indptr, rows.indices, rows.values))
+        features = (rows.indptr, rows.indices, rows.values)
+        if ids is not None:
+            self._keep(ids, features, predictor)
+        answers = predictor.answer_json(features)
         body = b'{"version": %d, "predictions": %b}' % (published.version, answers)
         return web.Response(body=body, content_type="application/json", charset="utf-8")
+
+    def _ids(self, body: bytes, body_format: str) -> list[str | None] | None:
+        """The ids of a /predict body's examples (None: it gives none, or the daemon
+        keeps no example by id and ignores them, as any other key); 400 for a bad id."""
+        if self.live.pending is None or body_format == "svmlight" or not may_hold_ids(body):
+            return None
+        try:
+            ids = example_ids(read_document(body, body_format))
+        except ValueError:
+            raise _error(web.HTTPBadRequest, "an id is a non-empty string or an integer "
+                         f"(of {MAX_ID_CHARS} characters at most)") from None  # fmt: skip
+        if all(example_id is None for example_id in ids):
+            return None
+        return ids
+
+    def _keep(self, ids: list[str | None], features: Any, predictor: Any) -> None:
+        """Keep the examples that have an id with the label their prediction names (409
+        for an id still waiting for its label or already labelled: nothing is kept)."""
+        pending = self.live.pending
+        assert pending is not None
+        refused = pending.add(ids, features, predictor.predicted_labels(features), time.time())
+        if refused:
+            rejected = [Rejected(row, why, ids[row - 1] or "") for row, why in refused]
+            raise _error(web.HTTPConflict, "an id is taken: it waits for its label, or was "
+                         "labelled (ids are for one example each)", rejected)  # fmt: skip
 
     async def learn(self, request: web.BaseRequest) -> web.Response:
         if not self.learn_allowed:
             raise _error(web.HTTPForbidden, "learning over HTTP is off (serve --http-learn)")
         body, body_format = await self._read(request)
-        rows = self._parsed(body, body_format)
-        unlabelled = rows.line_numbers[np.diff(rows.label_ptr) == 0].tolist()
-        if unlabelled:
-            lines = body.splitlines() if body_format == "svmlight" else []
-            rejected = [Rejected(line, "no label", _line(lines, line)) for line in unlabelled]
-            raise _error(web.HTTPBadRequest, "an example to learn needs a label", rejected)
+        joins = self._joins(body, body_format)
+        if joins is not None:
+            rows = ParsedRows.empty()
+            if _keyed_daemon(self.live):
+                raise _error(web.HTTPBadRequest, _KEYED_IDS)
+        else:
+            rows = self._parsed(body, body_format)
+            unlabelled = rows.line_numbers[np.diff(rows.label_ptr) == 0].tolist()
+            if unlabelled:
+                lines = body.splitlines() if body_format == "svmlight" else []
+                rejected = [Rejected(line, "no label", _line(lines, line)) for line in unlabelled]
+                raise _error(web.HTTPBadRequest, "an example to learn needs a label", rejected)
         try:
-            future = self.live.post(rows, self._learning_key(request))
+            key = None if joins is not None else self._learning_key(request)
+            future = self.live.post(rows, key, joins)
         except BusyError as exc:
             retry = {"Retry-After": "1"}
             raise _error(web.HTTPServiceUnavailable, str(exc), headers=retry) from None
@@ -197,6 +238,25 @@ class _Api:
             document["rejected"] = _rejected(learned.rejected)
             return _json(document, status=422)
         return _json(document)
+
+    def _joins(self, body: bytes, body_format: str) -> list[tuple[int, str, list[float]]] | None:
+        """The labels a /learn body gives by id, as (line, id, labels) (None: it gives
+        examples to learn, or the daemon keeps no example by id: the decoder reads the
+        body); 400 for a body that mixes the two or breaks the form."""
+        if self.live.pending is None or body_format == "svmlight" or not may_hold_ids(body):
+            return None
+        document = read_document(body, body_format)
+        if unreadable_reason(document) is not None:
+            return None  # the decoder says why
+        found = labels_by_id(document)
+        if found is None:
+            return None
+        joins, rejected = found
+        if rejected:
+            raise _error(web.HTTPBadRequest, "a label by id is {\"id\": ..., \"label\": ...} "
+                         "(or \"labels\" for a bank), with no features, and a body gives "
+                         "either labels by id or examples to learn", rejected)  # fmt: skip
+        return joins
 
     def _learning_key(self, request: web.BaseRequest) -> bytes | None:
         """The key whose model a POST /learn is for: required by a daemon of keyed
@@ -304,10 +364,6 @@ class _Api:
             problem = " ".join(str(exc).split())
             raise _error(web.HTTPBadRequest, f"the body cannot be read: {problem}") from None
 
-    async def _rows(self, request: web.BaseRequest) -> ParsedRows:
-        """The examples of the body, all of them parsed (400 otherwise)."""
-        return self._parsed(*await self._read(request))
-
     def _parsed(self, body: bytes, body_format: str) -> ParsedRows:
         rows = self.decode(body, body_format)
         if rows.rejected:
@@ -318,8 +374,17 @@ class _Api:
         return rows
 
 
+#: what a daemon of keyed models says to an example with an id
+_KEYED_IDS = ("examples with an id are kept for their label by a daemon of one model only "
+              "(not with --model-key)")  # fmt: skip
 #: what a daemon of one model says to a request that names a key
 _ONE_MODEL = "this daemon learns one model: drop the key (serve --model-key learns one per key)"
+
+
+def _keyed_daemon(live: LiveModel) -> bool:
+    """Whether the daemon behind ``live`` learns keyed models (as of its last copy)."""
+    published = live.published()
+    return published is not None and _keyed(published)
 
 
 def _keyed(published: Published) -> bool:

@@ -31,6 +31,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from streamlearn.http.pending import SharedPending
 from streamlearn.parse import ParsedRows, Rejected
 
 #: examples the posters may have waiting, at most, by default
@@ -82,15 +83,25 @@ class Posted:
     done: Future[Learned] = field(default_factory=Future)
     #: the key whose model learns them (``POST /learn?key=``; None: the one model)
     key: bytes | None = None
+    #: labels for examples predicted with an id, by (line, id, labels): the examples
+    #: to learn (then ``rows`` holds none)
+    joins: list[tuple[int, str, list[float]]] | None = None
 
 
 class LiveModel:
     """The meeting point of the daemon's thread and the HTTP thread (module doc)."""
 
     def __init__(
-        self, *, max_pending: int = MAX_PENDING, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        max_pending: int = MAX_PENDING,
+        clock: Callable[[], float] = time.monotonic,
+        pending: SharedPending | None = None,
     ) -> None:
         self.max_pending = max_pending
+        #: the examples predicted with an id, waiting for their label (None: ids are
+        #: not taken, learning over HTTP is off)
+        self.pending = pending
         self.clock = clock
         #: the daemon's model version, as of its last turn
         self.version = 0
@@ -134,19 +145,25 @@ class LiveModel:
         """What the daemon last said of its model (algorithm, parameters, certificate)."""
         return self._description
 
-    def post(self, rows: ParsedRows, key: bytes | None = None) -> Future[Learned]:
+    def post(
+        self,
+        rows: ParsedRows,
+        key: bytes | None = None,
+        joins: list[tuple[int, str, list[float]]] | None = None,
+    ) -> Future[Learned]:
         """Queue labelled rows to learn (by the model of ``key``, for a daemon of keyed
-        models); the future resolves once they are learned. Raises :class:`BusyError`
-        when ``max_pending`` examples would be waiting, and :class:`ClosedError` once
-        the daemon stops."""
-        posted = Posted(rows, key=key)
+        models), or labels by id (``joins``, with no rows); the future resolves once they
+        are learned. Raises :class:`BusyError` when ``max_pending`` examples would be
+        waiting, and :class:`ClosedError` once the daemon stops."""
+        posted = Posted(rows, key=key, joins=joins)
         with self._lock:
             if self._closed:
                 raise ClosedError("the daemon is stopping")
-            if self._pending and self._pending + rows.n_rows > self.max_pending:
+            n = rows.n_rows if joins is None else len(joins)
+            if self._pending and self._pending + n > self.max_pending:
                 raise BusyError(f"{self._pending} posted examples are waiting to be learned")
             self._posted.append(posted)
-            self._pending += rows.n_rows
+            self._pending += n
         return posted.done
 
     # -- the daemon's side -----------------------------------------------------------------

@@ -18,9 +18,13 @@ _EXAMPLE = {
         "One example: 0-based feature indices (strictly increasing) with their values, "
         "or feature values by name (hashed as the river adapters hash them: "
         "crc32(name) % --hash-features). `label` (+1/-1, or a class) or `labels` (a "
-        "label set) are read by /learn and ignored by /predict."
+        "label set) are read by /learn and ignored by /predict. With --http-learn, an "
+        "`id` on /predict keeps the example until /learn gives its label by id alone: "
+        '{"id": ..., "label": ...} with no features (a second label for an id, an '
+        "unknown, expired or evicted id: listed in the 422 answer)."
     ),
     "properties": {
+        "id": {"type": ["string", "integer"], "minLength": 1, "maxLength": 256},
         "indices": {"type": "array", "items": {"type": "integer", "minimum": 0}},
         "values": {"type": "array", "items": _NUMBER},
         "features": {"type": "object", "additionalProperties": _NUMBER},
@@ -118,6 +122,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         403: "learning over HTTP is off (serve --http-learn)",
         404: "serve --model-key: this daemon has no model of the key",
         408: "the body did not arrive in time",
+        409: "an id that waits for its label or was labelled (its rows listed; none kept)",
         413: "the body is larger than --http-max-body",
         415: "a content type other than text/plain, application/json, application/msgpack",
         503: "the model is not loaded yet, the daemon is stopping, or too much waits to be learned",
@@ -166,7 +171,7 @@ def openapi_document(max_body: int) -> dict[str, Any]:
                                 }
                             },
                         },
-                        **_errors(400, 401, 404, 408, 413, 415, 503),
+                        **_errors(400, 401, 404, 408, 409, 413, 415, 503),
                     },
                 }
             },

@@ -44,6 +44,7 @@ from streamlearn.http.api import Decode, api_handler
 from streamlearn.http.auth import check_exposure, token_from_env
 from streamlearn.http.live import LiveModel
 from streamlearn.http.ops import ops_app
+from streamlearn.http.pending import SharedPending
 from streamlearn.http.server import HttpServer
 from streamlearn.jobs.allocator import keep_freed_memory
 from streamlearn.jobs.blas import one_blas_thread
@@ -68,6 +69,7 @@ from streamlearn.options import CHECKPOINTS, GROUP, HTTP, INPUT, KAFKA, ONE_VS_R
 from streamlearn.parse import ParsedRows
 from streamlearn.parse.messages import FORMATS as MESSAGE_FORMATS
 from streamlearn.parse.messages import MessageDecoder, decode_message
+from streamlearn.pending import PendingExamples
 from streamlearn.replay import ReplaySchedule
 from streamlearn.sources.base import Message, MessageBatch, Rebalances, Sink, Source
 from streamlearn.sources.kafka_codecs import (
@@ -89,6 +91,8 @@ DEFAULT_HASH_FEATURES = 1 << 20
 MAX_HTTP_MAX_BODY = 1 << 30
 #: the largest ``--max-record-bytes`` and ``--max-batch-bytes``
 MAX_KAFKA_BYTES = 1 << 31
+#: examples predicted with an id kept for their label, and seconds each waits, at most
+DEFAULT_PENDING_MAX, DEFAULT_PENDING_TTL = 100_000, 3600.0
 #: seconds a poll waits at most when the API learns (a posted example waits one poll)
 LEARN_POLL_TIMEOUT = 0.02
 #: seconds after its stop budget at which a stop that still runs is cut short
@@ -130,6 +134,12 @@ class ServeConfig:
     dead_letter_topic: str | None = field(
         default=None,
         metadata=command_line("Topic of rejected or unreadable messages.", KAFKA, "NAME"),
+    )
+    #: a topic of labels for unlabelled keyed messages: key = the message's key, value =
+    #: its label (None: none)
+    labels_topic: str | None = field(
+        default=None,
+        metadata=command_line("Labels for keyed unlabelled messages (key = id).", KAFKA, "NAME"),
     )
     #: the codec of the batches written to Kafka (predictions, dead letters, sync and
     #: state records)
@@ -204,6 +214,16 @@ class ServeConfig:
         default=False,
         metadata=command_line("Learn what is POSTed to /learn.", HTTP, show_default=False),
     )
+    #: examples predicted with an id kept for their label, at most (the oldest evicted)
+    pending_max: int = field(
+        default=DEFAULT_PENDING_MAX,
+        metadata=command_line("Examples predicted with an id kept for a label.", HTTP, "N"),
+    )
+    #: seconds an example predicted with an id waits for its label, at most
+    pending_ttl: float = field(
+        default=DEFAULT_PENDING_TTL,
+        metadata=command_line("How long one waits for its label.", HTTP, "DURATION", duration=True),
+    )
     #: bytes of the largest request body the API reads
     http_max_body: int = field(
         default=DEFAULT_HTTP_MAX_BODY,
@@ -261,6 +281,7 @@ class ServeConfig:
                 )
         self._check_group()
         self._check_keyed()
+        self._check_labels_topic()
         self._check_kafka_names()
         if self.message_format not in MESSAGE_FORMATS:
             raise InvalidParameterError(
@@ -271,6 +292,7 @@ class ServeConfig:
             _address(self.http_addr, "--http-addr")
         elif self.http_learn:
             raise InvalidParameterError("--http-learn needs an HTTP API (--http-addr)")
+        PendingExamples(self.pending_max, self.pending_ttl)  # checks the bounds
         if not 1 <= self.http_max_body <= MAX_HTTP_MAX_BODY:
             raise InvalidParameterError(
                 f"--http-max-body must be in [1, {MAX_HTTP_MAX_BODY}] bytes, got "
@@ -330,6 +352,19 @@ class ServeConfig:
             if given:
                 raise InvalidParameterError(f"--model-key: drop {option} ({why[option]})")
 
+    def _check_labels_topic(self) -> None:
+        """A labels topic: Kafka (its keys are the ids), one model."""
+        if self.labels_topic is None:
+            return
+        if not source_kind(self.source).offers(BROKER):
+            raise InvalidParameterError(needs("--labels-topic", BROKER))
+        if self.sync_topic is not None or self.keyed is not None:
+            raise InvalidParameterError(
+                "--labels-topic joins labels to one model's kept examples: drop "
+                + ("--sync-topic" if self.sync_topic is not None else "--model-key")
+                + " (a label's example could be on another member, or in another key's model)"
+            )
+
     @property
     def state_topic(self) -> str | None:
         """The keyed models' state topic (None: one model)."""
@@ -348,6 +383,8 @@ class ServeConfig:
             topics["--sync-topic"] = self.sync_topic
         if self.state_topic is not None:
             topics["--state-topic"] = self.state_topic
+        if self.labels_topic is not None:
+            topics["--labels-topic"] = self.labels_topic
         named = {option: name for option, name in topics.items() if name}
         if not named and not self.consumer_options:
             return
@@ -421,7 +458,13 @@ def _serve(config: ServeConfig, token: str | None, stopper: _Stopper) -> None:
         per_label=config.per_label_metrics,
         unreadable_reasons=UNREADABLE_REASONS if source_kind(config.source).offers(BROKER) else (),
     )
-    live = LiveModel() if config.http_addr is not None else None
+    pending = _pending(config)
+    live = (
+        LiveModel(pending=pending if config.http_learn else None)
+        if config.http_addr is not None
+        else None
+    )
+    labels = _labels_source(config, budget)
     settings = config.settings
     if config.http_learn:  # a posted example waits for the next turn: keep turns short
         settings = replace(settings, poll_timeout=min(settings.poll_timeout, LEARN_POLL_TIMEOUT))
@@ -430,7 +473,7 @@ def _serve(config: ServeConfig, token: str | None, stopper: _Stopper) -> None:
     daemon = Daemon(
         config.model, source, decode=decode, settings=settings, store=store, sink=sink,
         dead_letters=dead_letters, observer=metrics, live=live, group=group, keyed=keyed,
-        budget=budget,
+        budget=budget, pending=pending, labels=labels,
     )  # fmt: skip
     holder["daemon"] = daemon
     if isinstance(source, Rebalances):  # a group's member, keyed models: partitions move
@@ -473,7 +516,7 @@ def _serve(config: ServeConfig, token: str | None, stopper: _Stopper) -> None:
     finally:
         server.stop()
         # the sync and state topics last: leaving the consumer group writes to them
-        _close_all([source, sink, dead_letters, sync_topic, state_topic])
+        _close_all([source, labels, sink, dead_letters, sync_topic, state_topic])
 
 
 class _Closes(Protocol):
@@ -592,6 +635,31 @@ def _bind(serve: Callable[[str, int], int], address: str, what: str) -> int:
         return serve(host, port)
     except OSError as exc:  # in use, no such host...
         raise InputError(f"cannot serve {what} on {host}:{port}: {exc}") from exc
+
+
+def _pending(config: ServeConfig) -> SharedPending | None:
+    """Where examples predicted with an id wait for their label: with --http-learn (a
+    label is learned as a posted example is) or --labels-topic, by a daemon of one
+    model."""
+    wanted = config.http_learn or config.labels_topic is not None
+    if not wanted or config.keyed is not None or config.sync_topic is not None:
+        return None
+    return SharedPending(PendingExamples(config.pending_max, config.pending_ttl))
+
+
+def _labels_source(config: ServeConfig, budget: StopBudget) -> Source | None:
+    """The consumer of ``--labels-topic`` (in a consumer group of its own: the daemon's
+    with ``-labels``), or None."""
+    if config.labels_topic is None:
+        return None
+    from streamlearn.sources.kafka import KafkaSource, consumer_options, security_from_env
+
+    assert config.bootstrap_servers is not None
+    return KafkaSource(
+        config.bootstrap_servers, config.labels_topic, f"{config.group}-labels",
+        security=security_from_env(os.environ), budget=budget,
+        **consumer_options(config.consumer_options),
+    )  # fmt: skip
 
 
 def _body_decoder(config: ServeConfig, max_features: int) -> Decode:

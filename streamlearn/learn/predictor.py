@@ -74,6 +74,10 @@ class Predictor(Protocol):
         """:meth:`answer` as a JSON array in UTF-8 (non-finite numbers as null)."""
         ...
 
+    def predicted_labels(self, rows: Rows) -> npt.NDArray[np.float64]:
+        """The label each answer names (NaN where it names none)."""
+        ...
+
 
 def scaled_decisions(
     rows: Rows, weights: npt.NDArray[np.float64], scale: float, intercept: float
@@ -131,6 +135,10 @@ class BinaryPredictor:
     def probabilities(self, scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """P(+1) of each decision value."""
         return calibrated(scores, self.margin_factor, self.calibration)
+
+    def predicted_labels(self, rows: Rows) -> npt.NDArray[np.float64]:
+        """The label each answer names: +1 where the decision value is > 0, else -1."""
+        return np.where(self.scores(rows) > 0.0, 1.0, -1.0)
 
     def answer(self, rows: Rows) -> list[dict[str, Any]]:
         scores = self.scores(rows)
@@ -231,6 +239,14 @@ class BankPredictor:
 
     def answer_json(self, rows: Rows) -> bytes:
         return json.dumps(finite(self.answer(rows)), allow_nan=False).encode()
+
+    def predicted_labels(self, rows: Rows) -> npt.NDArray[np.float64]:
+        """The label each answer names: the top of its ranking (NaN before any label)."""
+        if not self.labels:
+            return np.full(rows[0].shape[0] - 1, np.nan)
+        values = np.array(self.labels, dtype=np.float64)
+        top: npt.NDArray[np.float64] = values[np.argmax(self.scores(rows), axis=1)]
+        return top
 
     def answer(self, rows: Rows) -> list[dict[str, Any]]:
         scores = self.scores(rows)

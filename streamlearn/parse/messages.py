@@ -352,10 +352,9 @@ class MessageDecoder:
 
     def decode_msgpack(self, value: bytes) -> ParsedRows:
         """Rows of a msgpack example or batch of examples, numbered from 1."""
-        try:
-            document = msgpack.unpackb(value, raw=False, strict_map_key=False)
-        except Exception:  # msgpack raises many types for bad input: any is a bad message
-            return _rejected_message("not msgpack")
+        document = read_document(value, "msgpack")
+        if isinstance(document, _Unreadable):
+            return _rejected_message(document.why)
         return self.decode_document(document)
 
     def decode_json(self, value: bytes) -> ParsedRows:
@@ -371,16 +370,9 @@ class MessageDecoder:
         >>> MessageDecoder().decode_json(b"[" * 100_000).rejected
         [Rejected(line=1, reason='bad message', text='not JSON: nested deeper than 64')]
         """
-        try:
-            # decoded as json.loads decodes bytes (UTF-8, -16 or -32), so that the depth
-            # is counted on the characters the reader will see
-            text = value.decode(json.detect_encoding(value), "surrogatepass")
-            if _nested_deeper_than(text, MAX_JSON_DEPTH):
-                return _rejected_message(f"not JSON: nested deeper than {MAX_JSON_DEPTH}")
-            document = json.loads(text, parse_constant=_refuse_constant, parse_int=_json_int)
-        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-            named = isinstance(exc, _NotJSONError)
-            return _rejected_message(f"not JSON: {exc}" if named else "not JSON")
+        document = read_document(value, "json")
+        if isinstance(document, _Unreadable):
+            return _rejected_message(document.why)
         return self.decode_document(document)
 
     def decode_document(self, document: object) -> ParsedRows:
@@ -440,7 +432,7 @@ class MessageDecoder:
             return BAD_MESSAGE
         if not all(type(v) is float or type(v) is int for v in raw_values):
             return BAD_MESSAGE
-        labels = _labels_of(example)
+        labels = labels_of(example)
         if labels is None:
             return _BAD_LABEL
         if not raw_indices:
@@ -590,13 +582,13 @@ def _shifted(rows: ParsedRows, lines: int) -> ParsedRows:
     )
 
 
-def _labels_of(example: dict[object, object]) -> list[float] | None:
+def labels_of(example: dict[object, object]) -> list[float] | None:
     """The labels of a msgpack example (``label`` or ``labels``, empty for neither), or
     None when they break the schema (a label is a number that is finite as a float).
 
-    >>> _labels_of({"label": 3}), _labels_of({"labels": [1, 2.5]}), _labels_of({})
+    >>> labels_of({"label": 3}), labels_of({"labels": [1, 2.5]}), labels_of({})
     ([3.0], [1.0, 2.5], [])
-    >>> _labels_of({"label": 10**400}), _labels_of({"labels": []}), _labels_of({"label": True})
+    >>> labels_of({"label": 10**400}), labels_of({"labels": []}), labels_of({"label": True})
     (None, None, None)
     """
     label, labels = example.get("label"), example.get("labels")
@@ -655,6 +647,46 @@ def _nested_deeper_than(text: str, limit: int) -> bool:
     ascii_codes = np.minimum(codes, 127)
     steps = _OPENING[ascii_codes].astype(np.int64) - _CLOSING[ascii_codes]
     return bool(np.cumsum(steps).max(initial=0) > limit)
+
+
+class _Unreadable:
+    """Why a message's bytes are not a document of their format."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+def read_document(value: bytes, message_format: str) -> object:
+    """The document a msgpack or JSON message holds (within the limits of the module
+    doc), or an :class:`_Unreadable` that says why it holds none.
+
+    >>> read_document(b'{"id": 3}', "json")
+    {'id': 3}
+    >>> read_document(b"[NaN]", "json").why
+    'not JSON: NaN'
+    """
+    if message_format == "msgpack":
+        try:
+            return msgpack.unpackb(value, raw=False, strict_map_key=False)
+        except Exception:  # msgpack raises many types for bad input: any is a bad message
+            return _Unreadable("not msgpack")
+    try:
+        # decoded as json.loads decodes bytes (UTF-8, -16 or -32), so that the depth
+        # is counted on the characters the reader will see
+        text = value.decode(json.detect_encoding(value), "surrogatepass")
+        if _nested_deeper_than(text, MAX_JSON_DEPTH):
+            return _Unreadable(f"not JSON: nested deeper than {MAX_JSON_DEPTH}")
+        return json.loads(text, parse_constant=_refuse_constant, parse_int=_json_int)
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        named = isinstance(exc, _NotJSONError)
+        return _Unreadable(f"not JSON: {exc}" if named else "not JSON")
+
+
+def unreadable_reason(document: object) -> str | None:
+    """Why :func:`read_document` found no document (None: it found one)."""
+    return document.why if isinstance(document, _Unreadable) else None
 
 
 def _text(example: object) -> str:
