@@ -80,8 +80,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import numpy as np
-
 from streamlearn.checkpoint.codec import DAEMON_KIND
 from streamlearn.checkpoint.pacing import CheckpointPacing
 from streamlearn.checkpoint.store import CheckpointStore
@@ -95,6 +93,7 @@ from streamlearn.config import (
     check_max_labels,
     check_max_weights,
 )
+from streamlearn.delayed_labels import DelayedLabels, warn_if_dropped
 from streamlearn.drift import DEFAULT_DELTA, DEFAULT_THRESHOLD, DriftWatch, PageHinkley
 from streamlearn.errors import (
     CheckpointError,
@@ -105,7 +104,7 @@ from streamlearn.errors import (
     UnknownKeyError,
 )
 from streamlearn.group.member import GroupMember
-from streamlearn.http.live import Learned, LiveModel, Posted, Published, settle
+from streamlearn.http.live import Learned, LiveModel, Posted, settle
 from streamlearn.http.pending import SharedPending
 from streamlearn.keyed.models import KeyedModels
 from streamlearn.learn import Model, ModelLimits
@@ -122,9 +121,8 @@ from streamlearn.modes import (
     SingleModel,
 )
 from streamlearn.options import CHECKPOINTS, HTTP, INPUT, KAFKA, ON_OFF, REPLAY, command_line
-from streamlearn.parse import ParsedRows, Rejected, SvmlightParser
-from streamlearn.parse.messages import VALUE_LENGTH
-from streamlearn.pending import ALREADY_LABELLED, Joined, is_correct, labelled_rows
+from streamlearn.parse import ParsedRows, Rejected
+from streamlearn.publishing import Readers
 from streamlearn.replay import ReplaySchedule
 from streamlearn.replay.policy import ReplayPolicy, Turn
 from streamlearn.replay.runner import ReplayRunner
@@ -136,7 +134,7 @@ from streamlearn.sources.base import (
     SkipsUnreadable,
     Source,
 )
-from streamlearn.sources.outputs import Outputs, owners
+from streamlearn.sources.outputs import Outputs
 from streamlearn.sources.progress import StallWatch
 from streamlearn.sources.stopping import StopBudget
 
@@ -353,6 +351,13 @@ class _InFlight:
     positions: Positions
 
 
+#: what a failed final checkpoint leaves
+_AGAIN = (
+    "The next start resumes from the last checkpoint written (if any) and reads the "
+    "messages after it again"
+)
+
+
 class Daemon:
     """The serve loop over injected parts: source, sink, decoder, store and observer."""
 
@@ -399,8 +404,6 @@ class Daemon:
         )  # fmt: skip
         self._mistakes_seen = 0
         self._presented_seen = 0
-        self._summary_clock = -float("inf")
-        self._summary_every = settings.summary_interval
         self._replay_policy = ReplayPolicy(
             idle_replay=settings.idle_replay, share=settings.replay_share,
             pass_limit=settings.replay_slice, paced=settings.replay is None,
@@ -414,19 +417,16 @@ class Daemon:
         self.snapshot: dict[str, Any] | None = None
         #: what the HTTP API reads (published copies) and writes (examples to learn)
         self.live = live
-        #: examples predicted with an id, waiting for their label (None: none are kept)
-        self.pending = pending if pending is not None or live is None else live.pending
-        #: the labels topic: message key = the id of an example kept, value = its label;
-        #: with it, unlabelled messages with a key are kept under their key
-        self.labels = labels
-        #: where the labels topic's messages learned end, per partition
-        self._labels_at: Positions = {}
-        if labels is not None and self.pending is None:
+        pending = pending if pending is not None or live is None else live.pending
+        if labels is not None and pending is None:
             raise InvalidParameterError("a labels topic needs a store of pending examples")
+        #: examples predicted with an id, waiting for their label (None: none are kept),
+        #: and the labels topic, whose messages label them by key
+        self.delayed = None if pending is None else DelayedLabels(pending, labels)
         #: a count of the learned batches and replay passes: the model's version
         self.version = 0
-        self._published_version = -1
-        self._publish_every = settings.publish_interval
+        #: the copies the HTTP API answers with and the summaries, each when due
+        self.readers = Readers(settings, live, clock)
         #: a polled batch being decoded ahead (see :meth:`_turn_until_stopped`)
         self._in_flight: _InFlight | None = None
         #: the deadline of a stop, shared with the parts that wait on brokers
@@ -499,10 +499,10 @@ class Daemon:
                 log_ends = {int(p): int(o) for p, o in payload.get("log_ends", {}).items()}
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise StateError(f"{path}: malformed daemon checkpoint ({exc})") from exc
-            self._restore_pending(payload.get("pending"), path)
-            if self.labels is not None:
-                held = payload.get("labels_positions", {})
-                self._labels_at = {int(p): int(o) for p, o in held.items()}
+            if self.delayed is not None:
+                self.delayed.restore(payload, path)
+            else:
+                warn_if_dropped(payload, path)
             log.info("restored %s: %d examples", path, self.stream_examples)
             if not positions_stand:  # where partitions resume lives elsewhere
                 self.positions, log_ends = {}, {}
@@ -512,29 +512,14 @@ class Daemon:
         self._checkpoints.examples = self.stream_examples
         self._checkpoints.version = self._state_version()
         self.source.seek(dict(self.positions))
-        if self.labels is not None:
-            self.labels.seek(dict(self._labels_at))
+        if self.delayed is not None:
+            self.delayed.seek()
         if isinstance(self.source, GuardsPositions):
             if fallback:  # the committed offsets may come from the checkpoints skipped
                 log.warning("fell back to an older checkpoint: partitions it holds no "
                             "position for start at their logs' start")  # fmt: skip
             self.source.expect(log_ends, others_from_earliest=fallback)
         self.restored = True
-
-    def _restore_pending(self, state: Any, path: Path) -> None:
-        """Take back the examples a checkpoint kept for their label (none in a checkpoint
-        written before they were kept)."""
-        if state is None:
-            return
-        if self.pending is None:
-            log.warning("%s holds examples waiting for their label: without --http-learn "
-                        "or --labels-topic they are dropped at the next checkpoint",
-                        path)  # fmt: skip
-            return
-        try:
-            self.pending.restore(state)
-        except StateError as exc:
-            raise StateError(f"{path}: {exc}") from exc
 
     # -- a learning group's partitions (the source calls these during its polls) -------
 
@@ -584,19 +569,13 @@ class Daemon:
             self.checkpoint()
         except UndeliveredError as exc:
             if not self._stop:
-                raise CheckpointError(
-                    f"final checkpoint failed: {exc}. The next start resumes from the last "
-                    "checkpoint written (if any) and reads the messages after it again"
-                ) from exc
+                raise CheckpointError(f"final checkpoint failed: {exc}. {_AGAIN}") from exc
             # a stop does not wait for a broker that does not answer: nothing is lost
             log.warning("%s: the last checkpoint written stands, and the next start reads "
                         "the messages after it again", exc)  # fmt: skip
             self.settled = True
         except CheckpointError as exc:
-            raise CheckpointError(
-                f"final checkpoint failed: {exc}. The next start resumes from the last "
-                "checkpoint written (if any) and reads the messages after it again"
-            ) from exc
+            raise CheckpointError(f"final checkpoint failed: {exc}. {_AGAIN}") from exc
         else:
             self.settled = True
         self.take_snapshot()
@@ -624,7 +603,9 @@ class Daemon:
             in_flight: _InFlight | None = self._in_flight
             if len(messages) and worker is not None:
                 self._in_flight = _InFlight(
-                    messages, worker.submit(self._decoded, messages), self.source.position()
+                    messages,
+                    worker.submit(DecodedPoll.of, self.decode, messages),
+                    self.source.position(),
                 )
                 if in_flight is not None:
                     self._finish(in_flight)
@@ -649,13 +630,13 @@ class Daemon:
                 self.version += 1
             if self.mode.turned(idle=not behind and self._caught_up):
                 self.version += 1
-            self._publish_if_due()
+            self.readers.publish_if_due(self.version, self.mode.predictor)
             self.outputs.report_undelivered()
             self.observer.set_ready(self.ready())
             self.observer.set_lag(lag)
             if self._checkpoint_due():
                 self._checkpoint_or_carry_on()
-            if self.clock() - self._summary_clock >= self._summary_every:
+            if self.readers.summary_due():
                 self.take_snapshot()
         if self._in_flight is not None:  # stopped: the polled batch is learned before the end
             in_flight, self._in_flight = self._in_flight, None
@@ -667,31 +648,20 @@ class Daemon:
     def process(self, messages: MessageBatch) -> None:
         """Decode a poll's messages together; predict the unlabelled examples and learn
         the labelled ones, in stream order."""
-        self._apply(messages, self._decoded(messages), self.source.position())
-
-    def _decoded(self, messages: MessageBatch) -> DecodedPoll:
-        """Decode ``messages`` and sort the rows out; touches no state of the daemon, so
-        that it can run on the worker thread."""
-        rows, first_lines = self.decode(messages)
-        labelled = np.diff(rows.label_ptr) > 0
-        unlabelled = None if labelled.all() else rows.select(~labelled, [])
-        kept = None
-        if labelled.any():
-            kept = rows if labelled.all() else rows.select(labelled, rows.rejected)
-        return DecodedPoll(first_lines, unlabelled, kept, list(rows.rejected))
+        self._apply(messages, DecodedPoll.of(self.decode, messages), self.source.position())
 
     def _apply(self, messages: MessageBatch, decoded: DecodedPoll, positions: Positions) -> None:
         """Predict, learn and reject what ``messages`` decoded to; then the daemon is at
         ``positions``."""
-        self._count_skipped(messages)
+        self.outputs.skipped(messages)
         done = self.mode.learn_poll(
             Poll(messages, decoded, positions, self.stream_examples), self._intake
         )
         self._took(done)
         if decoded.unlabelled is not None:
             self.observer.count_examples("predicted", decoded.unlabelled.n_rows)
-            if self.labels is not None:
-                self._keep_keyed(messages, decoded)
+            if self.delayed is not None:
+                self.delayed.keep_keyed(messages, decoded, self.learner)
         self.outputs.answer(messages, done.answers, self.learner.answer_type)
         if done.rejected:
             self.outputs.reject(messages, decoded.first_lines(), done.rejected)
@@ -716,16 +686,6 @@ class Daemon:
         if self._drift is not None:
             pieces = done.pieces if done.judged is None and done.pieces else [(judged, wrong)]
             self._drift.watch(pieces, self.stream_examples)
-
-    def _count_skipped(self, messages: MessageBatch) -> None:
-        """Count the messages that hold no example: null values (tombstones) and empty
-        ones (the decoder finds no line in them)."""
-        lengths = messages.spans[VALUE_LENGTH]
-        null, empty = int((lengths < 0).sum()), int((lengths == 0).sum())
-        if null:
-            self.observer.count_skipped("null value", null)
-        if empty:
-            self.observer.count_skipped("empty value", empty)
 
     def _skip_unreadable(self) -> None:
         """Report what the source skipped as unreadable since the last turn (counted,
@@ -752,22 +712,15 @@ class Daemon:
 
     def take_snapshot(self) -> None:
         """Store the learner's summary for readers on other threads."""
-        started = self.clock()
+        self.readers.summarise(self._summarise)
+
+    def _summarise(self) -> dict[str, Any]:
         snapshot = self.mode.snapshot(self.stream_examples)
-        pending = self.pending
-        if pending is not None:
-            pending.expire(time.time())
-            snapshot["pending"] = pending.counts()
-        self.snapshot = snapshot
+        pending = {} if self.delayed is None else {"pending": self.delayed.counts()}
+        self.snapshot = {**snapshot, **pending}
         if self.live is not None:
-            description = self.mode.description(snapshot)
-            if pending is not None:
-                description = {**description, "pending": snapshot["pending"]}
-            self.live.describe(description)
-        self._summary_clock = self.clock()
-        took = self._summary_clock - started
-        settings = self.settings
-        self._summary_every = max(settings.summary_interval, took / settings.summary_share)
+            self.live.describe({**self.mode.description(self.snapshot), **pending})
+        return self.snapshot
 
     # -- the HTTP API --------------------------------------------------------------------
 
@@ -780,10 +733,7 @@ class Daemon:
         done = []
         for posted in live.take_posted():
             try:
-                if posted.joins is not None:
-                    learned, rejected, refused = self._learn_joined(posted)
-                else:
-                    (learned, rejected), refused = self._learn_post(posted), []
+                learned, rejected, refused = self._learn_post(posted)
             except (UnknownKeyError, InvalidInputError) as exc:
                 settle(posted.done, error=exc)
                 continue
@@ -797,118 +747,47 @@ class Daemon:
         self._publish()
         held = self.learner.held_examples
         for posted, learned, rejected in done:
-            settle(posted.done, Learned(learned, rejected, self._published_version, held))
+            settle(posted.done, Learned(learned, rejected, self.readers.version, held))
 
-    def _learn_post(self, posted: Posted) -> tuple[int, list[Rejected]]:
-        """Learn one post by the model it names; how many examples it learned and those
-        refused. Raises :class:`UnknownKeyError` for a key without a model here, and
-        :class:`InvalidInputError` for a post that names no key to keyed models (or one
-        to the one model)."""
-        done = self.mode.learn_post(posted, self._intake, self.stream_examples)
-        self._took(done)
-        return done.learned or 0, done.rejected
-
-    def _keep_keyed(self, messages: MessageBatch, decoded: DecodedPoll) -> None:
-        """Keep the poll's unlabelled examples whose message has a key, under their key,
-        for a label on the labels topic (the label each names is the model's after the
-        poll: the one that answered them when the poll held no labelled example)."""
-        questions, pending = decoded.unlabelled, self.pending
-        assert questions is not None and pending is not None
-        keys = [messages.key(i) for i in owners(decoded.first_lines(), questions.line_numbers)]
-        ids = [None if not key else key.decode("utf-8", "replace") for key in keys]
-        if not any(ids):
-            return
-        rows = (questions.indptr, questions.indices, questions.values)
-        predicted = self.learner.predictor().predicted_labels(rows)
-        refused = pending.add(ids, rows, predicted, time.time(), whole=False)
-        if refused:
-            log.warning("%d unlabelled messages not kept for a label: their key waits for "
-                        "its label or was labelled (e.g. %r)", len(refused),
-                        ids[refused[0][0] - 1])  # fmt: skip
-
-    def _learn_labels(self) -> None:
-        """Learn the examples that the labels topic's new messages label (key: the id;
-        value: the label, or a bank's labels as svmlight writes them, ``1,3``)."""
-        labels = self.labels
-        if labels is None:
-            return
-        messages = labels.poll(0.0, self.settings.max_messages)
-        if not len(messages):
-            return
-        joins, bad = [], 0
-        for i in range(len(messages)):
-            key = messages.key(i)
-            parsed = SvmlightParser().parse_all(messages.value(i).strip() + b"\n")
-            if not key or parsed.n_rows != 1 or parsed.indices.shape[0]:
-                bad += 1
-                continue
-            joins.append((i + 1, key.decode("utf-8", "replace"), parsed.labels.tolist()))
-        if bad:
-            self.observer.count_rejected("bad message", bad)
-            log.warning("%d messages of the labels topic are not a label with a key", bad)
-        if joins:
-            _, rejected, _ = self._learn_joined(Posted(ParsedRows.empty(), joins=joins))
-            for item in rejected:
-                self.observer.count_rejected(item.reason, 1)
-        self._labels_at = labels.position()
-
-    def _learn_joined(self, posted: Posted) -> tuple[int, list[Rejected], list[Rejected]]:
-        """Learn the examples that posted labels by id join, as a post of them; the
-        progressive accuracy scores the predictions made when they were kept. How many
-        were learned, the rows the model refused (their examples wait on for a good
-        label) and the labels that found no example (unknown, expired, evicted, already
-        labelled)."""
-        pending = self.pending
-        assert pending is not None and posted.joins is not None
-        now = time.time()
-        found, refused, taken = [], [], set()
-        for line, example_id, labels in posted.joins:
-            if example_id in taken:  # labelled just before, among these labels
-                pending.refuse(ALREADY_LABELLED)
-                refused.append(Rejected(line, ALREADY_LABELLED, example_id))
-                continue
-            taken.add(example_id)
-            example = pending.find(example_id, now)
-            if isinstance(example, str):
-                refused.append(Rejected(line, example, example_id))
-            else:
-                found.append(Joined(line, example_id, labels, example))
-        if not found:
-            return 0, [], refused
-        rows = labelled_rows(found)
-        done = self.mode.learn_post(Posted(rows), self._intake, self.stream_examples)
-        refused_lines = {item.line for item in done.rejected}
-        learned = [one for one in found if one.line not in refused_lines]
-        wrong = sum(not is_correct(one.example.predicted, one.labels) for one in learned)
-        done.judged = (len(learned), wrong)
-        for one in learned:
-            pending.joined(one.example_id)
+    def _learn_post(self, posted: Posted) -> tuple[int, list[Rejected], list[Rejected]]:
+        """Learn one post by the model it names (examples, or labels of examples kept by
+        id); how many examples it learned, those the model refused and the labels that
+        found no example. Raises :class:`UnknownKeyError` for a key without a model here,
+        and :class:`InvalidInputError` for a post that names no key to keyed models (or
+        one to the one model)."""
+        refused: list[Rejected] = []
+        if posted.joins is None:
+            done = self.mode.learn_post(posted, self._intake, self.stream_examples)
+        else:
+            assert self.delayed is not None
+            joined, refused = self.delayed.learn(
+                posted.joins,
+                lambda rows: self.mode.learn_post(rows, self._intake, self.stream_examples),
+            )
+            if joined is None:
+                return 0, [], refused
+            done = joined
         self._took(done)
         return done.learned or 0, done.rejected, refused
 
-    def _publish_if_due(self) -> None:
-        """Publish a copy of the model when the HTTP API wants one (see
-        :class:`~streamlearn.http.live.LiveModel`)."""
-        if self.live is not None and self.live.wanted(self.version, self._publish_every):
-            self._publish()
+    def _learn_labels(self) -> None:
+        """Learn the examples that the labels topic's new messages label."""
+        delayed, settings = self.delayed, self.settings
+        labelled = (
+            None if delayed is None else delayed.poll_labels(settings.max_messages, self.observer)
+        )
+        if labelled is not None:
+            for item in self._learn_post(labelled)[1]:
+                self.observer.count_rejected(item.reason, 1)
 
     def _publish(self) -> None:
         """Give the HTTP API a frozen copy of the model as it is now."""
-        if self.live is None:
-            return
-        started = self.clock()
-        predictor = self.mode.predictor(self.live.take_asked_keys)
-        self.live.publish(Published(self.version, predictor))
-        self._published_version = self.version
-        took = self.clock() - started
-        settings = self.settings
-        self._publish_every = max(settings.publish_interval, took / settings.publish_share)
+        self.readers.publish(self.version, self.mode.predictor)
 
     def _state_version(self) -> int:
         """What a checkpoint would hold, as a count of changes: the model's version and
         the changes of the examples waiting for their label."""
-        pending = self.pending
-        return self.version + (0 if pending is None else pending.changes)
+        return self.version + (0 if self.delayed is None else self.delayed.changes)
 
     def _checkpoint_due(self) -> bool:
         return self._checkpoints.due(self.clock(), self.stream_examples, self._state_version())
@@ -951,8 +830,8 @@ class Daemon:
             log.info("checkpoint %s: %d examples, %d bytes, %.2f s",
                      path, self.stream_examples, size, seconds)  # fmt: skip
             self.mode.commit(self.source, self.positions)
-            if self.labels is not None:
-                self.labels.commit(dict(self._labels_at))
+            if self.delayed is not None:
+                self.delayed.commit()
         else:  # keyed models' records on the state topic are their checkpoint
             started = self.clock()
             saved = self.mode.save()
@@ -972,10 +851,8 @@ class Daemon:
         }
         if isinstance(self.source, GuardsPositions):  # a restart checks the logs against them
             payload["log_ends"] = {str(p): end for p, end in self.source.log_ends().items()}
-        if self.pending is not None:
-            payload["pending"] = self.pending.state()
-        if self.labels is not None:
-            payload["labels_positions"] = {str(p): o for p, o in self._labels_at.items()}
+        if self.delayed is not None:
+            payload.update(self.delayed.payload())
         return payload
 
 

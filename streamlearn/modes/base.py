@@ -33,6 +33,8 @@ log = logging.getLogger("streamlearn.daemon")
 
 #: per message of a decoded batch, the number of its first line (asked only when needed)
 FirstLines = Callable[[], npt.NDArray[np.int64]]
+#: decodes a poll's messages: their rows, and the first line of each message
+Decoder = Callable[[MessageBatch], tuple[ParsedRows, FirstLines]]
 #: an answer to a question, and the message that asked it (its index in the poll)
 Answer = tuple[int, bytes]
 
@@ -48,6 +50,18 @@ class DecodedPoll:
     labelled: ParsedRows | None
     #: the parser's rejections (those of ``labelled`` too)
     rejected: list[Rejected]
+
+    @classmethod
+    def of(cls, decode: Decoder, messages: MessageBatch) -> DecodedPoll:
+        """Decode ``messages`` and sort the rows out (no state is touched: it may run on
+        a worker thread)."""
+        rows, first_lines = decode(messages)
+        labelled = np.diff(rows.label_ptr) > 0
+        unlabelled = None if labelled.all() else rows.select(~labelled, [])
+        kept = None
+        if labelled.any():
+            kept = rows if labelled.all() else rows.select(labelled, rows.rejected)
+        return cls(first_lines, unlabelled, kept, list(rows.rejected))
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from streamlearn.errors import UndeliveredError
 from streamlearn.parse import Rejected
+from streamlearn.parse.messages import VALUE_LENGTH
 from streamlearn.sources.base import MessageBatch, Sink, Unreadable
 from streamlearn.sources.rejected import RejectedLog, rejected_line
 from streamlearn.sources.stopping import StopBudget
@@ -38,6 +39,7 @@ class OutputCounts(Protocol):
     def count_rejected(self, reason: str, n: int) -> None: ...
     def count_undelivered(self, sink: str, n: int) -> None: ...
     def count_unreadable(self, reason: str, n: int) -> None: ...
+    def count_skipped(self, reason: str, n: int) -> None: ...
 
 
 class Outputs:
@@ -62,6 +64,16 @@ class Outputs:
         self.stream = stream
         self.rejected_log = RejectedLog(log)
         self._unreadable_log = UnreadableLog(log)
+
+    def skipped(self, messages: MessageBatch) -> None:
+        """Count the messages that hold no example: null values (tombstones) and empty
+        ones (the decoder finds no line in them)."""
+        lengths = messages.spans[VALUE_LENGTH]
+        null, empty = int((lengths < 0).sum()), int((lengths == 0).sum())
+        if null:
+            self.counts.count_skipped("null value", null)
+        if empty:
+            self.counts.count_skipped("empty value", empty)
 
     def answer(
         self, messages: MessageBatch, answers: Sequence[tuple[int, bytes]], answer_type: str
