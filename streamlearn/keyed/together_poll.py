@@ -119,7 +119,7 @@ class TogetherPoll:
         runs = np.flatnonzero(poll.whole & ~asked[labelled.run_keys])
         ids = labelled.run_keys[runs].tolist()
         layouts = self.layouts
-        found = [layouts.known(keys[key_id]) for key_id in ids]
+        found = list(map(layouts.lookup(), map(keys.__getitem__, ids)))
         held = self._resident
         for position, layout in enumerate(found):  # checked at the key's turn: its own?
             if layout is None:
@@ -200,12 +200,14 @@ class TogetherPoll:
         :meth:`wait` does for each written out (no object made per key)."""
         held = self._resident
         models_get, move = held.lru_access()
-        known = self.layouts.known
+        known = self.layouts.lookup()
         waiting = self._waiting
         wall = self._wall
         layouts, runs, counts, widest = chosen.layouts, chosen.runs, chosen.n, chosen.widest
         first_offsets, peaks, room = chosen.first_offsets, chosen.peaks, chosen.room
-        max_models, max_bytes = held.max_models, held.max_bytes
+        # nothing below adds, removes or measures a model: over the bounds now, the
+        # first key taken is the last (the caller spills, as after each key's turn)
+        over = held.over_bounds()
         tick = held.tick
         learned = 0
         key_id = start
@@ -246,7 +248,7 @@ class TogetherPoll:
             learned += n
             positions[partition] = max(positions.get(partition, 0), ends[key_id])
             key_id += 1
-            if len(held) > max_models or held.bytes > max_bytes:
+            if over:
                 break
         return key_id, learned
 
