@@ -6,6 +6,8 @@ at each one's turn :meth:`TogetherPoll.wait` checks that its model is still the 
 out and its rows still go together, counts them as its model's own ``learn_batch``
 would, and holds the key for the call; :meth:`TogetherPoll.learn_waiting` makes the call
 for every key held (before anything else touches their models, and at the poll's end).
+:meth:`TogetherPoll.wait_run` does what :meth:`TogetherPoll.wait` does, for a run of the
+keys of a poll of one partition in one loop.
 """
 
 from __future__ import annotations
@@ -197,7 +199,8 @@ class TogetherPoll:
         The number of the first key not taken, and the examples counted.
 
         One loop for the keys of a poll of one partition, the usual case, with what
-        :meth:`wait` does for each written out (no object made per key)."""
+        :meth:`wait` does for each written out (no :class:`Candidate` made, no method
+        called per key); a key it stops at takes :meth:`wait`, or its turn."""
         held = self._resident
         models_get, move = held.lru_access()
         known = self.layouts.lookup()
@@ -229,7 +232,7 @@ class TogetherPoll:
             if left and not (window.seen > 0 and left > n):
                 break
             positions = resident.positions
-            if positions and max(positions.values()) > first_offsets[key_id]:
+            if max(positions.values(), default=0) > first_offsets[key_id]:
                 break
             move(key)
             resident.partition = partition
