@@ -269,11 +269,9 @@ class TogetherPoll:
             return None
         assert poll is not None
         keys = list(self._waiting)
-        waiting = list(self._waiting.values())
+        layouts, runs = zip(*self._waiting.values(), strict=True)
         self._waiting = {}
-        layouts = [layout for layout, _ in waiting]
-        runs = np.fromiter((run for _, run in waiting), np.int64, len(waiting))
-        learned = learn_together(self.layouts, layouts, runs, poll)
+        learned = learn_together(self.layouts, layouts, np.array(runs, dtype=np.int64), poll)
         for position in learned.scaled_down or ():
             self.layouts.forget(keys[position])
         return learned
