@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -120,26 +120,23 @@ class TogetherPoll:
         asked[questions.run_keys] = True
         runs = np.flatnonzero(poll.whole & ~asked[labelled.run_keys])
         ids = labelled.run_keys[runs].tolist()
+        if not ids:
+            return Chosen.none()
         layouts = self.layouts
         found = list(map(layouts.lookup(), map(keys.__getitem__, ids)))
-        held = self._resident
-        for position, layout in enumerate(found):  # checked at the key's turn: its own?
-            if layout is None:
-                key = keys[ids[position]]
-                if not layouts.settled(key):
-                    resident = held.peek(key)
-                    if resident is not None:
-                        found[position] = layouts.get(key, resident.model)
-        going = [position for position, layout in enumerate(found) if layout is not None]
-        if not going:
-            return Chosen.none()
-        runs = runs[going]
+        if None in found:  # models not laid out yet, or that do not go together
+            self._lay_out(keys, ids, found)
+            going = [position for position, layout in enumerate(found) if layout is not None]
+            if not going:
+                return Chosen.none()
+            runs = runs[going]
+            found = [found[position] for position in going]
+        chosen_layouts = cast(list[Layout], found)  # every one found
         chosen_ids = labelled.run_keys[runs]
         by_id: list[Layout | None] = [None] * len(keys)
-        chosen_layouts = [found[position] for position in going]
         for key_id, layout in zip(chosen_ids.tolist(), chosen_layouts, strict=True):
             by_id[key_id] = layout
-        rows = layouts.rows(chosen_layouts)  # type: ignore[arg-type]
+        rows = layouts.rows(chosen_layouts)
         room = np.zeros(len(keys), dtype=bool)
         room[chosen_ids] = needs_room(layouts, rows, runs, poll)
 
@@ -154,6 +151,19 @@ class TogetherPoll:
         return Chosen(by_id, spread(all_runs), spread(poll.last - poll.first),
                       spread(poll.widest), spread(earliest), spread(poll.max_sqnorm),
                       room.tolist())  # fmt: skip
+
+    def _lay_out(self, keys: list[bytes], ids: list[int], found: list[Layout | None]) -> None:
+        """Lay out, in ``found``, the models of keys ``ids`` that have no layout and were
+        not looked at yet (whether each is still the key's own is checked at its turn)."""
+        layouts = self.layouts
+        held = self._resident
+        for position, layout in enumerate(found):
+            if layout is None:
+                key = keys[ids[position]]
+                if not layouts.settled(key):
+                    resident = held.peek(key)
+                    if resident is not None:
+                        found[position] = layouts.get(key, resident.model)
 
     def wait(self, key: bytes, partition: int, candidate: Candidate) -> Resident | None:
         """``key``'s turn when its rows may be learned together: when they are (its
@@ -268,10 +278,12 @@ class TogetherPoll:
         if not self._waiting:
             return None
         assert poll is not None
-        keys = list(self._waiting)
-        layouts, runs = zip(*self._waiting.values(), strict=True)
+        waiting = self._waiting
         self._waiting = {}
+        layouts, runs = zip(*waiting.values(), strict=True)
         learned = learn_together(self.layouts, layouts, np.array(runs, dtype=np.int64), poll)
-        for position in learned.scaled_down or ():
-            self.layouts.forget(keys[position])
+        if learned.scaled_down:
+            keys = list(waiting)
+            for position in learned.scaled_down:
+                self.layouts.forget(keys[position])
         return learned
