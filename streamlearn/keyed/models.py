@@ -235,10 +235,12 @@ class KeyedModels:
         )  # fmt: skip
         held = self.resident
         key_id, n_keys = 0, len(keys)
+        # keys chosen in a poll of one partition are taken in runs, most of them in one
+        in_runs = one if together.any() else None
         try:
             while key_id < n_keys:
-                if one is not None:
-                    taken, learned = poll.wait_run(together, keys, key_id, one, last)
+                if in_runs is not None:
+                    taken, learned = poll.wait_run(together, keys, key_id, in_runs, last)
                     if taken > key_id:
                         done.learned += learned
                         key_id = taken

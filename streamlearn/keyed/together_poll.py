@@ -70,6 +70,10 @@ class Chosen:
         """No key chosen."""
         return Chosen([], [], [], [], [], [], [])
 
+    def any(self) -> bool:
+        """Whether a key is chosen (every one but :meth:`none` chooses some)."""
+        return bool(self.layouts)
+
     def get(self, key_id: int) -> Candidate | None:
         """The candidate of key number ``key_id`` (None: not chosen)."""
         layout = self.layouts[key_id] if key_id < len(self.layouts) else None
