@@ -220,34 +220,53 @@ class KeyedModels:
         done = Applied()
         keyless = np.concatenate([labelled.keyless, questions.keyless]).tolist()
         done.rejected = [Rejected(int(line), NO_KEY, "") for line in keyless]
-        ends = _key_ends(ids, batch.partitions, batch.offsets, len(keys))
+        one = _one_partition(batch.partitions)
+        ends: list[dict[int, int]] = []
+        last: list[int] = []
+        if one is None:
+            ends = _key_ends(ids, batch.partitions, batch.offsets, len(keys))
+        else:  # a poll of one partition, the usual case: no dict made per key
+            last = _last_offsets(ids, batch.offsets, len(keys))
         answered: list[tuple[int, int, bytes]] = []
-        together = self._poll_together.choose(
+        poll = self._poll_together
+        together = poll.choose(
             self.empty, batch.offsets, keys, labelled, questions,
             enabled=self.together and not schedule.enabled,
         )  # fmt: skip
         held = self.resident
+        key_id, n_keys = 0, len(keys)
+        # keys chosen in a poll of one partition are taken in runs, most of them in one
+        in_runs = one if together.any() else None
         try:
-            for key_id, key in enumerate(keys):
-                key_ends = ends[key_id]
+            while key_id < n_keys:
+                if in_runs is not None:
+                    taken, learned = poll.wait_run(together, keys, key_id, in_runs, last)
+                    if taken > key_id:
+                        done.learned += learned
+                        key_id = taken
+                        if held.over_bounds():
+                            self._spill(held.victims(keep=keys[taken - 1]))
+                        continue
+                key = keys[key_id]
+                key_ends = ends[key_id] if one is None else {one: last[key_id]}
                 last_partition = next(reversed(key_ends))
                 chosen = together.get(key_id)
                 resident = None
                 if chosen is not None:
-                    resident = self._poll_together.wait(key, last_partition, chosen)
+                    resident = poll.wait(key, last_partition, chosen)
                     if resident is not None:
                         done.learned += chosen.n
                 if resident is None:
                     answered.extend(self._turn(key, key_id, last_partition, labelled, questions,
                                                batch, limits, schedule, done))  # fmt: skip
                     resident = held.peek(key)
-                    if resident is None:
-                        continue  # no model: the empty model answered its questions
-                positions = resident.positions
-                for partition, end in key_ends.items():
-                    positions[partition] = max(positions.get(partition, 0), end)
-                if held.over_bounds():
-                    self._spill(held.victims(keep=key))
+                if resident is not None:
+                    positions = resident.positions
+                    for partition, end in key_ends.items():
+                        positions[partition] = max(positions.get(partition, 0), end)
+                    if held.over_bounds():
+                        self._spill(held.victims(keep=key))
+                key_id += 1
         finally:  # the keys counted as learned are learned, whatever came after them
             self._learn_waiting(last=True)
         self.skipped += done.skipped
@@ -589,12 +608,9 @@ def _key_ends(
     >>> _key_ends(ids, np.array([3, 3, 4, 4]), np.array([7, 8, 9, 10]), 2)
     [{3: 8, 4: 10}, {3: 9}]
     """
-    keyed = ids >= 0
-    if partitions.shape[0] and bool((partitions == partitions[0]).all()):
-        partition = int(partitions[0])  # a poll of one partition, the usual case
-        last = np.zeros(n_keys, dtype=np.int64)
-        np.maximum.at(last, ids[keyed], offsets[keyed] + 1)
-        return [{partition: end} for end in last.tolist()]
+    partition = _one_partition(partitions)
+    if partition is not None:  # a poll of one partition, the usual case
+        return [{partition: end} for end in _last_offsets(ids, offsets, n_keys)]
     ends: list[dict[int, int]] = [{} for _ in range(n_keys)]
     for key_id, partition, offset in zip(ids.tolist(), partitions.tolist(), offsets.tolist(),
                                          strict=True):  # fmt: skip
@@ -603,6 +619,27 @@ def _key_ends(
             end = max(held.pop(partition, 0), offset + 1)
             held[partition] = end  # re-inserted: the partition of the last message last
     return ends
+
+
+def _one_partition(partitions: npt.NDArray[Any]) -> int | None:
+    """The partition of every message of a poll, when they share one (None: several,
+    or no message)."""
+    if partitions.shape[0] and bool((partitions == partitions[0]).all()):
+        return int(partitions[0])
+    return None
+
+
+def _last_offsets(ids: IntArray, offsets: IntArray, n_keys: int) -> list[int]:
+    """Per key number, the offset after its last message (of a poll of one partition).
+
+    >>> _last_offsets(np.array([0, 1, 0, -1]), np.array([7, 8, 9, 10]), 2)
+    [10, 9]
+    """
+    keyed = ids >= 0
+    last = np.zeros(n_keys, dtype=np.int64)
+    np.maximum.at(last, ids[keyed], offsets[keyed] + 1)
+    out: list[int] = last.tolist()
+    return out
 
 
 def _lined(

@@ -20,7 +20,7 @@ True
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from streamlearn.errors import InvalidParameterError
@@ -84,7 +84,7 @@ class ResidentModels:
         #: the sum of the residents' sizes
         self.bytes = 0
         #: the last version given (:meth:`stamp`)
-        self._tick = 0
+        self.tick = 0
 
     def __len__(self) -> int:
         return len(self._models)
@@ -107,6 +107,13 @@ class ResidentModels:
             self._models.move_to_end(key)
         return found
 
+    def lru_access(
+        self,
+    ) -> tuple[Callable[[bytes], Resident | None], Callable[[bytes], None]]:
+        """:meth:`peek`, and what makes a key the most recently used, as two plain
+        functions (for a loop over many keys: :meth:`get` is the two in turn)."""
+        return self._models.get, self._models.move_to_end
+
     def peek(self, key: bytes) -> Resident | None:
         """The model of ``key``, its place in the order left as it is."""
         return self._models.get(key)
@@ -128,8 +135,8 @@ class ResidentModels:
     def stamp(self, resident: Resident, now: float, *, changed: bool = True) -> None:
         """``resident`` changed (or, with ``changed`` false, came into memory) at ``now``:
         a new version, and with ``changed`` a record to write."""
-        self._tick += 1
-        resident.version = self._tick
+        self.tick += 1
+        resident.version = self.tick
         resident.active_at = now
         if changed:
             resident.dirty = True

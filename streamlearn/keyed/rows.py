@@ -32,11 +32,10 @@ IntArray = npt.NDArray[np.int64]
 def key_ids(keys: Sequence[bytes | None]) -> tuple[IntArray, list[bytes]]:
     """Per message, the number of its key among the distinct keys (numbered in the order
     they first come), and those keys; -1 for a message without a key (null or empty)."""
-    numbers: dict[bytes, int] = {}
-    ids = np.empty(len(keys), dtype=np.int64)
-    for i, key in enumerate(keys):
-        ids[i] = numbers.setdefault(key, len(numbers)) if key else -1
-    return ids, list(numbers)
+    distinct = [key for key in dict.fromkeys(keys) if key]
+    numbers: dict[bytes | None, int] = {key: number for number, key in enumerate(distinct)}
+    ids = np.fromiter(map(numbers.get, keys, itertools.repeat(-1)), np.int64, len(keys))
+    return ids, distinct
 
 
 def gathered(rows: ParsedRows, order: IntArray) -> ParsedRows:
@@ -74,6 +73,10 @@ class KeyGroups:
     #: key number -> (first, last) rows of its run in ``rows``
     runs: dict[int, tuple[int, int]]
     keyless: IntArray
+    #: the runs as arrays, in the order of ``runs``: key numbers, first and last rows
+    run_keys: IntArray
+    run_first: IntArray
+    run_last: IntArray
 
     @staticmethod
     def of(rows: ParsedRows, message_ids: IntArray, owners: IntArray) -> KeyGroups:
@@ -85,20 +88,21 @@ class KeyGroups:
         order = np.flatnonzero(keyed)
         order = order[np.argsort(row_ids[order], kind="stable")]
         sorted_ids = row_ids[order]
-        starts = np.flatnonzero(np.diff(sorted_ids)) + 1
-        bounds = [0, *starts.tolist(), int(order.shape[0])]
-        runs = {
-            int(sorted_ids[first]): (first, last)
-            for first, last in itertools.pairwise(bounds)
-            if last > first
-        }
-        return KeyGroups(gathered(rows, order), owners[order], runs, keyless)
+        first = np.flatnonzero(np.diff(sorted_ids, prepend=-1)).astype(np.int64)
+        last = np.empty_like(first)
+        last[:-1] = first[1:]
+        last[-1:] = order.shape[0]
+        run_keys = sorted_ids[first]
+        runs = dict(zip(run_keys.tolist(), zip(first.tolist(), last.tolist(), strict=True),
+                        strict=True))  # fmt: skip
+        return KeyGroups(gathered(rows, order), owners[order], runs, keyless, run_keys,
+                         first, last)  # fmt: skip
 
     @staticmethod
     def none() -> KeyGroups:
         """No rows."""
         empty = np.empty(0, dtype=np.int64)
-        return KeyGroups(ParsedRows.empty(), empty, {}, empty)
+        return KeyGroups(ParsedRows.empty(), empty, {}, empty, empty, empty, empty)
 
     def rows_of(self, key_id: int) -> tuple[ParsedRows, IntArray]:
         """The rows of key number ``key_id`` and their messages (none: empty)."""

@@ -22,8 +22,9 @@ copied, and each layout holds its arrays, so none is freed while a call can reac
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -94,6 +95,9 @@ class Layout:
         return room == 0 or (window.seen > 0 and room > n_rows)
 
 
+_ROW = attrgetter("row")
+
+
 def _address(array: npt.NDArray[Any]) -> int:
     """Where ``array``'s data starts (a ctypes object over its buffer finds it four
     times as fast as ``array.ctypes``; an empty array has no byte to put one over)."""
@@ -149,6 +153,10 @@ class Layouts:
         """The layout of ``key`` if it has one now."""
         return self._by_key.get(key)
 
+    def lookup(self) -> Callable[[bytes], Layout | None]:
+        """:meth:`known` as a plain function (for a loop over many keys)."""
+        return self._by_key.get
+
     def settled(self, key: bytes) -> bool:
         """Whether ``key``'s model was looked at already: laid out, or found not to go
         together (a bank)."""
@@ -162,7 +170,7 @@ class Layouts:
 
     def rows(self, layouts: Sequence[Layout]) -> IntArray:
         """The rows of ``layouts``."""
-        return np.fromiter((layout.row for layout in layouts), np.int64, len(layouts))
+        return np.fromiter(map(_ROW, layouts), np.int64, len(layouts))
 
     def grown(self, key: bytes, layout: Layout) -> Layout | None:
         """``key``'s ``layout`` after its learner made room (:func:`make_room`): the

@@ -6,12 +6,15 @@ at each one's turn :meth:`TogetherPoll.wait` checks that its model is still the 
 out and its rows still go together, counts them as its model's own ``learn_batch``
 would, and holds the key for the call; :meth:`TogetherPoll.learn_waiting` makes the call
 for every key held (before anything else touches their models, and at the poll's end).
+:meth:`TogetherPoll.wait_run` does what :meth:`TogetherPoll.wait` does, for a run of the
+keys of a poll of one partition in one loop.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -48,6 +51,39 @@ class Candidate:
     room: bool = False
 
 
+@dataclass
+class Chosen:
+    """The keys of a poll whose rows it may learn together, by key number: each one's
+    layout (None: not chosen) and the figures of its :class:`Candidate`, as lists (a
+    :class:`Candidate` is made only for a key that goes its own way)."""
+
+    layouts: list[Layout | None]
+    runs: list[int]
+    n: list[int]
+    widest: list[int]
+    first_offsets: list[int]
+    peaks: list[float]
+    room: list[bool]
+
+    @staticmethod
+    def none() -> Chosen:
+        """No key chosen."""
+        return Chosen([], [], [], [], [], [], [])
+
+    def any(self) -> bool:
+        """Whether a key is chosen (every one but :meth:`none` chooses some)."""
+        return bool(self.layouts)
+
+    def get(self, key_id: int) -> Candidate | None:
+        """The candidate of key number ``key_id`` (None: not chosen)."""
+        layout = self.layouts[key_id] if key_id < len(self.layouts) else None
+        if layout is None:
+            return None
+        return Candidate(layout, self.runs[key_id], self.n[key_id], self.widest[key_id],
+                         self.first_offsets[key_id], self.peaks[key_id],
+                         self.room[key_id])  # fmt: skip
+
+
 class TogetherPoll:
     """The keys of the current poll learned together (see the module doc): ``layouts``
     of the models of ``resident``, whose versions a key's wait stamps at ``wall``."""
@@ -72,46 +108,66 @@ class TogetherPoll:
         questions: KeyGroups,
         *,
         enabled: bool,
-    ) -> dict[int, Candidate]:
+    ) -> Chosen:
         """The keys (their numbers) whose rows this poll may learn together, when
         ``enabled``: models like ``empty`` that learn a plain stream; ``offsets`` are the
         poll's messages' (:meth:`wait` decides)."""
         self._poll = None
         if not enabled or not labelled.runs:
-            return {}
+            return Chosen.none()
         if stream_learner(empty) is None:
-            return {}  # the models are banks: each key takes its turn
-        bounds = np.array(list(labelled.runs.values()), dtype=np.int64).reshape(-1, 2)
-        first, last = bounds[:, 0], bounds[:, 1]
+            return Chosen.none()  # the models are banks: each key takes its turn
+        first, last = labelled.run_first, labelled.run_last
         poll = PollRows.admitted(empty, labelled.rows, first, last)
-        earliest = run_min(offsets[labelled.owners], first, last).tolist()
-        figures = zip(labelled.runs, poll.whole.tolist(), (poll.last - poll.first).tolist(),
-                      poll.widest.tolist(), earliest, poll.max_sqnorm.tolist(),
-                      strict=True)  # fmt: skip
-        chosen: dict[int, Candidate] = {}
-        asked = questions.runs
-        held = self._resident
+        earliest = run_min(offsets[labelled.owners], first, last)
+        asked = np.zeros(len(keys), dtype=bool)
+        asked[questions.run_keys] = True
+        runs = np.flatnonzero(poll.whole & ~asked[labelled.run_keys])
+        ids = labelled.run_keys[runs].tolist()
+        if not ids:
+            return Chosen.none()
         layouts = self.layouts
-        for run, (key_id, whole, n, widest, first_offset, peak) in enumerate(figures):
-            if not whole or key_id in asked:
-                continue
-            key = keys[key_id]
-            layout = layouts.known(key)  # checked at the key's turn: the model's own?
-            if layout is None and not layouts.settled(key):
-                resident = held.peek(key)
-                layout = None if resident is None else layouts.get(key, resident.model)
-            if layout is not None:
-                chosen[key_id] = Candidate(layout, run, n, widest, first_offset, peak)
-        if not chosen:
-            return {}
-        candidates = list(chosen.values())
-        rows = layouts.rows([candidate.layout for candidate in candidates])
-        runs = np.fromiter((candidate.run for candidate in candidates), np.int64, len(rows))
-        for candidate, grow in zip(candidates, needs_room(layouts, rows, runs, poll),
-                                   strict=True):  # fmt: skip
-            candidate.room = grow
+        found = list(map(layouts.lookup(), map(keys.__getitem__, ids)))
+        if None in found:  # models not laid out yet, or that do not go together
+            self._lay_out(keys, ids, found)
+            going = [position for position, layout in enumerate(found) if layout is not None]
+            if not going:
+                return Chosen.none()
+            runs = runs[going]
+            found = [found[position] for position in going]
+        chosen_layouts = cast(list[Layout], found)  # every one found
+        chosen_ids = labelled.run_keys[runs]
+        by_id: list[Layout | None] = [None] * len(keys)
+        for key_id, layout in zip(chosen_ids.tolist(), chosen_layouts, strict=True):
+            by_id[key_id] = layout
+        rows = layouts.rows(chosen_layouts)
+        room = np.zeros(len(keys), dtype=bool)
+        room[chosen_ids] = needs_room(layouts, rows, runs, poll)
+
+        def spread(values: npt.NDArray[Any]) -> list[Any]:
+            out = np.zeros(len(keys), dtype=values.dtype)
+            out[chosen_ids] = values[runs]
+            result: list[Any] = out.tolist()
+            return result
+
+        all_runs = np.arange(first.shape[0], dtype=np.int64)
         self._poll = poll
-        return chosen
+        return Chosen(by_id, spread(all_runs), spread(poll.last - poll.first),
+                      spread(poll.widest), spread(earliest), spread(poll.max_sqnorm),
+                      room.tolist())  # fmt: skip
+
+    def _lay_out(self, keys: list[bytes], ids: list[int], found: list[Layout | None]) -> None:
+        """Lay out, in ``found``, the models of keys ``ids`` that have no layout and were
+        not looked at yet (whether each is still the key's own is checked at its turn)."""
+        layouts = self.layouts
+        held = self._resident
+        for position, layout in enumerate(found):
+            if layout is None:
+                key = keys[ids[position]]
+                if not layouts.settled(key):
+                    resident = held.peek(key)
+                    if resident is not None:
+                        found[position] = layouts.get(key, resident.model)
 
     def wait(self, key: bytes, partition: int, candidate: Candidate) -> Resident | None:
         """``key``'s turn when its rows may be learned together: when they are (its
@@ -147,6 +203,72 @@ class TogetherPoll:
         self._resident.stamp(resident, self._wall())
         return resident
 
+    def wait_run(
+        self, chosen: Chosen, keys: list[bytes], start: int, partition: int, ends: list[int]
+    ) -> tuple[int, int]:
+        """:meth:`wait` of keys ``start``, ``start + 1``... in turn, each model's
+        position in ``partition`` then taken up to ``ends[key number]``, as long as each
+        key is chosen, goes together with the room its model has, and the models stay
+        within their bounds (the last key taken may leave them over: the caller spills).
+        The number of the first key not taken, and the examples counted.
+
+        One loop for the keys of a poll of one partition, the usual case, with what
+        :meth:`wait` does for each written out (no :class:`Candidate` made, no method
+        called per key); a key it stops at takes :meth:`wait`, or its turn."""
+        held = self._resident
+        models_get, move = held.lru_access()
+        known = self.layouts.lookup()
+        waiting = self._waiting
+        wall = self._wall
+        layouts, runs, counts, widest = chosen.layouts, chosen.runs, chosen.n, chosen.widest
+        first_offsets, peaks, room = chosen.first_offsets, chosen.peaks, chosen.room
+        # nothing below adds, removes or measures a model: over the bounds now, the
+        # first key taken is the last (the caller spills, as after each key's turn)
+        over = held.over_bounds()
+        tick = held.tick
+        learned = 0
+        key_id = start
+        stop = len(layouts)
+        while key_id < stop:
+            layout = layouts[key_id]
+            if layout is None or room[key_id]:
+                break
+            key = keys[key_id]
+            resident = models_get(key)
+            learner = layout.learner
+            if resident is None or resident.model is not learner or known(key) is not layout:
+                break
+            n = counts[key_id]
+            window = learner.window
+            if widest[key_id] > layout.max_nnz or window.pending:
+                break
+            left = window.size - window.seen
+            if left and not (window.seen > 0 and left > n):
+                break
+            positions = resident.positions
+            if max(positions.values(), default=0) > first_offsets[key_id]:
+                break
+            move(key)
+            resident.partition = partition
+            learner.state.examples_seen += n
+            if left:  # the window counts them (the kernel leaves it alone)
+                if peaks[key_id] > window.max_sqnorm:
+                    window.max_sqnorm = peaks[key_id]
+                window.seen += n
+            resident.examples += n
+            waiting[key] = (layout, runs[key_id])
+            tick += 1
+            resident.version = tick
+            resident.active_at = wall()
+            resident.dirty = True
+            held.tick = tick
+            learned += n
+            positions[partition] = max(positions.get(partition, 0), ends[key_id])
+            key_id += 1
+            if over:
+                break
+        return key_id, learned
+
     def waits_for(self, keys: Sequence[bytes]) -> bool:
         """Whether a model of ``keys`` waits for the kernel call."""
         return any(key in self._waiting for key in keys)
@@ -160,12 +282,12 @@ class TogetherPoll:
         if not self._waiting:
             return None
         assert poll is not None
-        keys = list(self._waiting)
-        waiting = list(self._waiting.values())
+        waiting = self._waiting
         self._waiting = {}
-        layouts = [layout for layout, _ in waiting]
-        runs = np.fromiter((run for _, run in waiting), np.int64, len(waiting))
-        learned = learn_together(self.layouts, layouts, runs, poll)
-        for position in learned.scaled_down or ():
-            self.layouts.forget(keys[position])
+        layouts, runs = zip(*waiting.values(), strict=True)
+        learned = learn_together(self.layouts, layouts, np.array(runs, dtype=np.int64), poll)
+        if learned.scaled_down:
+            keys = list(waiting)
+            for position in learned.scaled_down:
+                self.layouts.forget(keys[position])
         return learned
