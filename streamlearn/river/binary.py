@@ -322,49 +322,80 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
     def learn_one(self, x: dict[Hashable, Any], y: Any, **kwargs: Any) -> None:
         """Learn one example: stored in the replay buffer, presented once."""
         try:
-            known = self._signs.get(y)
-        except TypeError:
-            known = None
-        new_label = known is None
-        if known is None:
-            y, sign = self._labelling.sign_of_new(y, self.pos_label)
-        else:
-            sign = known
+            sign = self._signs[y]
+        except (KeyError, TypeError):  # a label not seen yet (or one that cannot be)
+            self._learn_new_label(x, y)
+            return
+        # _learn_signed, inlined: this and predict_one are the hot loop
         if x == self._last_x:
             # just predicted: its canonical form waits in the workspaces and the next
             # call learns it, so that predict_one + learn_one cost one kernel call (a
             # prediction leaves nothing deferred: _deferred is 0 whenever _last_x is set)
             self._last_x = None
-            if not self._holding or self._path.watch_last():
-                self._deferred = sign
-            else:  # it fills the window: learned now, then Delta settles
-                self._path.learn_last(sign)
-                self._path.settle_delta()
-        else:
-            if self._deferred:
-                self._learn_deferred()
-            self._last_x = None
-            n = len(x)
-            try:
-                _PACKERS[n](self._F, self._raw_at, *map(self._lookup, x), *x.values())
-            except _PACK_ERRORS:
-                n = self._pack_slow(x, learning=True)[0]
             if self._holding:
-                status = self._path.hold(n, sign)
-                if status:
-                    refuse_example(x, -status)
+                self._watch_predicted(sign)
             else:
-                learn = self._learn  # a local: see _take_path
-                status = learn(n, sign, self._state)
-                if status:
-                    if status not in (_NEED_ARENA, _UNBUFFERED):
-                        refuse_example(x, -status)
-                    self._path.settle(sign, status)
-        if new_label:  # only now: a refused example leaves no label behind
-            self._add_label(y, sign)
+                self._deferred = sign
+        else:
+            self._learn_other(x, sign)
         seen = self._seen = self._seen + 1
         if seen >= self._next_event:
             self._count_events()
+
+    def _learn_new_label(self, x: dict[Hashable, Any], y: Any) -> None:
+        """:meth:`learn_one` for a label not seen yet: recorded with its sign only once
+        its example has been accepted (a refused example leaves no label behind)."""
+        y, sign = self._labelling.sign_of_new(y, self.pos_label)
+        self._learn_signed(x, sign)
+        self._add_label(y, sign)
+        seen = self._seen = self._seen + 1
+        if seen >= self._next_event:
+            self._count_events()
+
+    def _learn_signed(self, x: dict[Hashable, Any], sign: float) -> None:
+        """Learn ``x`` as ``sign`` (what :meth:`learn_one` does inline after the label)."""
+        if x == self._last_x:
+            self._last_x = None
+            if self._holding:
+                self._watch_predicted(sign)
+            else:
+                self._deferred = sign
+        else:
+            self._learn_other(x, sign)
+
+    def _watch_predicted(self, sign: float) -> None:
+        """Learn the example just predicted while the learner's window watches its first
+        examples: counted in the window, then deferred as in the hot loop, or, when it
+        fills the window, learned now and Delta settled."""
+        if self._path.watch_last():
+            self._deferred = sign
+        else:
+            self._path.learn_last(sign)
+            self._path.settle_delta()
+
+    def _learn_other(self, x: dict[Hashable, Any], sign: float) -> None:
+        """Learn ``x`` as ``sign``, an example other than the one just predicted: the
+        deferred one first, then ``x`` packed and learned in one kernel call (held in
+        the window while it watches)."""
+        if self._deferred:
+            self._learn_deferred()
+        self._last_x = None
+        n = len(x)
+        try:
+            _PACKERS[n](self._F, self._raw_at, *map(self._lookup, x), *x.values())
+        except _PACK_ERRORS:
+            n = self._pack_slow(x, learning=True)[0]
+        if self._holding:
+            status = self._path.hold(n, sign)
+            if status:
+                refuse_example(x, -status)
+        else:
+            learn = self._learn  # a local: see _take_path
+            status = learn(n, sign, self._state)
+            if status:
+                if status not in (_NEED_ARENA, _UNBUFFERED):
+                    refuse_example(x, -status)
+                self._path.settle(sign, status)
 
     def _count_events(self) -> None:
         """What is due at this count: a sample of the average, a replay."""
