@@ -64,6 +64,7 @@ from streamlearn.sources.kafka_codecs import DEFAULT_MAX_BATCH_BYTES, DEFAULT_MA
 from streamlearn.sources.kafka_fetched import FetchedMessages, first_offset, unreadable_of
 from streamlearn.sources.kafka_health import FAILING_LOG_INTERVAL, PollFailures, answers
 from streamlearn.sources.kafka_logging import tame_kafka_logs
+from streamlearn.sources.kafka_offsets import beginning_offsets, end_offsets
 from streamlearn.sources.log_guard import POLICIES, LogGuard, behind
 from streamlearn.sources.stopping import StopBudget
 from streamlearn.sources.unreadable import UnreadableLog
@@ -669,7 +670,7 @@ class KafkaSource:
             start = 0
             if consumer is not None:
                 try:  # where the log starts now: the position, as if sought there
-                    start = int(consumer.beginning_offsets([tp], timeout_ms=5000)[tp])
+                    start = beginning_offsets(consumer, [tp], timeout_ms=5000)[tp]
                 except KafkaError as error:
                     log.warning("partition %d: its log's start is unknown (%r): 0", partition,
                                 error)  # fmt: skip
@@ -796,10 +797,10 @@ class KafkaSource:
         if missing and self.ready() and now - self._end_offsets_time >= self.lag_interval:
             self._end_offsets_time = now
             try:
-                answer = consumer.end_offsets(
-                    [TopicPartition(self.topic, p) for p in missing], timeout_ms=1000
+                answer = end_offsets(
+                    consumer, [TopicPartition(self.topic, p) for p in missing], timeout_ms=1000
                 )
-                self._end_offsets.update({tp.partition: int(end) for tp, end in answer.items()})
+                self._end_offsets.update({tp.partition: end for tp, end in answer.items()})
             except KafkaError as error:
                 log.debug("end offsets failed: %r", error)
         for partition in missing:

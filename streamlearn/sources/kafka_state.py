@@ -35,6 +35,7 @@ from streamlearn.sources.kafka import (
     create_compacted_topic,
 )
 from streamlearn.sources.kafka_logging import tame_kafka_logs
+from streamlearn.sources.kafka_offsets import end_offsets
 from streamlearn.sources.stopping import StopBudget
 
 log = logging.getLogger(__name__)
@@ -154,7 +155,7 @@ class StateTopic:
         consumer = self._consumer
         consumer.assign(partitions)
         consumer.seek_to_beginning(*partitions)
-        ends = {tp: int(offset) for tp, offset in consumer.end_offsets(partitions).items()}
+        ends = end_offsets(consumer, partitions)
         deadline = time.monotonic() + READ_TIMEOUT
         while not all(consumer.position(tp) >= end for tp, end in ends.items()):
             for tp, records in consumer.poll(timeout_ms=200).items():

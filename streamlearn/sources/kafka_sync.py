@@ -36,6 +36,7 @@ from streamlearn.sources.kafka import (
     create_compacted_topic,
 )
 from streamlearn.sources.kafka_logging import tame_kafka_logs
+from streamlearn.sources.kafka_offsets import end_offsets
 from streamlearn.sources.stopping import StopBudget
 
 log = logging.getLogger(__name__)
@@ -168,9 +169,7 @@ class SyncTopic:
         entries: list[Entry] = []
         ends: dict[TopicPartition, int] = {}
         if to_end:
-            ends = {
-                tp: int(offset) for tp, offset in consumer.end_offsets(self._partitions).items()
-            }
+            ends = end_offsets(consumer, self._partitions)
         deadline = time.monotonic() + timeout
         while True:
             # a member reads to the end before each record and replay: one that is there
