@@ -55,6 +55,11 @@ __all__ = ["ConsumerGroupView", "GroupMember", "SyncTransport", "new_member_id",
 READ_BEFORE_REPLAY = 5.0
 #: seconds a starting member waits for a process with its id to leave the consumer group
 TAKEOVER_WAIT = 30.0
+#: seconds a member giving partitions up keeps trying to write the record that says
+#: where it stopped (their next owner resumes from an older record without it)
+HANDOVER_WAIT = 60.0
+#: seconds between two tries of that record
+HANDOVER_RETRY = 1.0
 
 
 class SyncTransport(Protocol):
@@ -271,16 +276,21 @@ class GroupMember:
         """The consumer group gave this member ``partitions``: where to resume each
         (only those some member has learned from; the others start where the consumer
         would). The member says at once that it holds them (a record), so that the
-        group counts what it learns from them from where it took them."""
+        group counts what it learns from them from where it took them. When the sync
+        topic cannot be read to its end, they resume where the records read before
+        stand (those are at least as far as the offsets committed with them), and the
+        member holds them all the same: its records say where it stands in them."""
         try:
             self.intake.take(self.transport.read(to_end=True))
         except InputError as exc:
+            # the records read so far are no older than the offsets committed with them
+            # (a record is committed after it is written, one written at a revocation
+            # never): their positions, not the committed offsets, say where to resume
             log.error(
-                "group %s: %s; partitions %s resume from the consumer group's committed "
-                "offsets (those of the last records published)", self.me, exc,
+                "group %s: %s; partitions %s resume where the records read so far stand "
+                "(the consumer group's committed offsets where none does)", self.me, exc,
                 sorted(partitions),
             )  # fmt: skip
-            return {}
         if not self._may_learn(partitions):
             return {}
         starts: dict[int, int] = {}
@@ -312,10 +322,34 @@ class GroupMember:
         """The consumer group took ``partitions`` away (``positions``: where this member
         stopped in them): publish at once, so that their next owner resumes there,
         unless the last record already stands there (nothing learned since: a member
-        stopped once caught up), which their next owner resumes from all the same."""
+        stopped once caught up), which their next owner resumes from all the same. The
+        rebalance waits for that record (:meth:`_hand_over`)."""
         self.ledger.give_up(partitions, positions, self.learner.buffer.evicted)
         if partitions and not self._said_all():
-            self.publish()
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Publish where this member stopped in the partitions it gives up, trying again
+        for :data:`HANDOVER_WAIT` seconds while the broker does not take the record: the
+        rebalance waits for it, and their next owner would otherwise resume where an
+        older record stands and learn again what this member learned since."""
+        deadline = self.clock() + HANDOVER_WAIT
+        while True:
+            try:
+                self._publish()
+                return
+            except StateError as exc:  # the others would refuse it: no try changes that
+                self._warn(f"group {self.me}: record not published ({exc})")
+                return
+            except InputError as exc:
+                if self.clock() + HANDOVER_RETRY >= deadline:
+                    log.error("group %s: the record of the partitions given up is not "
+                              "published (%s): their next owner resumes where the last "
+                              "record stands", self.me, exc)  # fmt: skip
+                    return
+                self._warn(f"group {self.me}: the record of the partitions given up is "
+                           f"not published yet ({exc}); trying again")  # fmt: skip
+                self.sleep(HANDOVER_RETRY)
 
     def learned(self, counts: Mapping[int, int], positions: Mapping[int, int]) -> None:
         """This member learned ``counts`` labelled examples per partition, and now stands
@@ -428,6 +462,14 @@ class GroupMember:
         A member that must stop (:attr:`refusal`) publishes nothing, and a record the
         others would refuse (:func:`decode_record`) is not written (logged, counted as
         failed)."""
+        try:
+            self._publish()
+        except (InputError, StateError) as exc:
+            self._warn(f"group {self.me}: record not published, tried again later ({exc})")
+
+    def _publish(self) -> None:
+        """:meth:`publish`; raises :class:`InputError` when the broker does not take the
+        record, :class:`StateError` when the others would refuse it (neither written)."""
         if self.refusal is not None:
             return
         started = self.clock()
@@ -451,11 +493,7 @@ class GroupMember:
             delta=self.common.own_delta(self.learner),
             labels=labels,
         )
-        try:
-            self.own.write(record)
-        except (InputError, StateError) as exc:
-            self._warn(f"group {self.me}: record not published, tried again later ({exc})")
-            return
+        self.own.write(record)
         self._uncommitted = {p: position.offset for p, position in self.partitions.items()}
         self.table.apply(record)
         self.pace.published()
