@@ -323,10 +323,28 @@ class GroupMember:
         stopped in them): publish at once, so that their next owner resumes there,
         unless the last record already stands there (nothing learned since: a member
         stopped once caught up), which their next owner resumes from all the same. The
-        rebalance waits for that record (:meth:`_hand_over`)."""
+        rebalance waits for that record (:meth:`_hand_over`).
+
+        A member the consumer group no longer lists lost them instead (its session
+        expired, and their next owners may be learning them already from where its last
+        record stands): it publishes no record that claims them (:meth:`_lose`)."""
+        if partitions and self.watch.left_the_group():
+            self._lose(partitions)
+            return
         self.ledger.give_up(partitions, positions, self.learner.buffer.evicted)
         if partitions and not self._said_all():
             self._hand_over()
+
+    def _lose(self, partitions: set[int]) -> None:
+        """``partitions`` were given to others while this member was out of the consumer
+        group: they stand where its last record says, and no record of it says more."""
+        since = self.ledger.lose(partitions, self.own.last, self.learner.buffer.evicted)
+        log.warning(
+            "group %s: lost partitions %s (the consumer group gave them to others without "
+            "this member: its session expired); their next owners resume where its last "
+            "record stands, and learn again the %d examples it learned from them since",
+            self.me, sorted(partitions), sum(since.values()),
+        )  # fmt: skip
 
     def _hand_over(self) -> None:
         """Publish where this member stopped in the partitions it gives up, trying again

@@ -608,3 +608,53 @@ def test_partitions_taken_while_the_sync_topic_cannot_be_read_resume_where_its_r
     record = decode_record(topic.log[-1][1] or b"", 1 << 20)
     assert record.member == "b" and record.partitions[0] == PartitionPosition(17, 170)
     assert record.partitions[2] == PartitionPosition(0, 0)
+
+
+class Listed:
+    """A consumer group that lists the members in ``members`` (and no input topic)."""
+
+    def __init__(self, members: set[str]) -> None:
+        self.members_now = members
+
+    def members(self) -> set[str] | None:
+        return set(self.members_now)
+
+    def log_ends(self, probe: object = ()) -> dict[int, int] | None:
+        return None
+
+
+def _listed_member(topic: Topic, name: str, group: Listed) -> GroupMember:
+    return GroupMember(
+        PDM(eps=0.1, delta=1.0, buffer_size=500), topic.reader(), member_id=name, model=MODEL,
+        policy=SyncPolicy("periodic", every=10_000, idle_after=0.0), max_features=1 << 20,
+        consumer_group=group, clock=Ticks(),
+    )  # fmt: skip
+
+
+def test_a_member_whose_session_expired_publishes_nothing_that_claims_the_partitions_lost() -> None:
+    """A member the consumer group removed (its session expired under load) is told of
+    its partitions when it polls again, after their next owner took them from where its
+    last record stands: a record saying it stopped further on would claim what the next
+    owner is learning. It gives them up where that record stands, and says nothing more
+    of them; one still in the group hands them over."""
+    topic = Topic()
+    group = Listed(set())  # their consumers join after the members read the topic
+    a, b = (_listed_member(topic, name, group) for name in ("a", "b"))
+    a.join(), b.join()
+    group.members_now = {"a", "b"}
+    a.take({0, 1}), b.take({2})
+    _learn(a, 0, seed=1, n=120, offset=12)
+    a.publish()
+    _learn(a, 0, seed=2, n=80, offset=20)  # learned on, its session expired meanwhile
+    group.members_now = {"b"}
+    assert b.take({0}) == {0: 12}
+    written = a.records_written
+    a.release({0, 1}, {0: 20, 1: 0})  # the consumer group says they are lost
+    assert a.records_written == written and a.partitions == {}
+    a.publish()  # its next record (what it learned stays in its share)
+    record = decode_record(topic.log[-1][1] or b"", 1 << 20)
+    assert record.member == "a" and record.partitions == {}
+    assert record.released == {0: PartitionPosition(12, 120), 1: PartitionPosition(0, 0)}
+    group.members_now = {"a", "b"}
+    b.release({0}, {0: 15})  # in the group: handed over where it stopped
+    assert decode_record(topic.log[-1][1] or b"", 1 << 20).released[0].offset == 15
