@@ -21,6 +21,7 @@ in its partitions (:class:`~streamlearn.group.partitions.PartitionLedger`).
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import os
@@ -129,6 +130,10 @@ class GroupMember:
         #: (a record published for a checkpoint or a rebalance, records read before a
         #: replay folds outside the turns too): :meth:`turn` reports it
         self._folded = False
+        #: the sequence of this member's last record, and the learner's state and shares
+        #: as they were once it was written (kept only with a view of the consumer group,
+        #: which alone tells that partitions were lost): :meth:`_lose` goes back to them
+        self._at_last_record: tuple[int, dict[str, Any], dict[str, Any]] | None = None
         #: what :meth:`resume_from` was given, until :meth:`join` decides
         self._resuming: tuple[Mapping[str, Any] | None, Callable[[], Model]] | None = None
         # the largest exponent a share may have is 0 for rules that never scale their state
@@ -337,14 +342,41 @@ class GroupMember:
 
     def _lose(self, partitions: set[int]) -> None:
         """``partitions`` were given to others while this member was out of the consumer
-        group: they stand where its last record says, and no record of it says more."""
+        group: they stand where its last record says, and no record of it says more.
+        Their next owners learn again what it learned from them since; a member that
+        lost every partition it held goes back to its last record (:meth:`_go_back`), as
+        if it had stopped there, so that the group learns none of it twice."""
         since = self.ledger.lose(partitions, self.own.last, self.learner.buffer.evicted)
+        if not self.ledger.held and self._go_back():
+            log.warning(
+                "group %s: lost partitions %s (the consumer group gave them to others "
+                "without this member: its session expired); it goes back to its last "
+                "record, dropping the %d examples it learned from them since, which their "
+                "next owners learn from where that record stands",
+                self.me, sorted(partitions), sum(since.values()),
+            )  # fmt: skip
+            return
         log.warning(
             "group %s: lost partitions %s (the consumer group gave them to others without "
             "this member: its session expired); their next owners resume where its last "
             "record stands, and learn again the %d examples it learned from them since",
             self.me, sorted(partitions), sum(since.values()),
         )  # fmt: skip
+
+    def _go_back(self) -> bool:
+        """Make the learner, its shares and the count of examples what they were once
+        this member's last record was written (whether it could: a state kept for that
+        record). The window loses what was learned and replayed since."""
+        point, last = self._at_last_record, self.own.last
+        if point is None or last is None or point[0] != last.sequence:
+            return False
+        _, learner_state, shares_state = point
+        self.learner.load_state(copy.deepcopy(learner_state))
+        self.shares.load(copy.deepcopy(shares_state), self.max_features)
+        self.pace.examples = self.pace.checked = last.examples
+        self.pace.dirty = False
+        self._fold(self.common.published)
+        return True
 
     def _hand_over(self) -> None:
         """Publish where this member stopped in the partitions it gives up, trying again
@@ -487,9 +519,16 @@ class GroupMember:
 
     def _publish(self) -> None:
         """:meth:`publish`; raises :class:`InputError` when the broker does not take the
-        record, :class:`StateError` when the others would refuse it (neither written)."""
+        record, :class:`StateError` when the others would refuse it (neither written).
+        A member holding partitions that the consumer group no longer lists writes
+        nothing either (:class:`InputError`): its session expired, their next owners may
+        be learning them already, and it goes back to its last record once its consumer
+        tells it they are lost (:meth:`release`)."""
         if self.refusal is not None:
             return
+        if self.partitions and self.watch.left_the_group():
+            raise InputError("this member is no longer in the consumer group (its session "
+                             "expired): its partitions are others' now")  # fmt: skip
         started = self.clock()
         self._catch_up("publishing")
         self.shares.damp(1.0 / self.table.learning())
@@ -516,6 +555,12 @@ class GroupMember:
         self.table.apply(record)
         self.pace.published()
         self._fold(own)
+        if self.watch.view is not None:
+            self._at_last_record = (
+                record.sequence,
+                copy.deepcopy(self.learner.state_dict()),
+                copy.deepcopy(self.shares.state_dict()),
+            )
         self.pace.pause(started)
 
     def publish_last_word(self) -> None:

@@ -283,19 +283,14 @@ def test_a_group_of_banks_learns_every_example_once_and_a_restarted_member_keeps
         assert "Traceback" not in live.log_path.read_text(), live.log_tail()
 
 
-@pytest.mark.xfail(
-    reason="a member removed from the consumer group (its session expired) learns what it "
-    "had fetched before it notices, and that stays in its share and count: only a return "
-    "to its last record would undo it",
-    strict=False,
-)
 def test_a_member_whose_session_expires_claims_nothing_and_learns_nothing_twice(
     broker: Tansu, tmp_path: Path
 ) -> None:
     """A member stalled past its session timeout (a process stopped, or kafka-python's
     network loop blocked for seconds on a loaded machine) is removed from the consumer
     group; the other takes its partitions from where its last record stands. When it
-    runs again it publishes no record that claims them."""
+    runs again it learns what it had fetched before its consumer tells it of the loss:
+    it publishes none of it, and goes back to its last record once told."""
     topic, sync, total = _topics(broker, 60, seed=7)
     group = f"g-{uuid.uuid4().hex[:8]}"
     options = ("--sync-every", "100", "--buffer-size", "300")

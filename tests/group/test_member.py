@@ -658,3 +658,57 @@ def test_a_member_whose_session_expired_publishes_nothing_that_claims_the_partit
     group.members_now = {"a", "b"}
     b.release({0}, {0: 15})  # in the group: handed over where it stopped
     assert decode_record(topic.log[-1][1] or b"", 1 << 20).released[0].offset == 15
+
+
+def test_a_member_that_lost_its_partitions_goes_back_to_its_last_record() -> None:
+    """What a member removed from the consumer group learned after its last record is
+    learned again by the partitions' next owners, from where that record stands: the
+    member drops it (window, share and count as they were at that record), so that the
+    group holds each example once."""
+    topic = Topic()
+    group = Listed(set())
+    a, b = (_listed_member(topic, name, group) for name in ("a", "b"))
+    a.join(), b.join()
+    group.members_now = {"a", "b"}
+    a.take({0}), b.take({1})
+    _learn(a, 0, seed=1, n=120, offset=12)
+    a.publish()
+    weights, window = a.learner.state.weights.copy(), len(a.learner.buffer)
+    own = a.shares.own()
+    _learn(a, 0, seed=2, n=80, offset=20)
+    a.learner.replay(max_passes=2, interrupt=lambda: False)
+    group.members_now = {"b"}
+    assert b.take({0}) == {0: 12}
+    a.release({0}, {0: 20})
+    assert a.examples == 120 and len(a.learner.buffer) == window
+    np.testing.assert_array_equal(a.learner.state.weights, weights)
+    assert a.shares.own() == own
+    assert a.records_written == 2  # the take's and the one at 12: nothing since
+    group.members_now = {"a", "b"}
+    _learn(b, 0, seed=2, n=80, offset=20)
+    b.release({0}, {0: 20})
+    assert a.take({0}) == {0: 20}
+    a.turn()
+    record = decode_record(topic.log[-1][1] or b"", 1 << 20)
+    assert record.member == "a" and record.examples == 120
+    assert record.partitions[0] == PartitionPosition(20, 200)
+
+
+def test_a_member_the_consumer_group_no_longer_lists_publishes_nothing() -> None:
+    """Between its session's expiry and its consumer's next poll, a member goes on
+    learning what it had fetched: a record then would claim what the partitions' next
+    owners learn, and carry it into the state it goes back to once it learns of the loss."""
+    topic = Topic()
+    group = Listed(set())
+    a, b = (_listed_member(topic, name, group) for name in ("a", "b"))
+    a.join(), b.join()
+    group.members_now = {"a", "b"}
+    a.take({0}), b.take({1})
+    _learn(a, 0, seed=1, n=120, offset=12)
+    a.publish()
+    group.members_now = {"b"}
+    _learn(a, 0, seed=2, n=80, offset=20)
+    a.publish()
+    assert a.records_written == 2  # its take's and the one at 12
+    a.release({0}, {0: 20})
+    assert a.examples == 120
