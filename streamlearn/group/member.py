@@ -21,6 +21,7 @@ in its partitions (:class:`~streamlearn.group.partitions.PartitionLedger`).
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import os
@@ -55,6 +56,11 @@ __all__ = ["ConsumerGroupView", "GroupMember", "SyncTransport", "new_member_id",
 READ_BEFORE_REPLAY = 5.0
 #: seconds a starting member waits for a process with its id to leave the consumer group
 TAKEOVER_WAIT = 30.0
+#: seconds a member giving partitions up keeps trying to write the record that says
+#: where it stopped (their next owner resumes from an older record without it)
+HANDOVER_WAIT = 60.0
+#: seconds between two tries of that record
+HANDOVER_RETRY = 1.0
 
 
 class SyncTransport(Protocol):
@@ -124,6 +130,10 @@ class GroupMember:
         #: (a record published for a checkpoint or a rebalance, records read before a
         #: replay folds outside the turns too): :meth:`turn` reports it
         self._folded = False
+        #: the sequence of this member's last record, and the learner's state and shares
+        #: as they were once it was written (kept only with a view of the consumer group,
+        #: which alone tells that partitions were lost): :meth:`_lose` goes back to them
+        self._at_last_record: tuple[int, dict[str, Any], dict[str, Any]] | None = None
         #: what :meth:`resume_from` was given, until :meth:`join` decides
         self._resuming: tuple[Mapping[str, Any] | None, Callable[[], Model]] | None = None
         # the largest exponent a share may have is 0 for rules that never scale their state
@@ -271,16 +281,21 @@ class GroupMember:
         """The consumer group gave this member ``partitions``: where to resume each
         (only those some member has learned from; the others start where the consumer
         would). The member says at once that it holds them (a record), so that the
-        group counts what it learns from them from where it took them."""
+        group counts what it learns from them from where it took them. When the sync
+        topic cannot be read to its end, they resume where the records read before
+        stand (those are at least as far as the offsets committed with them), and the
+        member holds them all the same: its records say where it stands in them."""
         try:
             self.intake.take(self.transport.read(to_end=True))
         except InputError as exc:
+            # the records read so far are no older than the offsets committed with them
+            # (a record is committed after it is written, one written at a revocation
+            # never): their positions, not the committed offsets, say where to resume
             log.error(
-                "group %s: %s; partitions %s resume from the consumer group's committed "
-                "offsets (those of the last records published)", self.me, exc,
+                "group %s: %s; partitions %s resume where the records read so far stand "
+                "(the consumer group's committed offsets where none does)", self.me, exc,
                 sorted(partitions),
             )  # fmt: skip
-            return {}
         if not self._may_learn(partitions):
             return {}
         starts: dict[int, int] = {}
@@ -312,10 +327,79 @@ class GroupMember:
         """The consumer group took ``partitions`` away (``positions``: where this member
         stopped in them): publish at once, so that their next owner resumes there,
         unless the last record already stands there (nothing learned since: a member
-        stopped once caught up), which their next owner resumes from all the same."""
+        stopped once caught up), which their next owner resumes from all the same. The
+        rebalance waits for that record (:meth:`_hand_over`).
+
+        A member the consumer group no longer lists lost them instead (its session
+        expired, and their next owners may be learning them already from where its last
+        record stands): it publishes no record that claims them (:meth:`_lose`)."""
+        if partitions and self.watch.left_the_group():
+            self._lose(partitions)
+            return
         self.ledger.give_up(partitions, positions, self.learner.buffer.evicted)
         if partitions and not self._said_all():
-            self.publish()
+            self._hand_over()
+
+    def _lose(self, partitions: set[int]) -> None:
+        """``partitions`` were given to others while this member was out of the consumer
+        group: they stand where its last record says, and no record of it says more.
+        Their next owners learn again what it learned from them since; a member that
+        lost every partition it held goes back to its last record (:meth:`_go_back`), as
+        if it had stopped there, so that the group learns none of it twice."""
+        since = self.ledger.lose(partitions, self.own.last, self.learner.buffer.evicted)
+        if not self.ledger.held and self._go_back():
+            log.warning(
+                "group %s: lost partitions %s (the consumer group gave them to others "
+                "without this member: its session expired); it goes back to its last "
+                "record, dropping the %d examples it learned from them since, which their "
+                "next owners learn from where that record stands",
+                self.me, sorted(partitions), sum(since.values()),
+            )  # fmt: skip
+            return
+        log.warning(
+            "group %s: lost partitions %s (the consumer group gave them to others without "
+            "this member: its session expired); their next owners resume where its last "
+            "record stands, and learn again the %d examples it learned from them since",
+            self.me, sorted(partitions), sum(since.values()),
+        )  # fmt: skip
+
+    def _go_back(self) -> bool:
+        """Make the learner, its shares and the count of examples what they were once
+        this member's last record was written (whether it could: a state kept for that
+        record). The window loses what was learned and replayed since."""
+        point, last = self._at_last_record, self.own.last
+        if point is None or last is None or point[0] != last.sequence:
+            return False
+        _, learner_state, shares_state = point
+        self.learner.load_state(copy.deepcopy(learner_state))
+        self.shares.load(copy.deepcopy(shares_state), self.max_features)
+        self.pace.examples = self.pace.checked = last.examples
+        self.pace.dirty = False
+        self._fold(self.common.published)
+        return True
+
+    def _hand_over(self) -> None:
+        """Publish where this member stopped in the partitions it gives up, trying again
+        for :data:`HANDOVER_WAIT` seconds while the broker does not take the record: the
+        rebalance waits for it, and their next owner would otherwise resume where an
+        older record stands and learn again what this member learned since."""
+        deadline = self.clock() + HANDOVER_WAIT
+        while True:
+            try:
+                self._publish()
+                return
+            except StateError as exc:  # the others would refuse it: no try changes that
+                self._warn(f"group {self.me}: record not published ({exc})")
+                return
+            except InputError as exc:
+                if self.clock() + HANDOVER_RETRY >= deadline:
+                    log.error("group %s: the record of the partitions given up is not "
+                              "published (%s): their next owner resumes where the last "
+                              "record stands", self.me, exc)  # fmt: skip
+                    return
+                self._warn(f"group {self.me}: the record of the partitions given up is "
+                           f"not published yet ({exc}); trying again")  # fmt: skip
+                self.sleep(HANDOVER_RETRY)
 
     def learned(self, counts: Mapping[int, int], positions: Mapping[int, int]) -> None:
         """This member learned ``counts`` labelled examples per partition, and now stands
@@ -428,8 +512,23 @@ class GroupMember:
         A member that must stop (:attr:`refusal`) publishes nothing, and a record the
         others would refuse (:func:`decode_record`) is not written (logged, counted as
         failed)."""
+        try:
+            self._publish()
+        except (InputError, StateError) as exc:
+            self._warn(f"group {self.me}: record not published, tried again later ({exc})")
+
+    def _publish(self) -> None:
+        """:meth:`publish`; raises :class:`InputError` when the broker does not take the
+        record, :class:`StateError` when the others would refuse it (neither written).
+        A member holding partitions that the consumer group no longer lists writes
+        nothing either (:class:`InputError`): its session expired, their next owners may
+        be learning them already, and it goes back to its last record once its consumer
+        tells it they are lost (:meth:`release`)."""
         if self.refusal is not None:
             return
+        if self.partitions and self.watch.left_the_group():
+            raise InputError("this member is no longer in the consumer group (its session "
+                             "expired): its partitions are others' now")  # fmt: skip
         started = self.clock()
         self._catch_up("publishing")
         self.shares.damp(1.0 / self.table.learning())
@@ -451,15 +550,17 @@ class GroupMember:
             delta=self.common.own_delta(self.learner),
             labels=labels,
         )
-        try:
-            self.own.write(record)
-        except (InputError, StateError) as exc:
-            self._warn(f"group {self.me}: record not published, tried again later ({exc})")
-            return
+        self.own.write(record)
         self._uncommitted = {p: position.offset for p, position in self.partitions.items()}
         self.table.apply(record)
         self.pace.published()
         self._fold(own)
+        if self.watch.view is not None:
+            self._at_last_record = (
+                record.sequence,
+                copy.deepcopy(self.learner.state_dict()),
+                copy.deepcopy(self.shares.state_dict()),
+            )
         self.pace.pause(started)
 
     def publish_last_word(self) -> None:

@@ -48,6 +48,22 @@ class PartitionLedger:
             stopped = int(positions.get(partition, position.offset))
             self.released[partition] = (PartitionPosition(stopped, position.examples), evicted)
 
+    def lose(self, partitions: set[int], last: MemberRecord | None, evicted: int) -> dict[int, int]:
+        """The consumer group gave ``partitions`` to others without this member (it had
+        left the group): each is given up where ``last``, the member's last record, stands
+        in it, the position its next owner resumes from; those the record does not name
+        are forgotten. Returns the examples learned from each since that record."""
+        learned_since: dict[int, int] = {}
+        for partition in partitions:
+            position = self.held.pop(partition, None)
+            if position is None:
+                continue
+            stated = None if last is None else last.partitions.get(partition)
+            learned_since[partition] = position.examples - (stated.examples if stated else 0)
+            if stated is not None:
+                self.released[partition] = (stated, evicted)
+        return learned_since
+
     def learned(self, counts: Mapping[int, int], positions: Mapping[int, int]) -> None:
         """The member learned ``counts`` labelled examples per partition held, and now
         stands at ``positions``."""

@@ -75,6 +75,13 @@ class ConsumerGroupWatch:
             return None
         return members
 
+    def left_the_group(self) -> bool:
+        """Whether the consumer group no longer lists this member (it was removed, its
+        session having expired); False when the brokers cannot tell. A member revoking
+        its partitions in a rebalance, or as it closes, is still listed."""
+        members = None if self.view is None else self.view.members()
+        return members is not None and self.me not in members
+
     def wait_for_the_id(
         self, wait: float, clock: Callable[[], float], sleep: Callable[[float], None]
     ) -> None:

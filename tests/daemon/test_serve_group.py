@@ -5,6 +5,8 @@ whatever happens to the members."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import urllib.request
 import uuid
 from pathlib import Path
@@ -279,3 +281,40 @@ def test_a_group_of_banks_learns_every_example_once_and_a_restarted_member_keeps
     for live in (a, b):
         assert live.stop() == 0, live.log_tail()
         assert "Traceback" not in live.log_path.read_text(), live.log_tail()
+
+
+def test_a_member_whose_session_expires_claims_nothing_and_learns_nothing_twice(
+    broker: Tansu, tmp_path: Path
+) -> None:
+    """A member stalled past its session timeout (a process stopped, or kafka-python's
+    network loop blocked for seconds on a loaded machine) is removed from the consumer
+    group; the other takes its partitions from where its last record stands. When it
+    runs again it learns what it had fetched before its consumer tells it of the loss:
+    it publishes none of it, and goes back to its last record once told."""
+    topic, sync, total = _topics(broker, 60, seed=7)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    options = ("--sync-every", "100", "--buffer-size", "300")
+    members = [Member(broker, topic, sync, group, tmp_path, *options) for _ in range(2)]
+    members[0].wait(lambda: _all_learned(broker, topic, sync), "every partition learned")
+    stalled = members[1]
+    os.kill(stalled.process.pid, signal.SIGSTOP)
+    try:
+        members[0].wait(
+            lambda: len(records(broker, sync)[members[0].name].partitions) == PARTITIONS,
+            "the other member holding every partition",
+        )
+        total += _produce(broker, topic, 120, seed=8)
+    finally:
+        os.kill(stalled.process.pid, signal.SIGCONT)
+    stalled.wait(lambda: "lost partitions" in stalled.log_path.read_text(), "the loss noticed")
+    stalled.wait(
+        lambda: (
+            _all_learned(broker, topic, sync)
+            and all(records(broker, sync)[m.name].partitions for m in members)
+        ),
+        "every partition learned, each member holding some again",
+    )
+    latest = records(broker, sync)
+    assert group_examples(latest) == total
+    learned = sum(record.examples for record in latest.values())
+    assert learned == total, _counted(latest, members)

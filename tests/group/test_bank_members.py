@@ -258,3 +258,30 @@ def test_a_bank_record_pays_for_its_labels_features_and_a_forged_one_is_refused(
         entry[1] = far.to_plain()
     with pytest.raises(StateError, match="beyond what"):
         decode_record(msgpack.packb(data, use_bin_type=True), 1 << 20)
+
+
+def test_a_bank_member_that_lost_its_partitions_goes_back_to_its_last_record() -> None:
+    """As one model's member does (test_member), label by label: the labels its bank
+    took since its last record leave with what it learned."""
+    from test_member import Listed
+
+    topic, group = Topic(), Listed(set())
+    a = GroupMember(
+        _bank(), topic.reader(), member_id="a", model=BANK,
+        policy=SyncPolicy("periodic", every=10_000, idle_after=0.0), max_features=1 << 20,
+        consumer_group=group, clock=Ticks(),
+    )  # fmt: skip
+    a.join()
+    group.members_now = {"a"}
+    a.take({0})
+    _learn(a, 0, _rows(1, 120, [0.0, 1.0]), offset=12)
+    a.publish()
+    answers = a.answers(_questions())
+    weights = {v: s.learner.state.weights.copy() for v, s in a.shares.per_label()}
+    _learn(a, 0, _rows(2, 80, [0.0, 1.0, 2.0]), offset=20)
+    group.members_now = set()
+    a.release({0}, {0: 20})
+    assert a.examples == 120 and {v for v, _ in a.shares.per_label()} == set(weights)
+    for value, shares in a.shares.per_label():
+        np.testing.assert_array_equal(shares.learner.state.weights, weights[value])
+    assert a.answers(_questions()) == answers

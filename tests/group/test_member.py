@@ -10,9 +10,9 @@ import pytest
 
 from streamlearn import PDM
 from streamlearn.errors import InputError
-from streamlearn.group.member import GroupMember, share_distance
+from streamlearn.group.member import HANDOVER_RETRY, HANDOVER_WAIT, GroupMember, share_distance
 from streamlearn.group.policy import SyncPolicy
-from streamlearn.group.records import decode_record
+from streamlearn.group.records import PartitionPosition, decode_record
 from streamlearn.group.table import GroupTable
 from streamlearn.learn.inputs import as_batch
 
@@ -537,3 +537,178 @@ def test_a_record_published_outside_a_turn_is_reported_by_the_next_turn() -> Non
     assert a.predictor().weights.shape == (8,)
     assert a.turn(idle=True)  # the daemon learns of it
     assert not a.turn(idle=True)  # and only once
+
+
+def _failing_member(topic: Topic, name: str) -> tuple[GroupMember, Failing]:
+    """Member ``name`` over a sync topic that refuses what it is told to; its clock moves
+    only when it waits."""
+    transport = Failing(topic, failures=0)
+    clock = Clock()
+
+    def sleep(seconds: float) -> None:
+        clock.now += seconds
+
+    member = GroupMember(
+        PDM(eps=0.1, delta=1.0, buffer_size=500), transport, member_id=name, model=MODEL,
+        policy=SyncPolicy("periodic", every=10_000, idle_after=0.0), max_features=1 << 20,
+        clock=clock, sleep=sleep,
+    )  # fmt: skip
+    return member, transport
+
+
+def test_a_record_refused_at_a_revocation_is_written_before_the_rebalance_goes_on() -> None:
+    """The record that says where a member stopped in the partitions it gives up is what
+    their next owner resumes from: one the broker refuses is tried again at once (the
+    rebalance waits), not at the next sync, when the next owner has relearned from an
+    older record what this member learned since."""
+    topic = Topic()
+    a, transport = _failing_member(topic, "a")
+    b = _member(topic, "b")
+    a.join(), b.join()
+    a.take({0})
+    _learn(a, 0, seed=1, n=120, offset=12)
+    transport.failures = 4  # the reads before two records, and the records
+    a.release({0}, {0: 12})
+    assert a.records_failed == 2
+    assert b.take({0}) == {0: 12}
+    assert b.partitions[0].examples == 120
+
+
+def test_a_record_the_broker_never_takes_at_a_revocation_holds_the_rebalance_a_while() -> None:
+    topic = Topic()
+    a, transport = _failing_member(topic, "a")
+    a.join()
+    a.take({0})
+    _learn(a, 0, seed=1, n=20, offset=2)
+    transport.failures = 10**6
+    a.release({0}, {0: 2})  # gives up after HANDOVER_WAIT: the rebalance goes on
+    assert a.records_failed == HANDOVER_WAIT / HANDOVER_RETRY
+
+
+def test_partitions_taken_while_the_sync_topic_cannot_be_read_resume_where_its_records_stand() -> (
+    None
+):
+    """Committed offsets trail the records (a record is committed after it is written,
+    one written at a revocation never): a member that cannot read the topic to its end
+    when it takes partitions resumes them where the records it read before stand, and
+    holds them (its records say where it stands in them, and count what it learns)."""
+    topic = Topic()
+    a = _member(topic, "a")
+    b, transport = _failing_member(topic, "b")
+    a.join(), b.join()
+    a.take({0, 1})
+    _learn(a, 0, seed=1, n=120, offset=12)
+    a.publish()
+    b.turn()  # b reads a's record
+    a.release({0}, {0: 12})
+    transport.failures = 1  # the read to the end fails
+    assert b.take({0, 2}) == {0: 12}
+    _learn(b, 0, seed=2, n=50, offset=17)
+    b.publish()
+    record = decode_record(topic.log[-1][1] or b"", 1 << 20)
+    assert record.member == "b" and record.partitions[0] == PartitionPosition(17, 170)
+    assert record.partitions[2] == PartitionPosition(0, 0)
+
+
+class Listed:
+    """A consumer group that lists the members in ``members`` (and no input topic)."""
+
+    def __init__(self, members: set[str]) -> None:
+        self.members_now = members
+
+    def members(self) -> set[str] | None:
+        return set(self.members_now)
+
+    def log_ends(self, probe: object = ()) -> dict[int, int] | None:
+        return None
+
+
+def _listed_member(topic: Topic, name: str, group: Listed) -> GroupMember:
+    return GroupMember(
+        PDM(eps=0.1, delta=1.0, buffer_size=500), topic.reader(), member_id=name, model=MODEL,
+        policy=SyncPolicy("periodic", every=10_000, idle_after=0.0), max_features=1 << 20,
+        consumer_group=group, clock=Ticks(),
+    )  # fmt: skip
+
+
+def test_a_member_whose_session_expired_publishes_nothing_that_claims_the_partitions_lost() -> None:
+    """A member the consumer group removed (its session expired under load) is told of
+    its partitions when it polls again, after their next owner took them from where its
+    last record stands: a record saying it stopped further on would claim what the next
+    owner is learning. It gives them up where that record stands, and says nothing more
+    of them; one still in the group hands them over."""
+    topic = Topic()
+    group = Listed(set())  # their consumers join after the members read the topic
+    a, b = (_listed_member(topic, name, group) for name in ("a", "b"))
+    a.join(), b.join()
+    group.members_now = {"a", "b"}
+    a.take({0, 1}), b.take({2})
+    _learn(a, 0, seed=1, n=120, offset=12)
+    a.publish()
+    _learn(a, 0, seed=2, n=80, offset=20)  # learned on, its session expired meanwhile
+    group.members_now = {"b"}
+    assert b.take({0}) == {0: 12}
+    written = a.records_written
+    a.release({0, 1}, {0: 20, 1: 0})  # the consumer group says they are lost
+    assert a.records_written == written and a.partitions == {}
+    a.publish()  # its next record (what it learned stays in its share)
+    record = decode_record(topic.log[-1][1] or b"", 1 << 20)
+    assert record.member == "a" and record.partitions == {}
+    assert record.released == {0: PartitionPosition(12, 120), 1: PartitionPosition(0, 0)}
+    group.members_now = {"a", "b"}
+    b.release({0}, {0: 15})  # in the group: handed over where it stopped
+    assert decode_record(topic.log[-1][1] or b"", 1 << 20).released[0].offset == 15
+
+
+def test_a_member_that_lost_its_partitions_goes_back_to_its_last_record() -> None:
+    """What a member removed from the consumer group learned after its last record is
+    learned again by the partitions' next owners, from where that record stands: the
+    member drops it (window, share and count as they were at that record), so that the
+    group holds each example once."""
+    topic = Topic()
+    group = Listed(set())
+    a, b = (_listed_member(topic, name, group) for name in ("a", "b"))
+    a.join(), b.join()
+    group.members_now = {"a", "b"}
+    a.take({0}), b.take({1})
+    _learn(a, 0, seed=1, n=120, offset=12)
+    a.publish()
+    weights, window = a.learner.state.weights.copy(), len(a.learner.buffer)
+    own = a.shares.own()
+    _learn(a, 0, seed=2, n=80, offset=20)
+    a.learner.replay(max_passes=2, interrupt=lambda: False)
+    group.members_now = {"b"}
+    assert b.take({0}) == {0: 12}
+    a.release({0}, {0: 20})
+    assert a.examples == 120 and len(a.learner.buffer) == window
+    np.testing.assert_array_equal(a.learner.state.weights, weights)
+    assert a.shares.own() == own
+    assert a.records_written == 2  # the take's and the one at 12: nothing since
+    group.members_now = {"a", "b"}
+    _learn(b, 0, seed=2, n=80, offset=20)
+    b.release({0}, {0: 20})
+    assert a.take({0}) == {0: 20}
+    a.turn()
+    record = decode_record(topic.log[-1][1] or b"", 1 << 20)
+    assert record.member == "a" and record.examples == 120
+    assert record.partitions[0] == PartitionPosition(20, 200)
+
+
+def test_a_member_the_consumer_group_no_longer_lists_publishes_nothing() -> None:
+    """Between its session's expiry and its consumer's next poll, a member goes on
+    learning what it had fetched: a record then would claim what the partitions' next
+    owners learn, and carry it into the state it goes back to once it learns of the loss."""
+    topic = Topic()
+    group = Listed(set())
+    a, b = (_listed_member(topic, name, group) for name in ("a", "b"))
+    a.join(), b.join()
+    group.members_now = {"a", "b"}
+    a.take({0}), b.take({1})
+    _learn(a, 0, seed=1, n=120, offset=12)
+    a.publish()
+    group.members_now = {"b"}
+    _learn(a, 0, seed=2, n=80, offset=20)
+    a.publish()
+    assert a.records_written == 2  # its take's and the one at 12
+    a.release({0}, {0: 20})
+    assert a.examples == 120

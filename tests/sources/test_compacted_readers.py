@@ -63,6 +63,30 @@ def test_the_sync_topics_reader_skips_what_it_cannot_read(
         writer.close()
 
 
+def test_the_sync_topics_reader_reads_to_the_end_of_a_last_batch_of_many_records(
+    tansu: Tansu,
+) -> None:
+    """Tansu gives a log's end as its last batch's start + 1, and a poll returns a large
+    batch in parts: a read to that end left the rest of the batch, the latest records
+    among them, for a later read (a member taking partitions then resumed them where an
+    older record stood)."""
+    name = f"s-{uuid.uuid4().hex[:8]}"
+    writer = SyncTopic(tansu.bootstrap, name, request_timeout_ms=5000)
+    try:
+        writer.write("a", b"first")
+        many = [b"r%d" % i for i in range(1200)]
+        error, _ = produce_raw(tansu.bootstrap, name, 0, v2_batch(many, keys=[b"b"] * 1200))
+        assert error == 0
+        reader = SyncTopic(tansu.bootstrap, name, request_timeout_ms=5000)
+        try:
+            entries = reader.read(to_end=True, timeout=30)
+            assert entries == [("a", b"first"), *(("b", value) for value in many)]
+        finally:
+            reader.close()
+    finally:
+        writer.close()
+
+
 def test_the_state_topics_reader_skips_what_it_cannot_read(tansu: Tansu, topic_name: str) -> None:
     tansu.create_topic(topic_name, 1)
     store = StateTopic(tansu.bootstrap, f"s-{uuid.uuid4().hex[:8]}", input_topic=topic_name,
