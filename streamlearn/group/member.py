@@ -15,13 +15,14 @@ records read, checked and taken in (:class:`~streamlearn.group.intake.RecordInta
 its own records written and recognised (:class:`~streamlearn.group.own_records.OwnRecords`),
 what the brokers say of the consumer group (:class:`~streamlearn.group.watch.ConsumerGroupWatch`),
 the common model folded and answered with (:class:`~streamlearn.group.common_model.CommonModel`),
-when to read and publish (:class:`~streamlearn.group.pace.SyncPace`) and where it stands
-in its partitions (:class:`~streamlearn.group.partitions.PartitionLedger`).
+when to read and publish (:class:`~streamlearn.group.pace.SyncPace`), where it stands
+in its partitions (:class:`~streamlearn.group.partitions.PartitionLedger`) and what
+becomes of partitions that leave it (:mod:`~streamlearn.group.departures`). What it
+answers and reports is its read side (:class:`~streamlearn.group.member_view.MemberReadings`).
 """
 
 from __future__ import annotations
 
-import copy
 import logging
 import math
 import os
@@ -33,34 +34,44 @@ from typing import Any, Protocol
 
 from streamlearn.errors import InputError, StateError
 from streamlearn.group.common_model import share_distance
+from streamlearn.group.departures import (
+    HANDOVER_RETRY,
+    HANDOVER_WAIT,
+    LastRecord,
+    hand_over,
+    report_lost,
+)
 from streamlearn.group.intake import RecordIntake
 from streamlearn.group.kinds import MemberModel, MemberShares, member_model, member_shares
+from streamlearn.group.member_view import MemberReadings
 from streamlearn.group.own_records import OwnRecords
 from streamlearn.group.pace import SyncPace
 from streamlearn.group.partitions import PartitionLedger
 from streamlearn.group.policy import SyncPolicy
-from streamlearn.group.records import LabelShares, MemberRecord, PartitionPosition
-from streamlearn.group.table import GroupTable, GroupView
+from streamlearn.group.records import LabelShares, MemberRecord
+from streamlearn.group.table import GroupTable
 from streamlearn.group.watch import ConsumerGroupView, ConsumerGroupWatch
 from streamlearn.group.wire import RecordWire
 from streamlearn.learn.contribution import MAX_EXPONENT, Contribution
-from streamlearn.learn.model import Examples, Model, ModelLimits, Rows
-from streamlearn.learn.predictor import Predictor
+from streamlearn.learn.model import Model
 
 log = logging.getLogger("streamlearn.group")
 
-__all__ = ["ConsumerGroupView", "GroupMember", "SyncTransport", "new_member_id", "share_distance"]
+__all__ = [
+    "HANDOVER_RETRY",
+    "HANDOVER_WAIT",
+    "ConsumerGroupView",
+    "GroupMember",
+    "SyncTransport",
+    "new_member_id",
+    "share_distance",
+]
 
 #: seconds a member waits for the sync topic's end before a replay or a record (it goes
 #: on with what it has when the topic cannot be read that fast)
 READ_BEFORE_REPLAY = 5.0
 #: seconds a starting member waits for a process with its id to leave the consumer group
 TAKEOVER_WAIT = 30.0
-#: seconds a member giving partitions up keeps trying to write the record that says
-#: where it stopped (their next owner resumes from an older record without it)
-HANDOVER_WAIT = 60.0
-#: seconds between two tries of that record
-HANDOVER_RETRY = 1.0
 
 
 class SyncTransport(Protocol):
@@ -78,7 +89,7 @@ def new_member_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
-class GroupMember:
+class GroupMember(MemberReadings):
     """See the module doc."""
 
     def __init__(
@@ -130,10 +141,8 @@ class GroupMember:
         #: (a record published for a checkpoint or a rebalance, records read before a
         #: replay folds outside the turns too): :meth:`turn` reports it
         self._folded = False
-        #: the sequence of this member's last record, and the learner's state and shares
-        #: as they were once it was written (kept only with a view of the consumer group,
-        #: which alone tells that partitions were lost): :meth:`_lose` goes back to them
-        self._at_last_record: tuple[int, dict[str, Any], dict[str, Any]] | None = None
+        #: the learner's state and shares as they were at this member's last record
+        self.last_record = LastRecord()
         #: what :meth:`resume_from` was given, until :meth:`join` decides
         self._resuming: tuple[Mapping[str, Any] | None, Callable[[], Model]] | None = None
         # the largest exponent a share may have is 0 for rules that never scale their state
@@ -154,11 +163,6 @@ class GroupMember:
         self.common.watch_replays(self.shares, self._read_before_replay)
 
     @property
-    def learner(self) -> Any:
-        """The learner (a binary learner, or a one-vs-rest bank)."""
-        return self.shares.learner
-
-    @property
     def consumer_group(self) -> ConsumerGroupView | None:
         """Who is in the consumer group, and where its input topic's logs end (None:
         the member takes every record that passes the checks of its own)."""
@@ -167,37 +171,6 @@ class GroupMember:
     @consumer_group.setter
     def consumer_group(self, view: ConsumerGroupView | None) -> None:
         self.watch.view = view
-
-    @property
-    def partitions(self) -> dict[int, PartitionPosition]:
-        """The partitions this member holds, each at its position and count of examples."""
-        return self.ledger.held
-
-    @property
-    def examples(self) -> int:
-        """Labelled examples this member learned."""
-        return self.pace.examples
-
-    @property
-    def records_deferred(self) -> int:
-        """Checks that asked for a record while publishing had used its share of the time."""
-        return self.pace.deferred
-
-    @property
-    def records_written(self) -> int:
-        return self.own.written
-
-    @property
-    def records_failed(self) -> int:
-        return self.own.failed
-
-    @property
-    def records_read(self) -> int:
-        return self.intake.records_read
-
-    @property
-    def records_refused(self) -> int:
-        return self.intake.records_refused
 
     # -- what the daemon tells the member ------------------------------------------------
 
@@ -338,68 +311,31 @@ class GroupMember:
             return
         self.ledger.give_up(partitions, positions, self.learner.buffer.evicted)
         if partitions and not self._said_all():
-            self._hand_over()
+            hand_over(self._publish, self.clock, self.sleep, self._warn, self.me)
 
     def _lose(self, partitions: set[int]) -> None:
         """``partitions`` were given to others while this member was out of the consumer
         group: they stand where its last record says, and no record of it says more.
         Their next owners learn again what it learned from them since; a member that
-        lost every partition it held goes back to its last record (:meth:`_go_back`), as
-        if it had stopped there, so that the group learns none of it twice."""
+        lost every partition it held goes back to its last record, as if it had stopped
+        there, so that the group learns none of it twice."""
         since = self.ledger.lose(partitions, self.own.last, self.learner.buffer.evicted)
-        if not self.ledger.held and self._go_back():
-            log.warning(
-                "group %s: lost partitions %s (the consumer group gave them to others "
-                "without this member: its session expired); it goes back to its last "
-                "record, dropping the %d examples it learned from them since, which their "
-                "next owners learn from where that record stands",
-                self.me, sorted(partitions), sum(since.values()),
-            )  # fmt: skip
-            return
-        log.warning(
-            "group %s: lost partitions %s (the consumer group gave them to others without "
-            "this member: its session expired); their next owners resume where its last "
-            "record stands, and learn again the %d examples it learned from them since",
-            self.me, sorted(partitions), sum(since.values()),
-        )  # fmt: skip
+        went_back = not self.ledger.held and self._go_back()
+        report_lost(self.me, partitions, sum(since.values()), went_back)
 
     def _go_back(self) -> bool:
         """Make the learner, its shares and the count of examples what they were once
         this member's last record was written (whether it could: a state kept for that
         record). The window loses what was learned and replayed since."""
-        point, last = self._at_last_record, self.own.last
-        if point is None or last is None or point[0] != last.sequence:
+        last, states = self.own.last, self.last_record.states(self.own.last)
+        if last is None or states is None:
             return False
-        _, learner_state, shares_state = point
-        self.learner.load_state(copy.deepcopy(learner_state))
-        self.shares.load(copy.deepcopy(shares_state), self.max_features)
+        self.learner.load_state(states[0])
+        self.shares.load(states[1], self.max_features)
         self.pace.examples = self.pace.checked = last.examples
         self.pace.dirty = False
         self._fold(self.common.published)
         return True
-
-    def _hand_over(self) -> None:
-        """Publish where this member stopped in the partitions it gives up, trying again
-        for :data:`HANDOVER_WAIT` seconds while the broker does not take the record: the
-        rebalance waits for it, and their next owner would otherwise resume where an
-        older record stands and learn again what this member learned since."""
-        deadline = self.clock() + HANDOVER_WAIT
-        while True:
-            try:
-                self._publish()
-                return
-            except StateError as exc:  # the others would refuse it: no try changes that
-                self._warn(f"group {self.me}: record not published ({exc})")
-                return
-            except InputError as exc:
-                if self.clock() + HANDOVER_RETRY >= deadline:
-                    log.error("group %s: the record of the partitions given up is not "
-                              "published (%s): their next owner resumes where the last "
-                              "record stands", self.me, exc)  # fmt: skip
-                    return
-                self._warn(f"group {self.me}: the record of the partitions given up is "
-                           f"not published yet ({exc}); trying again")  # fmt: skip
-                self.sleep(HANDOVER_RETRY)
 
     def learned(self, counts: Mapping[int, int], positions: Mapping[int, int]) -> None:
         """This member learned ``counts`` labelled examples per partition, and now stands
@@ -556,11 +492,7 @@ class GroupMember:
         self.pace.published()
         self._fold(own)
         if self.watch.view is not None:
-            self._at_last_record = (
-                record.sequence,
-                copy.deepcopy(self.learner.state_dict()),
-                copy.deepcopy(self.shares.state_dict()),
-            )
+            self.last_record.keep(record, self.learner, self.shares)
         self.pace.pause(started)
 
     def publish_last_word(self) -> None:
@@ -580,68 +512,12 @@ class GroupMember:
             return False
         return self.ledger.stated_by(last)
 
-    def predictor(self) -> Predictor:
-        """The common model, frozen: the sum of the records last published, this
-        member's own as it published it, with the group's calibration. Every member
-        answers with it, so that members that hold the same records answer alike, bit
-        for bit, whatever each learned since its last record; the learner itself holds
-        this member's progress since then too, and learns with it."""
-        return self.common.predictor(self.learner)
-
-    def limits(self, limits: ModelLimits) -> ModelLimits:
-        """What the learner may take of a poll: ``limits``, less the labels of the common
-        bank this member's bank has not (a bank's ``max_labels`` bounds the group's)."""
-        return self.common.limits(self.learner, limits)
-
-    def answers(self, rows: Rows) -> list[bytes]:
-        """Each row's prediction by the common model, as the daemon sends it."""
-        return self.common.answers(self.learner, rows)
-
-    def mistakes(self, batch: Examples, rows: Rows) -> int:
-        """Examples of ``batch`` (whose features are ``rows``) whose label the common
-        model misses, as the learner's kind judges them progressively."""
-        return self.common.mistakes(self.learner, batch, rows)
-
     def replay(self, max_passes: int, interrupt: Callable[[], bool]) -> None:
         """Replay the learner's window; a replay that made updates moved its share."""
         updates = self.common.updates(self.learner)
         self.learner.replay(max_passes=max_passes, interrupt=interrupt)
         if self.common.updates(self.learner) != updates:
             self.changed()  # a pass without updates leaves the share as it was
-
-    def view(self, own_margin: float) -> GroupView:
-        """The group's make-up and margin (see :meth:`GroupTable.view`)."""
-        return self.table.view(own_margin)
-
-    def upper_bound(self, own_bound: float) -> float:
-        """An upper bound on the maximum margin of the union of the windows in the
-        common model: the smallest of the members' bounds on their own windows (the
-        union has all of their examples), and ||h|| / s of the common model's dual
-        combination (h = sum of the shares, s = sum of their t) while every share is a
-        combination of its window alone (none holds evicted examples)."""
-        return self.common.upper_bound(self.learner, own_bound)
-
-    def summary(self, own_margin: float, own_bound: float) -> dict[str, Any]:
-        """What the metrics and ``GET /model`` say of the group: its members, the
-        smallest margin on a window, the upper bound for the union of the windows, the
-        traffic on the sync topic."""
-        view = self.view(own_margin)
-        return {
-            "member": self.me,
-            "members": view.members,
-            "dropped": view.dropped,
-            "margin": view.margin,
-            "margin_upper_bound": self.upper_bound(own_bound),
-            "partitions": sorted(self.partitions),
-            "records_written": self.records_written,
-            "records_deferred": self.pace.deferred,
-            "records_read": self.records_read,
-            "records_refused": self.records_refused,
-            "records_failed": self.records_failed,
-            "bytes_written": self.transport.bytes_written,
-            "bytes_read": self.transport.bytes_read,
-            "examples": self.examples,
-        }
 
     # -- inside ----------------------------------------------------------------------
 
