@@ -85,6 +85,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 from river import base
 
+from streamlearn._kernels.single import state_table
 from streamlearn.errors import InvalidParameterError
 from streamlearn.learn import LEARNERS, LearnerEntry, LinearLearner
 from streamlearn.learn.calibration import Platt
@@ -216,7 +217,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         self._F = path.F
         self._raw_at = path.raw_offset
         self._state = path.state
-        self._learn = path.kernels.learn_one
+        self._learn = path.kernels.learn_one_at
         self._holding = path.watching
         # the averaged kernels read the example in the live blocks and dot it with the
         # averaged weights (as long as the live ones)
@@ -227,19 +228,24 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
 
     def _set_answer(self) -> None:
         """The kernels that answer (the averaged or the live weights' decision value, and
-        the same after learning the deferred example) and what they take after the
-        example's size: the hot loop calls one of them with no branch on the mode."""
-        kernels, state = self._path.kernels, self._path.state
-        self._answer: Callable[..., float]
-        self._learn_then_answer: Callable[..., float]
-        if self._averaging:
-            self._answer = kernels.decision_averaged
-            self._learn_then_answer = kernels.learn_last_then_decide_averaged
-            self._answer_args: tuple[Any, ...] = (state, self._average.weights, self._average.bias)
-        else:
-            self._answer = kernels.decision
-            self._learn_then_answer = kernels.learn_last_then_decide
-            self._answer_args = (state,)
+        the same after learning the deferred example) and the address table they and
+        ``_learn`` take (the state's arrays and the weights that answer as one array,
+        :func:`~streamlearn._kernels.single.state_table`): made anew whenever one of
+        them or the averaged bias changes. The hot loop calls them with no branch on the
+        mode."""
+        kernels = self._path.kernels
+        self._answer: Callable[[int, Any], float] = kernels.answer_at
+        self._learn_then_answer: Callable[[float, int, Any], float] = (
+            kernels.learn_last_then_answer_at
+        )
+        average = self._average
+        #: keeps the arrays whose addresses ``_table`` holds
+        self._addresses = (
+            state_table(self._path.state, average.weights, average.bias)
+            if self._averaging
+            else state_table(self._path.state)
+        )
+        self._table = self._addresses.table
 
     def _sync(self) -> None:
         """Hand the fast path's counts (and a deferred example) to the learner."""
@@ -391,7 +397,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
                 refuse_example(x, -status)
         else:
             learn = self._learn  # a local: see _take_path
-            status = learn(n, sign, self._state)
+            status = learn(n, sign, self._table)
             if status:
                 if status not in (_NEED_ARENA, _UNBUFFERED):
                     refuse_example(x, -status)
@@ -455,10 +461,10 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         if deferred:
             self._deferred = 0.0
             learn_then_answer = self._learn_then_answer  # a local: see _take_path
-            f: float = learn_then_answer(deferred, n, *self._answer_args)
+            f: float = learn_then_answer(deferred, n, self._table)
         else:
             answer = self._answer
-            f = answer(n, *self._answer_args)
+            f = answer(n, self._table)
         if f != f:
             f = self._decide_again(x, n, deferred)
         return f
@@ -471,7 +477,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         if deferred and status in (RowStatus.NEED_ARENA, RowStatus.UNBUFFERED):
             self._path.settle(deferred, -status)  # the deferred example, then x
             answer = self._answer
-            f: float = answer(n, *self._answer_args)
+            f: float = answer(n, self._table)
             if f == f:
                 return f
         refuse_example(x, int(self._path.status))
@@ -489,10 +495,10 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         if deferred:  # _decide_deferring, inlined
             self._deferred = 0.0
             learn_then_answer = self._learn_then_answer
-            f: float = learn_then_answer(deferred, n, *self._answer_args)
+            f: float = learn_then_answer(deferred, n, self._table)
         else:
             answer = self._answer
-            f = answer(n, *self._answer_args)
+            f = answer(n, self._table)
         if f != f:
             f = self._decide_again(x, n, deferred)
         self._last_x = dict(x)
