@@ -85,7 +85,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 from river import base
 
-from streamlearn._kernels.single import state_table
+from streamlearn._kernels.single import set_table_bias, state_table
 from streamlearn.errors import InvalidParameterError
 from streamlearn.learn import LEARNERS, LearnerEntry, LinearLearner
 from streamlearn.learn.calibration import Platt
@@ -227,17 +227,13 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             self._last_x = None
 
     def _set_answer(self) -> None:
-        """The kernels that answer (the averaged or the live weights' decision value, and
-        the same after learning the deferred example) and the address table they and
-        ``_learn`` take (the state's arrays and the weights that answer as one array,
-        :func:`~streamlearn._kernels.single.state_table`): made anew whenever one of
-        them or the averaged bias changes. The hot loop calls them with no branch on the
-        mode."""
-        kernels = self._path.kernels
-        self._answer: Callable[[int, Any], float] = kernels.answer_at
-        self._learn_then_answer: Callable[[float, int, Any], float] = (
-            kernels.learn_last_then_answer_at
-        )
+        """The kernel that answers (the averaged or the live weights' decision value, after
+        learning the deferred example if any) and the address table it and ``_learn``
+        take (the state's arrays and the weights that answer as one array, the mode in
+        it: :func:`~streamlearn._kernels.single.state_table`), made anew whenever one of
+        the arrays changes (a sample of the average writes its bias in place). The hot
+        loop calls it with no branch on the mode, nor on whether an example waits."""
+        self._answer: Callable[[float, int, Any], float] = self._path.kernels.answer_at
         average = self._average
         #: keeps the arrays whose addresses ``_table`` holds
         self._addresses = (
@@ -437,7 +433,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         if weights.shape[0] > average.weights.shape[0]:  # not reachable: _take_path sizes it
             self._path.refresh()
         average.add(self._seen, weights, self._rho * float(F[_BETA]), factor, self._names_room())
-        self._set_answer()
+        set_table_bias(self._table, average.bias)  # the same arrays, in place
 
     # -- prediction ---------------------------------------------------------------------
 
@@ -458,13 +454,9 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         averaged one, in margin units, when averaging), learning first the example
         whose learning was deferred: one kernel call."""
         deferred = self._deferred
-        if deferred:
-            self._deferred = 0.0
-            learn_then_answer = self._learn_then_answer  # a local: see _take_path
-            f: float = learn_then_answer(deferred, n, self._table)
-        else:
-            answer = self._answer
-            f = answer(n, self._table)
+        self._deferred = 0.0
+        answer = self._answer  # a local: see _take_path
+        f: float = answer(deferred, n, self._table)
         if f != f:
             f = self._decide_again(x, n, deferred)
         return f
@@ -477,7 +469,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         if deferred and status in (RowStatus.NEED_ARENA, RowStatus.UNBUFFERED):
             self._path.settle(deferred, -status)  # the deferred example, then x
             answer = self._answer
-            f: float = answer(n, self._table)
+            f: float = answer(0.0, n, self._table)
             if f == f:
                 return f
         refuse_example(x, int(self._path.status))
@@ -491,14 +483,10 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             _PACKERS[n](self._F, self._raw_at, *map(self._lookup, x), *x.values())
         except _PACK_ERRORS:
             return self._pos if self._decision(x) > 0.0 else self._neg
-        deferred = self._deferred
-        if deferred:  # _decide_deferring, inlined
-            self._deferred = 0.0
-            learn_then_answer = self._learn_then_answer
-            f: float = learn_then_answer(deferred, n, self._table)
-        else:
-            answer = self._answer
-            f = answer(n, self._table)
+        deferred = self._deferred  # _decide_deferring, inlined
+        self._deferred = 0.0
+        answer = self._answer
+        f: float = answer(deferred, n, self._table)
         if f != f:
             f = self._decide_again(x, n, deferred)
         self._last_x = dict(x)
