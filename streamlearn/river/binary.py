@@ -71,7 +71,9 @@ Speed: an example becomes indices and values packed with ``struct`` straight int
 learner's packed state (:class:`~streamlearn.learn.one_example.OneExamplePath`), and one
 compiled call both learns the example that ``predict_one`` just saw (``learn_one`` only
 notes its label) and predicts the next one: a progressive predict_one + learn_one costs
-one compiled call (the averaged weights' decision value included).
+one compiled call (the averaged weights' decision value included), which takes the
+learner's arrays and the averaged weights as one table of their addresses
+(:mod:`streamlearn._kernels.addresses`).
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ from streamlearn.learn.calibration import Platt
 from streamlearn.learn.one_example import OneExamplePath
 from streamlearn.learn.params import plain_params
 from streamlearn.river.average import WeightAverage
-from streamlearn.river.features import FeatureNames, check_value, refuse_example
+from streamlearn.river.features import FeatureNames, all_finite, check_value, refuse_example
 from streamlearn.river.labels import BinaryLabels
 from streamlearn.river.options import (
     AVERAGE,
@@ -303,12 +305,20 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         name of ``x`` is in)."""
         keys = list(x)
         values = list(x.values())
-        for key, value in zip(keys, values, strict=True):
-            check_value(key, value)
+        if not all_finite(values):
+            for key, value in zip(keys, values, strict=True):
+                check_value(key, value)
+        known = self._index.get
+        index_of, grow = self._names.index_of, self._path.ensure_weights
         indices: list[float] = []
         kept: list[Any] = []
         for key, value in zip(keys, values, strict=True):
-            i = self._names.index_of(key, learning, self._path.ensure_weights)
+            try:
+                i = known(key)
+            except TypeError:  # not hashable: index_of says so
+                i = None
+            if i is None:
+                i = index_of(key, learning, grow)
             if i is not None:
                 indices.append(i)
                 kept.append(value)
