@@ -35,25 +35,28 @@ def array_at(typingctx: Any, address: Any, length: Any, dtype: Any) -> Any:
     # untyped: numba has no stubs
     types: Any = importlib.import_module("numba.core.types")
     cgutils: Any = importlib.import_module("numba.core.cgutils")
-    arrays: Any = importlib.import_module("numba.np.arrayobj")
 
     item = dtype.instance_type
     array_type = types.Array(item, 1, "C")
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        array = arrays.make_array(array_type)(context, builder)
-        pointer = builder.inttoptr(args[0], context.get_value_type(types.CPointer(item)))
-        size = context.get_abi_sizeof(context.get_data_type(item))
-        itemsize = context.get_constant(types.intp, size)
-        arrays.populate_array(
-            array,
-            data=pointer,
-            shape=cgutils.pack_array(builder, [args[1]]),
-            strides=cgutils.pack_array(builder, [itemsize]),
-            itemsize=itemsize,
-            meminfo=None,
+        # numba's array struct, field by field: no meminfo nor parent (null), the data
+        # at the address, one dimension of the length, the item's size as its stride
+        model = context.data_model_manager[array_type]
+        itemsize = context.get_constant(
+            types.intp, context.get_abi_sizeof(context.get_data_type(item))
         )
-        return array._getvalue()
+        fields = {
+            "nitems": args[1],
+            "itemsize": itemsize,
+            "data": builder.inttoptr(args[0], context.get_value_type(types.CPointer(item))),
+            "shape": cgutils.pack_array(builder, [args[1]]),
+            "strides": cgutils.pack_array(builder, [itemsize]),
+        }
+        value = cgutils.get_null_value(context.get_value_type(array_type))
+        for name, field in fields.items():
+            value = builder.insert_value(value, field, model.get_field_position(name))
+        return value
 
     return array_type(types.int64, types.int64, dtype), codegen
 
