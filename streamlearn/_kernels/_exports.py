@@ -70,6 +70,8 @@ EXPORTS: list[tuple[str, str, tuple[Any, ...], tuple[Spec, ...]]] = [
     ("single", "learn_last_then_decide", (), ("f8", "i8", _STATE)),
     ("single", "learn_last_then_decide_averaged", (), ("f8", "i8", _STATE, "f8[:]", "f8")),
     ("single", "learn_one", (), ("i8", "f8", _STATE)),
+    ("single", "answer_at", (), ("f8", "i8", "i8[:]")),
+    ("single", "learn_one_at", (), ("i8", "f8", "i8[:]")),
     ("svmlight", "find_byte", (), ("u1[:] readonly", "i8", "i8")),
     ("svmlight", "parse_lines", (), ("u1[:] readonly", "i8", "i8", "i8")),
 ]  # fmt: skip

@@ -87,6 +87,7 @@ def numba_module() -> Any:
     if _numba is None:
         import numba
         import numba.core.event
+        import numba.extending
 
         if _CACHE is not None:  # if numba was imported before streamlearn
             setattr(numba.config, "CACHE_DIR", _CACHE)  # noqa: B010  # no stub for it
@@ -190,6 +191,16 @@ def kernel(
     return wrap
 
 
+def intrinsic(function: Callable[..., Any]) -> Callable[..., Any]:
+    """numba's ``extending.intrinsic`` (code generated for the kernels that call it), made
+    when numba is: right away on the JIT path; on the ahead-of-time path a stand-in, put
+    in its place in the globals of a kernel that needs the JIT (see :class:`_LazyJit`)."""
+    if exported_kernels() is None:
+        return cast(Callable[..., Any], numba_module().extending.intrinsic(function))
+    _INTRINSICS[id(function)] = function
+    return function
+
+
 def freevars(function: Any) -> tuple[Any, ...]:
     """The values of ``function``'s closure (a kernel made by a factory is one per value).
 
@@ -212,6 +223,8 @@ def uses_aot() -> bool:
 #: every kernel made on the ahead-of-time path, by id: (what :func:`kernel` returned,
 #: its JIT)
 _LAZY: dict[int, tuple[Any, _LazyJit]] = {}
+#: every intrinsic's stand-in on the ahead-of-time path, by id
+_INTRINSICS: dict[int, Any] = {}
 
 
 class _LazyJit:
@@ -243,10 +256,18 @@ class _LazyJit:
                 found = _LAZY.get(id(value))
                 if found is not None and found[0] is value:
                     scope[name] = found[1].dispatcher()
+                elif _INTRINSICS.get(id(value)) is value:
+                    scope[name] = _made_intrinsic(value)
         return self._jit
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.dispatcher()(*args, **kwargs)
+
+
+@functools.cache
+def _made_intrinsic(function: Any) -> Any:
+    """The intrinsic of a stand-in of :func:`intrinsic` (made once)."""
+    return numba_module().extending.intrinsic(function)
 
 
 @dataclass

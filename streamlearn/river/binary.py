@@ -71,7 +71,9 @@ Speed: an example becomes indices and values packed with ``struct`` straight int
 learner's packed state (:class:`~streamlearn.learn.one_example.OneExamplePath`), and one
 compiled call both learns the example that ``predict_one`` just saw (``learn_one`` only
 notes its label) and predicts the next one: a progressive predict_one + learn_one costs
-one compiled call (the averaged weights' decision value included).
+one compiled call (the averaged weights' decision value included), which takes the
+learner's arrays and the averaged weights as one table of their addresses
+(:mod:`streamlearn._kernels.addresses`).
 """
 
 from __future__ import annotations
@@ -85,13 +87,14 @@ from typing import Any, ClassVar, Self
 import numpy as np
 from river import base
 
+from streamlearn._kernels.single import set_table_bias, state_table
 from streamlearn.errors import InvalidParameterError
 from streamlearn.learn import LEARNERS, LearnerEntry, LinearLearner
 from streamlearn.learn.calibration import Platt
 from streamlearn.learn.one_example import OneExamplePath
 from streamlearn.learn.params import plain_params
 from streamlearn.river.average import WeightAverage
-from streamlearn.river.features import FeatureNames, check_value, refuse_example
+from streamlearn.river.features import FeatureNames, all_finite, check_value, refuse_example
 from streamlearn.river.labels import BinaryLabels
 from streamlearn.river.options import (
     AVERAGE,
@@ -216,7 +219,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         self._F = path.F
         self._raw_at = path.raw_offset
         self._state = path.state
-        self._learn = path.kernels.learn_one
+        self._learn = path.kernels.learn_one_at
         self._holding = path.watching
         # the averaged kernels read the example in the live blocks and dot it with the
         # averaged weights (as long as the live ones)
@@ -226,20 +229,21 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             self._last_x = None
 
     def _set_answer(self) -> None:
-        """The kernels that answer (the averaged or the live weights' decision value, and
-        the same after learning the deferred example) and what they take after the
-        example's size: the hot loop calls one of them with no branch on the mode."""
-        kernels, state = self._path.kernels, self._path.state
-        self._answer: Callable[..., float]
-        self._learn_then_answer: Callable[..., float]
-        if self._averaging:
-            self._answer = kernels.decision_averaged
-            self._learn_then_answer = kernels.learn_last_then_decide_averaged
-            self._answer_args: tuple[Any, ...] = (state, self._average.weights, self._average.bias)
-        else:
-            self._answer = kernels.decision
-            self._learn_then_answer = kernels.learn_last_then_decide
-            self._answer_args = (state,)
+        """The kernel that answers (the averaged or the live weights' decision value, after
+        learning the deferred example if any) and the address table it and ``_learn``
+        take (the state's arrays and the weights that answer as one array, the mode in
+        it: :func:`~streamlearn._kernels.single.state_table`), made anew whenever one of
+        the arrays changes (a sample of the average writes its bias in place). The hot
+        loop calls it with no branch on the mode, nor on whether an example waits."""
+        self._answer: Callable[[float, int, Any], float] = self._path.kernels.answer_at
+        average = self._average
+        #: keeps the arrays whose addresses ``_table`` holds
+        self._addresses = (
+            state_table(self._path.state, average.weights, average.bias)
+            if self._averaging
+            else state_table(self._path.state)
+        )
+        self._table = self._addresses.table
 
     def _sync(self) -> None:
         """Hand the fast path's counts (and a deferred example) to the learner."""
@@ -301,12 +305,20 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         name of ``x`` is in)."""
         keys = list(x)
         values = list(x.values())
-        for key, value in zip(keys, values, strict=True):
-            check_value(key, value)
+        if not all_finite(values):
+            for key, value in zip(keys, values, strict=True):
+                check_value(key, value)
+        known = self._index.get
+        index_of, grow = self._names.index_of, self._path.ensure_weights
         indices: list[float] = []
         kept: list[Any] = []
         for key, value in zip(keys, values, strict=True):
-            i = self._names.index_of(key, learning, self._path.ensure_weights)
+            try:
+                i = known(key)
+            except TypeError:  # not hashable: index_of says so
+                i = None
+            if i is None:
+                i = index_of(key, learning, grow)
             if i is not None:
                 indices.append(i)
                 kept.append(value)
@@ -391,7 +403,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
                 refuse_example(x, -status)
         else:
             learn = self._learn  # a local: see _take_path
-            status = learn(n, sign, self._state)
+            status = learn(n, sign, self._table)
             if status:
                 if status not in (_NEED_ARENA, _UNBUFFERED):
                     refuse_example(x, -status)
@@ -431,7 +443,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         if weights.shape[0] > average.weights.shape[0]:  # not reachable: _take_path sizes it
             self._path.refresh()
         average.add(self._seen, weights, self._rho * float(F[_BETA]), factor, self._names_room())
-        self._set_answer()
+        set_table_bias(self._table, average.bias)  # the same arrays, in place
 
     # -- prediction ---------------------------------------------------------------------
 
@@ -452,13 +464,9 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         averaged one, in margin units, when averaging), learning first the example
         whose learning was deferred: one kernel call."""
         deferred = self._deferred
-        if deferred:
-            self._deferred = 0.0
-            learn_then_answer = self._learn_then_answer  # a local: see _take_path
-            f: float = learn_then_answer(deferred, n, *self._answer_args)
-        else:
-            answer = self._answer
-            f = answer(n, *self._answer_args)
+        self._deferred = 0.0
+        answer = self._answer  # a local: see _take_path
+        f: float = answer(deferred, n, self._table)
         if f != f:
             f = self._decide_again(x, n, deferred)
         return f
@@ -471,7 +479,7 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
         if deferred and status in (RowStatus.NEED_ARENA, RowStatus.UNBUFFERED):
             self._path.settle(deferred, -status)  # the deferred example, then x
             answer = self._answer
-            f: float = answer(n, *self._answer_args)
+            f: float = answer(0.0, n, self._table)
             if f == f:
                 return f
         refuse_example(x, int(self._path.status))
@@ -485,14 +493,10 @@ class LearnerClassifier(StateRoundTrips, base.Classifier):
             _PACKERS[n](self._F, self._raw_at, *map(self._lookup, x), *x.values())
         except _PACK_ERRORS:
             return self._pos if self._decision(x) > 0.0 else self._neg
-        deferred = self._deferred
-        if deferred:  # _decide_deferring, inlined
-            self._deferred = 0.0
-            learn_then_answer = self._learn_then_answer
-            f: float = learn_then_answer(deferred, n, *self._answer_args)
-        else:
-            answer = self._answer
-            f = answer(n, *self._answer_args)
+        deferred = self._deferred  # _decide_deferring, inlined
+        self._deferred = 0.0
+        answer = self._answer
+        f: float = answer(deferred, n, self._table)
         if f != f:
             f = self._decide_again(x, n, deferred)
         self._last_x = dict(x)

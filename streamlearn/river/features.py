@@ -42,6 +42,21 @@ def check_value(key: Hashable, value: Any) -> None:
         raise InvalidInputError(f"feature {key!r} has the value {value!r}: not finite")
 
 
+def all_finite(values: list[Any]) -> bool:
+    """Whether :func:`check_value` accepts every one of ``values``, in one pass (False
+    sends the caller to :func:`check_value` for each, which names the first bad one).
+
+    >>> all_finite([1, 2.5, True]), all_finite([1.0, float("inf")]), all_finite([1.0, "a"])
+    (True, False, False)
+    """
+    layout = f"@{len(values)}d"
+    try:
+        numbers = struct.unpack(layout, struct.pack(layout, *values))
+    except (struct.error, TypeError, ValueError, OverflowError):
+        return False
+    return all(map(math.isfinite, numbers))
+
+
 def refuse_example(x: Mapping[Hashable, Any], status: int) -> None:
     """Raise :class:`InvalidInputError` for an example a kernel refused with ``status``
     (a :class:`~streamlearn.types.RowStatus`), naming the bad value or what is wrong.

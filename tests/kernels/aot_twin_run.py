@@ -54,6 +54,9 @@ def _copy(value: Any) -> Any:
 #: (``_kernels/many.py``): copying the views would copy whatever lies between those
 #: arrays, so their twins compare the arrays alone
 OVER_MEMORY = {"many.learn_models"}
+#: kernels that reach the state's arrays through the address table they take last
+#: (``_kernels/addresses.py``): copying the table would copy the addresses only
+OVER_TABLE = {"single.answer_at", "single.learn_one_at"}
 
 
 def _regions(args: tuple[Any, ...]) -> list[Any]:
@@ -76,14 +79,29 @@ def _regions(args: tuple[Any, ...]) -> list[Any]:
     return out
 
 
-def _twin_over_memory(key: str, exported: Any, jit: Any) -> Any:
-    """A twin for a kernel of :data:`OVER_MEMORY`: the export runs, its arrays' contents
-    after it are kept and those before it put back, the JIT runs, and both must leave
-    the same contents."""
+def _table_regions(args: tuple[Any, ...]) -> list[Any]:
+    """The arrays of a state's address table (``single.state_table``), as views of them,
+    and any other array argument."""
+    from streamlearn._kernels.single import STATE_DTYPES
+
+    table = args[-1]
+    out = []
+    for k, dtype in enumerate((*STATE_DTYPES, np.float64)):
+        interface = {"data": (int(table[2 * k]), False), "shape": (int(table[2 * k + 1]),),
+                     "typestr": np.dtype(dtype).str, "version": 3}  # fmt: skip
+        out.append(np.asarray(type("Raw", (), {"__array_interface__": interface})()))
+    return out
+
+
+def _twin_over_memory(key: str, exported: Any, jit: Any, reach: Any = None) -> Any:
+    """A twin for a kernel of :data:`OVER_MEMORY` or :data:`OVER_TABLE`: the export runs,
+    its arrays' contents after it are kept and those before it put back, the JIT runs,
+    and both must leave the same contents."""
+    reach = reach or _regions
 
     def call(*args: Any) -> Any:
         called[key] += 1
-        regions = _regions(args)
+        regions = reach(args)
         before = [region.copy() for region in regions]
         result = exported(*args)
         after = [region.copy() for region in regions]
@@ -103,6 +121,8 @@ def _twin_over_memory(key: str, exported: Any, jit: Any) -> Any:
 def _twin(key: str, exported: Any, jit: Any) -> Any:
     if key in OVER_MEMORY:
         return _twin_over_memory(key, exported, jit)
+    if key in OVER_TABLE:
+        return _twin_over_memory(key, exported, jit, _table_regions)
 
     def call(*args: Any) -> Any:
         called[key] += 1
@@ -202,6 +222,22 @@ def rare_paths() -> None:
                             np.where(y > 0, 2.0, 1.0))  # fmt: skip
     bank.learn_and_answer(labelled, questions, np.array([0, 30]), ReplaySchedule(every=0), 0)
     bank.learn_on_schedule(labelled, ReplaySchedule(every=25, passes=1), 60)
+    # the per-example kernels over the state's tuple: the one-example path's own, which
+    # the river adapters reach through an address table instead
+    import struct
+
+    from streamlearn.learn.one_example import OneExamplePath
+
+    path = OneExamplePath(PDM(delta=1.0), on_refresh=lambda new_blocks: None)
+    path.bind(min_weights=3)
+    kernels, average = path.kernels, np.full(path.state[0].shape[0], 0.5)
+    for label in (1.0, -1.0, 1.0):
+        struct.pack_into("@4d", path.F, path.raw_offset, 0.0, 2.0, 1.0, label)
+        kernels.learn_one(2, label, path.state)
+        kernels.decision(2, path.state)
+        kernels.learn_last_then_decide(label, 2, path.state)
+        kernels.decision_averaged(2, path.state, average, 0.25)
+        kernels.learn_last_then_decide_averaged(-label, 2, path.state, average, 0.25)
     try:
         from streamlearn.river import PDMClassifier
     except ImportError:
