@@ -71,6 +71,19 @@ def address(array: npt.NDArray[Any]) -> int:
         return int(array.ctypes.data)
 
 
+def kernel_ready(array: npt.NDArray[Any], dtype: Any) -> bool:
+    """Whether the kernels may read and write ``array`` in place as a one-dimensional
+    array of ``dtype``: of that dtype, C-contiguous, aligned and writeable."""
+    flags = array.flags
+    return bool(
+        array.dtype == dtype
+        and array.ndim == 1
+        and flags.c_contiguous
+        and flags.writeable
+        and flags.aligned
+    )
+
+
 class AddressTable:
     """The addresses and lengths of ``arrays`` (one-dimensional, C-contiguous, aligned,
     writeable, of ``dtypes`` in order) in the int64 array :attr:`table`, ``CELLS`` cells
@@ -83,12 +96,7 @@ class AddressTable:
             raise ValueError(f"{len(arrays)} arrays for {len(dtypes)} dtypes")
         cells: list[int] = []
         for array, dtype in zip(arrays, dtypes, strict=True):
-            flags = array.flags
-            if (
-                array.dtype != dtype
-                or array.ndim != 1
-                or not (flags.c_contiguous and flags.writeable and flags.aligned)
-            ):
+            if not kernel_ready(array, dtype):
                 raise ValueError(f"an array is {array.dtype}[{array.shape}], not {np.dtype(dtype)}")
             cells += [address(array), array.shape[0]]
         self.arrays = arrays

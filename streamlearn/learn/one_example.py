@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streamlearn._kernels import single
+from streamlearn._kernels.addresses import kernel_ready
 from streamlearn.errors import StateError
 from streamlearn.learn.base import LinearLearner
 from streamlearn.learn.state import PackedBlocks
@@ -119,12 +120,7 @@ class OneExamplePath:
             state.weights, blocks.F, blocks.Z, buf.slot_label, buf.arena_idx, buf.arena_val
         )  # fmt: skip
         for array, dtype in zip(args, single.STATE_DTYPES, strict=True):
-            flags = array.flags
-            if (
-                array.dtype != dtype
-                or array.ndim != 1
-                or not (flags.c_contiguous and flags.writeable and flags.aligned)
-            ):
+            if not kernel_ready(array, dtype):
                 raise StateError(f"a learner array is {array.dtype}[{array.shape}], not {dtype}")
         self.F = blocks.F
         self.raw_offset = blocks.raw_offset
