@@ -116,6 +116,10 @@ class PendingExamples:
         self._gone.pop(example_id, None)
         self._waiting[example_id] = example
         self.changes += 1
+        return self._evict_beyond_bound()
+
+    def _evict_beyond_bound(self) -> int:
+        """Evict the oldest examples beyond ``max_examples``; how many went."""
         evicted = 0
         while len(self._waiting) > self.max_examples:
             oldest, _ = self._waiting.popitem(last=False)
@@ -186,12 +190,11 @@ class PendingExamples:
         """Everything kept, as plain lists and arrays (for a checkpoint)."""
         examples = list(self._waiting.values())
         lengths = np.array([e.indices.shape[0] for e in examples], dtype=np.int64)
-        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         return {
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
             "ids": list(self._waiting),
-            "indptr": indptr,
+            "indptr": offsets(lengths),
             "indices": _joined([e.indices for e in examples], np.int32),
             "values": _joined([e.values for e in examples], np.float64),
             "predicted": np.array([e.predicted for e in examples], dtype=np.float64),
@@ -231,10 +234,7 @@ class PendingExamples:
             self.refused = {r: int(counts["refused"].get(r, 0)) for r in REFUSALS}
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raise StateError(f"malformed pending examples ({exc})") from exc
-        while len(self._waiting) > self.max_examples:
-            oldest, _ = self._waiting.popitem(last=False)
-            self._forget(oldest, EVICTED)
-            self.evicted_total += 1
+        self._evict_beyond_bound()
 
 
 @dataclass(frozen=True)
